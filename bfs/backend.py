@@ -1,0 +1,31 @@
+"""Array-module backends: the engine calls the same kernel names on NumPy (Numba) or CuPy arrays."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+
+def cpu_backend() -> SimpleNamespace:
+    """NumPy arrays, Numba kernels."""
+    from . import bottom_up, frontier, top_down
+
+    return SimpleNamespace(
+        name="cpu", xp=np,
+        top_down_step=top_down.top_down_step, claim_remote=top_down.claim_remote,
+        degree_sum=top_down.degree_sum, bottom_up_step=bottom_up.bottom_up_step,
+        queue_to_bits=frontier.queue_to_bits, bits_to_queue=frontier.bits_to_queue,
+        pairs_by_owner=frontier.pairs_by_owner, to_host=np.asarray,
+    )
+
+
+def get_backend(name: str = "cpu") -> SimpleNamespace:
+    """``"cpu"`` or ``"gpu"`` (CuPy kernels; imported only when asked for)."""
+    if name == "cpu":
+        return cpu_backend()
+    if name == "gpu":
+        from .gpu_kernels import gpu_backend
+
+        return gpu_backend()
+    raise ValueError(f"unknown backend {name!r}: expected 'cpu' or 'gpu'")

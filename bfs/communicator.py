@@ -1,0 +1,67 @@
+"""The exchange interface between BFS ranks, and the one-rank implementation.
+
+Transports (TCP sockets, UCX) implement :class:`Communicator`; the engine only calls these methods, so
+adding a transport never touches the search.  Arrays are NumPy on CPU ranks and CuPy on GPU ranks.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+
+
+class CommError(RuntimeError):
+    """A peer rank failed, closed its connection or did not answer in time."""
+
+
+class Communicator(ABC):
+    """Collective operations among the ``size`` ranks of one search session."""
+
+    rank: int
+    size: int
+
+    @abstractmethod
+    def alltoallv(self, send: list[Any]) -> list[Any]:
+        """Personalized all-to-all: ``send[r]`` goes to rank ``r``; returns what each rank sent here."""
+
+    @abstractmethod
+    def allgather(self, arr: Any) -> list[Any]:
+        """Every rank's ``arr``, in rank order."""
+
+    @abstractmethod
+    def allreduce(self, values: np.ndarray, op: str = "sum") -> np.ndarray:
+        """Element-wise reduction (``sum``, ``max`` or ``min``) of a small int64/float64 host vector."""
+
+    def barrier(self) -> None:
+        self.allreduce(np.zeros(1, np.int64))
+
+    def close(self) -> None:
+        pass
+
+    def bytes_sent(self) -> int:
+        """Payload bytes this rank has sent so far (for per-level breakdowns)."""
+        return 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class SelfCommunicator(Communicator):
+    """The degenerate session of one rank: every collective is the identity."""
+
+    def __init__(self):
+        self.rank, self.size = 0, 1
+
+    def alltoallv(self, send):
+        return list(send)
+
+    def allgather(self, arr):
+        return [arr]
+
+    def allreduce(self, values, op="sum"):
+        return np.asarray(values)

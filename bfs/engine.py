@@ -1,0 +1,152 @@
+"""The SPMD direction-optimizing BFS engine: one instance per rank, collectives through a Communicator.
+
+Each level is: local expansion (top-down from a queue, or bottom-up against the global frontier bitmap),
+the exchange (top-down: reached remote vertices with their parents to their owners; bottom-up: all-gather
+of the frontier), and one all-reduce of the counters that decide the next direction (Beamer, Asanović,
+Patterson: go bottom-up when the frontier's edges exceed the unexplored edges / alpha, come back when the
+frontier shrinks below n / beta).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .backend import get_backend
+from .communicator import Communicator, SelfCommunicator
+from .frontier import num_words
+from .shard import Shard
+
+
+@dataclass
+class LevelRecord:
+    """What one level did on this rank (times in seconds, sizes global unless named local)."""
+
+    depth: int
+    direction: str  # "td" or "bu"
+    frontier: int  # vertices in the frontier this level expanded
+    found: int  # vertices reached at this level, all ranks
+    local_s: float
+    exchange_s: float
+    bytes_sent: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class Engine:
+    """Searches from roots over one rank's shard.  ``parent``/``level`` hold the last search's result for
+    the owned vertices (``parent`` in global ids, -1 unreached; ``level`` -1 unreached)."""
+
+    def __init__(self, shard: Shard, comm: Communicator | None = None, *, alpha: float = 15.0,
+                 beta: float = 18.0, backend: str = "cpu", nchunks: int | None = None):
+        self.b = get_backend(backend)
+        xp = self.b.xp
+        self.shard = shard.to(xp) if backend != "cpu" else shard
+        self.comm = comm or SelfCommunicator()
+        self.alpha, self.beta = alpha, beta
+        self.nchunks = nchunks or 8 * (os.cpu_count() or 1)
+        n = shard.num_vertices
+        self.parent = xp.full(shard.num_local, -1, np.int64)
+        self.level = xp.full(shard.num_local, -1, np.int32)
+        self.nwords = num_words(shard.num_local)
+        self.sent = xp.zeros(num_words(n) if self.comm.size > 1 else 0, np.uint64)
+        self.total_edges = int(self.comm.allreduce(np.array([shard.num_local_edges], np.int64))[0])
+        self.records: list[LevelRecord] = []
+
+    # -- exchange helpers -------------------------------------------------------------------------
+    def _gather_frontier(self, bits, count: int):
+        """Global frontier bitmap from every rank's local words.  Each rank sends its vertex list
+        instead of its bitmap when the list is smaller (Bisson et al.)."""
+        if self.comm.size == 1:
+            return bits
+        xp = self.b.xp
+        mine = self.b.bits_to_queue(bits) if count < bits.size else bits  # int64 list vs uint64 words
+        parts = self.comm.allgather(mine)
+        block = self.shard.block
+        out = []
+        for r, part in enumerate(parts):
+            lo = min(r * block, self.shard.num_vertices)
+            hi = min(lo + block, self.shard.num_vertices)
+            nw = num_words(hi - lo)
+            out.append(part if part.dtype == np.uint64 else self.b.queue_to_bits(part, nw))
+        return xp.concatenate(out)
+
+    def _exchange_pairs(self, rv, rp, depth: int):
+        """Send reached remote vertices with their parents to their owners; claim what arrives."""
+        xp = self.b.xp
+        pairs, offs = self.b.pairs_by_owner(rv, rp, self.shard.block, self.comm.size)
+        offs = self.b.to_host(offs)
+        recv = self.comm.alltoallv([pairs[offs[r]:offs[r + 1]] for r in range(self.comm.size)])
+        got = [p for p in recv if p.shape[0]]
+        if not got:
+            return xp.empty(0, np.int64)
+        allp = xp.concatenate(got)
+        return self.b.claim_remote(xp.ascontiguousarray(allp[:, 0]), xp.ascontiguousarray(allp[:, 1]),
+                                   self.shard.lo, self.parent, self.level, np.int32(depth))
+
+    def _allreduce(self, *values: int) -> np.ndarray:
+        return self.comm.allreduce(np.array(values, np.int64))
+
+    # -- the search -------------------------------------------------------------------------------
+    def search(self, root: int) -> list[LevelRecord]:
+        """Breadth-first search from global id ``root``; returns the per-level records."""
+        s, b, xp, comm = self.shard, self.b, self.b.xp, self.comm
+        if not 0 <= root < s.num_vertices:
+            raise ValueError(f"root {root} outside [0, {s.num_vertices})")
+        self.parent.fill(-1)
+        self.level.fill(-1)
+        if self.sent.size:
+            self.sent.fill(0)
+        if s.lo <= root < s.hi:
+            self.parent[root - s.lo] = root
+            self.level[root - s.lo] = 0
+            queue = xp.array([root - s.lo], np.int64)
+        else:
+            queue = xp.empty(0, np.int64)
+        records: list[LevelRecord] = []
+        scout = int(self._allreduce(int(b.degree_sum(s.offsets, queue)))[0])
+        edges_to_check = self.total_edges
+        frontier_size, local_count, direction, bits, depth = 1, int(queue.size), "td", None, 1
+        while True:
+            bytes0 = comm.bytes_sent()
+            t0 = time.perf_counter()
+            if direction == "td" and scout > edges_to_check / self.alpha:
+                direction, bits = "bu", b.queue_to_bits(queue, self.nwords)
+            if direction == "bu":
+                fbits = self._gather_frontier(bits, local_count)
+                t1 = time.perf_counter()
+                nxt = xp.empty(self.nwords, np.uint64)
+                awake, _ = b.bottom_up_step(s.offsets, s.columns, fbits, self.parent, self.level, np.int32(depth), nxt)
+                t2 = time.perf_counter()
+                found = int(self._allreduce(int(awake))[0])
+                t3 = time.perf_counter()
+                local_s, exchange_s = t2 - t1, (t1 - t0) + (t3 - t2)
+                bits, local_count = nxt, int(awake)
+                if found and found < frontier_size and found < s.num_vertices / self.beta:
+                    direction, queue = "td", b.bits_to_queue(bits)
+                    scout = int(self._allreduce(int(b.degree_sum(s.offsets, queue)))[0])
+                records.append(LevelRecord(depth, "bu", frontier_size, found, local_s, exchange_s,
+                                           comm.bytes_sent() - bytes0))
+            else:
+                nxt, rv, rp, _ = b.top_down_step(s.offsets, s.columns, s.lo, s.hi, queue, self.parent, self.level,
+                                                 np.int32(depth), self.sent, self.nchunks)
+                t1 = time.perf_counter()
+                if comm.size > 1:
+                    nxt = xp.concatenate([nxt, self._exchange_pairs(rv, rp, depth)])
+                found, next_scout = (int(x) for x in self._allreduce(int(nxt.size), int(b.degree_sum(s.offsets, nxt))))
+                t2 = time.perf_counter()
+                records.append(LevelRecord(depth, "td", frontier_size, found, t1 - t0, t2 - t1,
+                                           comm.bytes_sent() - bytes0))
+                queue, local_count = nxt, int(nxt.size)
+                edges_to_check -= scout
+                scout = next_scout
+            frontier_size = found
+            if found == 0:
+                break
+            depth += 1
+        self.records = records
+        return records

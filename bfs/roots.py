@@ -1,0 +1,55 @@
+"""Search roots: distinct vertices of degree >= 1 (self-loops not counted), reproducible from a seed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _degrees_of(shard, ids):
+    ids = np.asarray(ids, np.int64)
+    mine = (ids >= shard.lo) & (ids < shard.hi)
+    out = np.zeros(ids.size, np.int64)
+    deg = shard.degree(ids[mine])
+    out[mine] = np.asarray(deg.get() if hasattr(deg, "get") else deg)
+    return out
+
+
+def degrees(graph, ids) -> np.ndarray:
+    """Cleaned out-degrees of dense ids ``ids``, asked of the shards that own them."""
+    futs = [graph.client.submit(_degrees_of, s, ids, workers=[w], pure=False)
+            for s, w in zip(graph.shards, graph.workers)]
+    return np.sum(graph.client.gather(futs), axis=0)
+
+
+def choose_roots(graph, nroots: int = 64, seed: int = 2) -> np.ndarray:
+    """``nroots`` distinct dense ids of degree >= 1, drawn uniformly with ``numpy.random.default_rng(seed)``.
+
+    The same seed gives the same roots for any number of shards.  Fewer come back (with a warning) only
+    when the graph has fewer non-isolated vertices.
+    """
+    if nroots < 1:
+        raise ValueError(f"nroots must be >= 1, got {nroots}")
+    n = graph.num_vertices
+    rng = np.random.default_rng(seed)
+    chosen: list[int] = []
+    seen: set[int] = set()
+    draws = 0
+    while len(chosen) < nroots and draws < 64 * n + 1024:
+        cand = rng.integers(0, n, size=max(4 * nroots, 256))
+        draws += cand.size
+        for v, d in zip(cand.tolist(), degrees(graph, cand).tolist()):
+            if d > 0 and v not in seen:
+                seen.add(v)
+                chosen.append(v)
+                if len(chosen) == nroots:
+                    break
+    if len(chosen) < nroots:
+        # Tiny graphs: take every non-isolated vertex, in the seed's order.
+        allv = np.arange(n)
+        nz = allv[degrees(graph, allv) > 0]
+        rng.shuffle(nz)
+        chosen = nz[:nroots].tolist()
+        import warnings
+
+        warnings.warn(f"graph has only {nz.size} vertices of degree >= 1; using {len(chosen)} roots")
+    return np.asarray(chosen, np.int64)

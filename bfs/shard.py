@@ -1,0 +1,83 @@
+"""One rank's part of a graph: the CSR rows of the vertices it owns (1D partition).
+
+Vertices are split into contiguous blocks ``[lo, hi)`` of ``block`` ids, ``block`` a multiple of 64 so
+that each rank's slice of a frontier bitmap is a whole number of 64-bit words and the global bitmap is the
+plain concatenation of the ranks' slices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+def block_size(num_vertices: int, nparts: int) -> int:
+    """Vertices per owner: ``ceil(n / P)`` rounded up to a multiple of 64."""
+    per = -(-num_vertices // nparts)
+    return max(64, -(-per // 64) * 64)
+
+
+def column_dtype(num_vertices: int) -> np.dtype:
+    """32-bit column ids when every global id fits, else 64-bit."""
+    return np.dtype(np.int32) if num_vertices <= np.iinfo(np.int32).max else np.dtype(np.int64)
+
+
+@dataclass
+class Shard:
+    """CSR adjacency of the vertices ``lo..hi-1`` owned by ``rank``.
+
+    ``offsets`` (int64, ``hi - lo + 1``) index ``columns`` (int32 or int64 global ids, sorted and unique
+    within a row, self-loops removed).  For directed graphs ``offsets``/``columns`` are out-edges and
+    ``in_offsets``/``in_columns`` the in-edges (CSC); for undirected graphs they are ``None`` because
+    CSR is CSC.  ``tuple_degree`` counts the input tuples incident to each vertex before deduplication
+    (self-loops excluded, each counted in ``self_loops``): the Graph500 edge count of a search is
+    ``sum(tuple_degree[reached]) / 2 + sum(self_loops[reached])``.
+    """
+
+    rank: int
+    nparts: int
+    num_vertices: int
+    lo: int
+    hi: int
+    offsets: Any
+    columns: Any
+    tuple_degree: Any
+    self_loops: Any
+    in_offsets: Any = None
+    in_columns: Any = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def directed(self) -> bool:
+        return self.in_offsets is not None
+
+    @property
+    def num_local(self) -> int:
+        return self.hi - self.lo
+
+    @property
+    def num_local_edges(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def block(self) -> int:
+        return block_size(self.num_vertices, self.nparts)
+
+    def degree(self, v: np.ndarray) -> np.ndarray:
+        """Out-degree (after cleaning) of owned global ids ``v``."""
+        i = np.asarray(v, dtype=np.int64) - self.lo
+        off = np.asarray(self.offsets)
+        return off[i + 1] - off[i]
+
+    def nbytes(self) -> int:
+        arrays = (self.offsets, self.columns, self.tuple_degree, self.self_loops, self.in_offsets, self.in_columns)
+        return sum(int(a.nbytes) for a in arrays if a is not None)
+
+    def to(self, xp) -> "Shard":
+        """The same shard with its arrays moved to array module ``xp`` (numpy or cupy)."""
+        conv = (lambda a: None if a is None else xp.asarray(a))
+        return Shard(self.rank, self.nparts, self.num_vertices, self.lo, self.hi, conv(self.offsets),
+                     conv(self.columns), conv(self.tuple_degree), conv(self.self_loops),
+                     conv(self.in_offsets), conv(self.in_columns), dict(self.meta))

@@ -1,0 +1,55 @@
+"""The edge-list handle that every source produces and :func:`~breadth.pipeline.prepare` consumes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class EdgeList:
+    """A lazy ``(m, 2)`` int64 Dask array of ``[source, target]`` tuples in ids ``0..num_vertices-1``.
+
+    ``id_map``, when present, maps dense ids back to the source's original ids (``id_map[i]`` is the
+    original id of vertex ``i``); results are reported in original ids through it.
+    """
+
+    edges: Any  # dask.array.Array, shape (m, 2), int64
+    num_vertices: int
+    directed: bool = False
+    source: dict = field(default_factory=dict)
+    id_map: Any = None
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.edges.shape[0])
+
+    @property
+    def npartitions(self) -> int:
+        return len(self.edges.chunks[0])
+
+
+def from_dask_array(edges, num_vertices: int | None = None, directed: bool = False) -> EdgeList:
+    """Wrap an ``(m, 2)`` integer Dask (or NumPy) array of dense vertex ids.
+
+    ``num_vertices`` defaults to ``max id + 1`` (computed).
+
+    >>> import numpy as np
+    >>> from breadth.pipeline import from_dask_array
+    >>> g = from_dask_array(np.array([[0, 1], [1, 2]]))
+    >>> g.num_vertices
+    3
+    """
+    import dask.array as da
+
+    arr = edges if isinstance(edges, da.Array) else da.from_array(np.asarray(edges), chunks=(1 << 22, 2))
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(f"edges must have shape (m, 2), got {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"edge ids must be integers, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if num_vertices is None:
+        num_vertices = int(arr.max().compute()) + 1 if arr.shape[0] else 0
+    return EdgeList(arr, num_vertices=num_vertices, directed=directed, source={"kind": "array"})
