@@ -1,0 +1,37 @@
+"""The ``breadth`` command line: argument errors and a small end-to-end benchmark."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def _run(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["bench", "--scale", "0"], "--scale must be in 1..40, got 0"),
+    (["bench", "--scale", "41"], "--scale must be in 1..40, got 41"),
+    (["bench", "--scale", "10", "--roots", "0"], "--roots must be >= 1, got 0"),
+    (["bench", "--scale", "10", "--workers", "0"], "--workers must be >= 1, got 0"),
+    (["bench", "--scale", "ten"], "--scale must be an integer, got 'ten'"),
+])
+def test_bad_arguments_exit_2_with_one_line(args, needle):
+    r = _run(*args)
+    assert r.returncode == 2
+    assert needle in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_bench_end_to_end(tmp_path):
+    out = tmp_path / "r.json"
+    r = _run("bench", "--scale", "10", "--roots", "8", "--json", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "SCALE: 10" in r.stdout and "bfs  harmonic_mean_TEPS:" in r.stdout
+    data = json.loads(out.read_text())
+    assert data["valid"] and len(data["roots"]) == 8
+    assert data["statistics"]["teps"]["harmonic_mean"] > 0
+    assert not (tmp_path / "r.json.tmp").exists()
