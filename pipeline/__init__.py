@@ -6,8 +6,9 @@
 """
 
 from .cluster import connect, local_cluster
+from .dataframe import from_dask_dataframe
 from .edges import EdgeList, from_dask_array
 from .kronecker import kronecker
 from .prepare import prepare
 
-__all__ = ["EdgeList", "connect", "from_dask_array", "kronecker", "local_cluster", "prepare"]
+__all__ = ["EdgeList", "connect", "from_dask_array", "from_dask_dataframe", "kronecker", "local_cluster", "prepare"]

@@ -1,0 +1,152 @@
+"""CSV edge lists, with or without a header row; integer ids (fast Numba path) or string ids (pyarrow).
+
+Integer ids: plain files are parsed in parallel byte ranges like SNAP text (one Dask chunk each), gzip
+files streamed.  String ids (``ids="str"``): each file is streamed through ``pyarrow.csv.open_csv`` in
+record batches (one Dask chunk per file).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .errors import BadLineError, EmptyInputError, MissingColumnError, NonNumericIdError, TruncatedInputError
+from .paths import expand_paths
+from .snap_text import _check_policy
+from .text_parser import DEFAULT_CHUNK_BYTES, ChunkStats, TextOptions, is_gzip, read_text_file_chunks
+
+
+def _first_line(path: str) -> tuple[str, int]:
+    """The header line (decoded, without its end) and its length in bytes including the newline."""
+    import pyarrow as pa
+
+    stream = pa.input_stream(path, compression="gzip" if is_gzip(path) else None)
+    with stream:
+        try:
+            head = bytes(stream.read(1 << 20))
+        except (OSError, pa.ArrowException) as e:
+            raise TruncatedInputError(f"{path}: compressed stream is damaged or truncated: {e}", path=path) from None
+    if not head.strip():
+        raise EmptyInputError(f"{path}: file is empty", path=path)
+    k = head.find(b"\n")
+    line = head if k < 0 else head[:k]
+    return line.rstrip(b"\r").decode("utf-8", "replace"), (len(head) if k < 0 else k + 1)
+
+
+def _column_index(path: str, names: list[str], col, default: int, what: str) -> int:
+    if col is None:
+        return default
+    if isinstance(col, int):
+        if col >= len(names) and names:
+            raise MissingColumnError(f"{path}: {what} column index {col} but the header has {len(names)} columns",
+                                     path=path, column=col)
+        return col
+    if col not in names:
+        raise MissingColumnError(f"{path}: no {what} column {col!r}; columns are {names}", path=path, column=col)
+    return names.index(col)
+
+
+def _read_str_csv(path: str, delimiter: str, header: bool, src, dst, on_bad_lines: str):
+    """Stream one CSV file with string ids -> ``(edges object (k, 2), ChunkStats)``."""
+    import pyarrow as pa
+    from pyarrow import csv
+
+    stats = ChunkStats()
+
+    def invalid(row):
+        if on_bad_lines == "error":
+            return "error"
+        stats.skipped += 1
+        if len(stats.bad) < 5:
+            stats.bad.append((path, row.number, "wrong number of fields", row.text))
+            if on_bad_lines == "warn":
+                warnings.warn(f"{path}:{row.number}: skipped bad line: {row.text!r}", stacklevel=2)
+        return "skip"
+
+    ro = csv.ReadOptions(autogenerate_column_names=not header, block_size=16 << 20)
+    po = csv.ParseOptions(delimiter=delimiter, invalid_row_handler=invalid)
+    try:
+        reader = csv.open_csv(pa.input_stream(path, compression="gzip" if is_gzip(path) else None),
+                              read_options=ro, parse_options=po,
+                              convert_options=csv.ConvertOptions(column_types={}, strings_can_be_null=False))
+    except pa.ArrowInvalid as e:
+        raise BadLineError(f"{path}: {e}", path=path) from None
+    names = reader.schema.names
+    si = _column_index(path, names if header else [], src, 0, "source")
+    di = _column_index(path, names if header else [], dst, 1, "target")
+    parts = []
+    try:
+        for batch in reader:
+            s = batch.column(si).cast(pa.string()).to_numpy(zero_copy_only=False)
+            d = batch.column(di).cast(pa.string()).to_numpy(zero_copy_only=False)
+            parts.append(np.stack([s, d], axis=1).astype(object))
+    except (pa.ArrowInvalid, IndexError) as e:
+        raise BadLineError(f"{path}: {e}", path=path) from None
+    except OSError as e:
+        raise TruncatedInputError(f"{path}: compressed stream is damaged or truncated: {e}", path=path) from None
+    edges = np.concatenate(parts) if parts else np.empty((0, 2), object)
+    stats.edges = int(edges.shape[0])
+    return edges, stats
+
+
+def csv_parts(paths, *, header: bool = True, delimiter: str = ",", src=None, dst=None, ids: str = "int",
+              on_bad_lines: str = "error", chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list:
+    """Delayed raw ``(edges, ChunkStats)`` chunks of CSV files (see :func:`read_csv`)."""
+    import dask
+
+    _check_policy(on_bad_lines)
+    if len(delimiter) != 1:
+        raise ValueError(f"delimiter must be one character, got {delimiter!r}")
+    if ids not in ("int", "str"):
+        raise ValueError(f"ids must be 'int' or 'str', got {ids!r}")
+    out = []
+    for path in expand_paths(paths):
+        if ids == "str":
+            _check_header(path, delimiter, header, src, dst)  # missing columns fail here, not on a worker
+            out.append(dask.delayed(_read_str_csv, pure=True)(path, delimiter, header, src, dst, on_bad_lines))
+            continue
+        names, start = [], 0
+        if header:
+            line, start = _first_line(path)
+            names = [c.strip().strip('"') for c in line.split(delimiter)]
+        si = _column_index(path, names, src, 0, "source")
+        di = _column_index(path, names, dst, 1, "target")
+        opts = TextOptions(sep=ord(delimiter), src_idx=si, dst_idx=di,
+                           max_fields=len(names) if header else 0, comments=b"#", on_bad_lines=on_bad_lines)
+        out += read_text_file_chunks(path, opts, chunk_bytes, data_start=start, header_lines=1 if header else 0)
+    return out
+
+
+def _check_header(path, delimiter, header, src, dst):
+    names = []
+    if header:
+        line, _ = _first_line(path)
+        names = [c.strip().strip('"') for c in line.split(delimiter)]
+    _column_index(path, names, src, 0, "source")
+    _column_index(path, names, dst, 1, "target")
+
+
+def read_csv(paths, *, header: bool = True, delimiter: str = ",", src=None, dst=None, ids: str = "int",
+             directed: bool = False, on_bad_lines: str = "error", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+             relabel: bool = True, persist: bool = True, client=None):
+    """Read CSV edge files into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids.
+
+    ``src``/``dst``: column names (with ``header``) or 0-based indices; default the first two columns.
+    ``ids="int"`` parses integer ids (non-numeric ones are errors naming file, line and text);
+    ``ids="str"`` keeps any text as an id (``id_map`` then holds strings).  Lines starting with ``#``
+    are comments.
+
+    >>> from breadth.io import read_csv
+    >>> el = read_csv("edges.csv", src="from", dst="to")      # doctest: +SKIP
+    """
+    from breadth.pipeline.relabel import edge_list_from_parts
+
+    files = expand_paths(paths)
+    parts = csv_parts(files, header=header, delimiter=delimiter, src=src, dst=dst, ids=ids,
+                      on_bad_lines=on_bad_lines, chunk_bytes=chunk_bytes)
+    return edge_list_from_parts(parts, client, directed=directed, relabel=relabel, persist=persist,
+                                source={"kind": "csv", "path": ",".join(files)})
+
+
+__all__ = ["csv_parts", "read_csv", "NonNumericIdError"]

@@ -1,0 +1,110 @@
+"""Parquet edge lists: a file, a directory of files or a glob; one Dask chunk per row group.
+
+Source/target columns are configurable (default: ``src``/``dst``, ``source``/``target``, ``from``/``to``,
+``u``/``v``, or the only two columns).  Integer columns of any width (int32, int64, uint64...) and string
+columns are accepted; uint64 ids above the int64 range stay uint64 in ``id_map``.  Only the two columns
+are read, one row group at a time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import BadLineError, EmptyInputError, MissingColumnError, NonNumericIdError, UnknownFormatError
+from .paths import expand_paths
+from .text_parser import ChunkStats
+
+DEFAULT_PAIRS = (("src", "dst"), ("source", "target"), ("from", "to"), ("u", "v"))
+
+
+def _pick_columns(path: str, names: list[str], src, dst) -> tuple[str, str]:
+    if src is None and dst is None:
+        for a, b in DEFAULT_PAIRS:
+            if a in names and b in names:
+                return a, b
+        if len(names) == 2:
+            return names[0], names[1]
+        raise MissingColumnError(f"{path}: cannot tell the source/target columns among {names}; "
+                                 f"pass src= and dst=", path=path)
+    for c, what in ((src, "source"), (dst, "target")):
+        if c not in names:
+            raise MissingColumnError(f"{path}: no {what} column {c!r}; columns are {names}", path=path, column=c)
+    return src, dst
+
+
+def _column_array(path: str, col, name: str, rg: int) -> np.ndarray:
+    import pyarrow as pa
+
+    if col.null_count:
+        raise NonNumericIdError(f"{path}: row group {rg}: column {name!r} has {col.null_count} null id(s)",
+                                path=path, column=name)
+    t = col.type
+    if pa.types.is_dictionary(t):
+        col = col.cast(t.value_type)
+        t = col.type
+    if pa.types.is_integer(t):
+        return col.to_numpy()
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return col.to_numpy(zero_copy_only=False).astype(object)
+    raise NonNumericIdError(f"{path}: column {name!r} has type {t}; vertex ids must be integers or strings",
+                            path=path, column=name)
+
+
+def read_row_group(path: str, rg: int, src: str, dst: str):
+    """Row group ``rg`` of one file -> ``(edges (k, 2), ChunkStats)`` (ids normalised, see relabel)."""
+    import pyarrow.parquet as pq
+
+    from breadth.pipeline.relabel import normalize_ids
+
+    t = pq.ParquetFile(path).read_row_group(rg, columns=[src, dst])
+    s = _column_array(path, t.column(src), src, rg)
+    d = _column_array(path, t.column(dst), dst, rg)
+    if (s.dtype == object) != (d.dtype == object):
+        raise NonNumericIdError(f"{path}: columns {src!r} ({t.column(src).type}) and {dst!r} "
+                                f"({t.column(dst).type}) hold different id types", path=path)
+    if s.dtype != object and s.dtype != d.dtype:
+        both = np.result_type(s.dtype, d.dtype)
+        if both.kind == "f":  # uint64 with int64: ids are non-negative, so uint64 holds both
+            both = np.dtype(np.uint64)
+            for a, c in ((s, src), (d, dst)):
+                if a.dtype.kind == "i" and a.size and a.min() < 0:
+                    raise BadLineError(f"{path}: column {c!r} has negative ids", path=path, column=c)
+        s, d = s.astype(both), d.astype(both)
+    edges = normalize_ids(np.stack([s, d], axis=1), f"{path} (row group {rg})")
+    return edges, ChunkStats(edges=int(edges.shape[0]))
+
+
+def parquet_parts(paths, *, src: str | None = None, dst: str | None = None) -> list:
+    """Delayed raw chunks, one per row group of every file (see :func:`read_parquet`)."""
+    import dask
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = []
+    for path in expand_paths(paths, suffixes=(".parquet", ".pq", ".parq")):
+        try:
+            pf = pq.ParquetFile(path)
+        except (pa.ArrowInvalid, OSError) as e:
+            raise UnknownFormatError(f"{path}: not a readable Parquet file: {e}", path=path) from None
+        s, d = _pick_columns(path, pf.schema_arrow.names, src, dst)
+        for rg in range(pf.metadata.num_row_groups):
+            if pf.metadata.row_group(rg).num_rows:
+                out.append(dask.delayed(read_row_group, pure=True)(path, rg, s, d))
+    if not out:
+        raise EmptyInputError(f"{paths}: no rows in the Parquet input", path=str(paths))
+    return out
+
+
+def read_parquet(paths, *, src: str | None = None, dst: str | None = None, directed: bool = False,
+                 relabel: bool = True, persist: bool = True, client=None):
+    """Read Parquet edge lists into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids.
+
+    >>> from breadth.io import read_parquet
+    >>> el = read_parquet("edges/", src="source", dst="target")     # doctest: +SKIP
+    """
+    from breadth.pipeline.relabel import edge_list_from_parts
+
+    files = expand_paths(paths, suffixes=(".parquet", ".pq", ".parq"))
+    return edge_list_from_parts(parquet_parts(files, src=src, dst=dst), client, directed=directed,
+                                relabel=relabel, persist=persist,
+                                source={"kind": "parquet", "path": ",".join(files)})

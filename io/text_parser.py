@@ -1,0 +1,350 @@
+"""Block-wise parsing of edge-list text (SNAP, headerless/numeric CSV, Matrix Market entries).
+
+A Numba kernel turns a block of bytes into an ``(k, 2)`` int64 array in one pass: comment and blank
+lines skipped, ``\\r\\n`` or ``\\n`` endings, a missing final newline, fields split on whitespace runs
+and commas (``sep=-1``) or on one delimiter byte.  Bad lines are reported by their byte offset and a
+kind code (see :mod:`breadth.io.errors`); the Python side turns offsets into line numbers, which costs a
+newline count only when something is wrong.
+
+Files are read in bounded blocks (``chunk_bytes``): an uncompressed file is cut into byte ranges, each
+a Dask task that owns the lines *starting* inside its range; a gzip file is one task that streams its
+decompressed bytes (``pyarrow`` input stream) block by block, carrying the partial last line over.
+Memory per task is therefore one block of text plus its parsed edges, never the whole file.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, field
+
+import numba
+import numpy as np
+
+from .errors import (KIND_FEW_FIELDS, KIND_EXTRA_FIELDS, KIND_NEGATIVE, KIND_NON_NUMERIC, KIND_OK,
+                     KIND_OUT_OF_RANGE, KIND_OVERFLOW, KINDS, BadLineError, TruncatedInputError)
+
+INT64_MAX = np.iinfo(np.int64).max
+DEFAULT_CHUNK_BYTES = 64 << 20
+MAX_REPORTED = 5  # bad lines per chunk described in warnings / the report
+
+
+@numba.njit(nogil=True, cache=True)
+def count_newlines(buf):
+    n = 0
+    for i in range(buf.size):
+        if buf[i] == 10:
+            n += 1
+    return n
+
+
+@numba.njit(nogil=True, cache=True)
+def _parse_int(buf, fs, fe, base, limit):
+    """(value, kind) of the decimal integer in buf[fs:fe] (no surrounding blanks)."""
+    if fs >= fe:
+        return 0, KIND_FEW_FIELDS
+    neg = False
+    p = fs
+    if buf[p] == 45:  # '-'
+        neg = True
+        p += 1
+    elif buf[p] == 43:  # '+'
+        p += 1
+    if p >= fe:
+        return 0, KIND_NON_NUMERIC
+    v = np.int64(0)
+    overflow = False
+    for q in range(p, fe):
+        c = buf[q]
+        if c < 48 or c > 57:
+            return 0, KIND_NON_NUMERIC
+        d = np.int64(c - 48)
+        if v > (INT64_MAX - d) // 10:
+            overflow = True
+        else:
+            v = v * 10 + d
+    if neg and (v != 0 or overflow):
+        return 0, KIND_NEGATIVE
+    if overflow:
+        return 0, KIND_OVERFLOW
+    if v < base or v > limit:
+        return 0, KIND_OUT_OF_RANGE
+    return v - base, KIND_OK
+
+
+@numba.njit(nogil=True, cache=True)
+def parse_edges(buf, sep, src_idx, dst_idx, max_fields, comments, base, limit, skip_bad, out, bad_pos, bad_kind):
+    """Parse edge lines of ``buf`` (uint8) into ``out`` (int64 ``(cap, 2)``).
+
+    ``sep``: -1 for whitespace runs or commas, else one delimiter byte.  ``src_idx``/``dst_idx``: field
+    numbers of the endpoints; ``max_fields`` > 0 makes lines with more fields bad.  Ids must lie in
+    ``[base, limit]`` and are stored minus ``base`` (1 for Matrix Market).  Returns ``(rows, nbad)``;
+    with ``skip_bad`` false parsing stops at the first bad line (``nbad == 1``).  The first
+    ``bad_pos.size`` bad lines' start offsets and kind codes land in ``bad_pos``/``bad_kind``.
+    """
+    n = buf.size
+    need = max(src_idx, dst_idx) + 1
+    rows = 0
+    nbad = 0
+    i = 0
+    while i < n:
+        ls = i
+        e = i
+        while e < n and buf[e] != 10:
+            e += 1
+        le = e
+        if le > ls and buf[le - 1] == 13:
+            le -= 1
+        i = e + 1
+        p = ls
+        while p < le and (buf[p] == 32 or buf[p] == 9):
+            p += 1
+        if p == le:
+            continue
+        is_comment = False
+        for c in comments:
+            if buf[p] == c:
+                is_comment = True
+        if is_comment:
+            continue
+        nf = 0
+        kind = KIND_OK
+        u = np.int64(0)
+        v = np.int64(0)
+        while True:
+            fs = p
+            if sep < 0:
+                while p < le and buf[p] != 32 and buf[p] != 9 and buf[p] != 44:
+                    p += 1
+            else:
+                while p < le and buf[p] != sep:
+                    p += 1
+            fe = p
+            while fe > fs and (buf[fe - 1] == 32 or buf[fe - 1] == 9):
+                fe -= 1
+            if kind == KIND_OK and (nf == src_idx or nf == dst_idx):
+                val, k = _parse_int(buf, fs, fe, base, limit)
+                if k != KIND_OK:
+                    kind = k
+                elif nf == src_idx:
+                    u = val
+                else:
+                    v = val
+                if nf == src_idx and nf == dst_idx:
+                    v = u
+            nf += 1
+            if p >= le:
+                break
+            if sep < 0:
+                while p < le and (buf[p] == 32 or buf[p] == 9):
+                    p += 1
+                if p < le and buf[p] == 44:
+                    p += 1
+                    while p < le and (buf[p] == 32 or buf[p] == 9):
+                        p += 1
+                elif p >= le:
+                    break
+            else:
+                p += 1
+                while p < le and (buf[p] == 32 or buf[p] == 9):
+                    p += 1
+        if kind == KIND_OK and nf < need:
+            kind = KIND_FEW_FIELDS
+        if kind == KIND_OK and max_fields > 0 and nf > max_fields:
+            kind = KIND_EXTRA_FIELDS
+        if kind != KIND_OK:
+            if nbad < bad_pos.size:
+                bad_pos[nbad] = ls
+                bad_kind[nbad] = kind
+            nbad += 1
+            if not skip_bad:
+                return rows, nbad
+            continue
+        out[rows, 0] = u
+        out[rows, 1] = v
+        rows += 1
+    return rows, nbad
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """How to read the lines of one text format (see :func:`parse_edges`)."""
+
+    sep: int = -1
+    src_idx: int = 0
+    dst_idx: int = 1
+    max_fields: int = 2  # 0: any number of extra fields allowed
+    comments: bytes = b"#%"
+    base: int = 0
+    limit: int = INT64_MAX
+    on_bad_lines: str = "error"  # error | skip | warn
+
+
+@dataclass
+class ChunkStats:
+    """What one chunk's parse saw: edges kept, bad lines skipped, the first few described."""
+
+    edges: int = 0
+    skipped: int = 0
+    bad: list = field(default_factory=list)  # [(path, line, kind description, text)]
+
+    def merge(self, other: "ChunkStats") -> "ChunkStats":
+        return ChunkStats(self.edges + other.edges, self.skipped + other.skipped,
+                          (self.bad + other.bad)[:MAX_REPORTED * 4])
+
+
+def _line_text(buf: np.ndarray, pos: int) -> str:
+    end = pos
+    while end < buf.size and buf[end] != 10 and end - pos < 200:
+        end += 1
+    return bytes(buf[pos:end]).rstrip(b"\r").decode("utf-8", "replace")
+
+
+def _parse_block(buf: np.ndarray, opts: TextOptions, path: str, line_of) -> tuple[np.ndarray, ChunkStats]:
+    """Parse one block; ``line_of(pos)`` gives the 1-based file line of block offset ``pos``."""
+    cap = count_newlines(buf) + 1
+    out = np.empty((cap, 2), np.int64)
+    bad_pos = np.zeros(MAX_REPORTED, np.int64)
+    bad_kind = np.zeros(MAX_REPORTED, np.int64)
+    skip = opts.on_bad_lines != "error"
+    rows, nbad = parse_edges(buf, np.int64(opts.sep), opts.src_idx, opts.dst_idx, opts.max_fields,
+                             np.frombuffer(opts.comments, np.uint8), np.int64(opts.base), np.int64(opts.limit),
+                             skip, out, bad_pos, bad_kind)
+    stats = ChunkStats(edges=int(rows), skipped=int(nbad) if skip else 0)
+    for j in range(min(int(nbad), MAX_REPORTED)):
+        pos = int(bad_pos[j])
+        cls, what = KINDS[int(bad_kind[j])]
+        line, text = line_of(pos), _line_text(buf, pos)
+        if not skip:
+            raise cls(f"{path}:{line}: {what}: {text!r}", path=path, line=line, text=text)
+        stats.bad.append((path, line, what, text))
+        if opts.on_bad_lines == "warn":
+            warnings.warn(f"{path}:{line}: skipped bad line ({what}): {text!r}", stacklevel=2)
+    # a copy, so the (k, 2) result does not pin the over-allocated buffer
+    return (out[:rows].copy() if rows < cap // 2 else out[:rows]), stats
+
+
+def _newlines_before(path: str, offset: int) -> int:
+    """Newlines in the first ``offset`` bytes of an uncompressed file (only computed for bad lines)."""
+    n = 0
+    with open(path, "rb") as f:
+        left = offset
+        while left > 0:
+            b = f.read(min(left, 16 << 20))
+            if not b:
+                break
+            n += b.count(b"\n")
+            left -= len(b)
+    return n
+
+
+def is_gzip(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
+def byte_ranges(path: str, data_start: int, chunk_bytes: int) -> list[tuple[int, int]]:
+    """``[start, end)`` ranges of about ``chunk_bytes`` covering ``data_start..size``."""
+    size = os.path.getsize(path)
+    if size <= data_start:
+        return [(data_start, data_start)]
+    return [(a, min(a + chunk_bytes, size)) for a in range(data_start, size, chunk_bytes)]
+
+
+def read_range(path: str, start: int, end: int, opts: TextOptions, data_start: int = 0):
+    """Parse the lines that start in ``[start, end)`` of an uncompressed file -> ``(edges, ChunkStats)``."""
+    with open(path, "rb") as f:
+        lo = start - 1 if start > data_start else start
+        f.seek(lo)
+        buf = bytearray(f.read(max(0, end - lo)))
+        if buf and buf[-1] != 10:  # the line running past `end` belongs to this range
+            while True:
+                more = f.read(1 << 16)
+                if not more:
+                    break
+                k = more.find(b"\n")
+                if k >= 0:
+                    buf += more[:k + 1]
+                    break
+                buf += more
+    skip_head = 0
+    if start > data_start:  # lines starting before `start` belong to the previous range
+        k = buf.find(b"\n")
+        skip_head = len(buf) if k < 0 else k + 1
+    arr = np.frombuffer(bytes(buf), np.uint8)[skip_head:]
+    base_off = lo + skip_head
+    line_of = lambda pos: _newlines_before(path, base_off + pos) + 1  # noqa: E731
+    return _parse_block(arr, opts, path, line_of)
+
+
+def read_stream(path: str, opts: TextOptions, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                compression: str | None = "gzip", skip_lines: int = 0):
+    """Parse a whole (compressed) stream block by block -> ``(edges, ChunkStats)``.
+
+    ``skip_lines`` leading lines (a header) are dropped.  A cut gzip raises :class:`TruncatedInputError`.
+    """
+    import pyarrow as pa
+
+    parts, stats = [], ChunkStats()
+    lines_before = 0
+    carry = b""
+    try:
+        stream = pa.input_stream(path, compression=compression)
+    except (OSError, pa.ArrowException) as e:
+        raise TruncatedInputError(f"{path}: cannot open compressed stream: {e}", path=path) from None
+    with stream:
+        eof = False
+        while not eof:
+            try:
+                block = stream.read(chunk_bytes)
+            except (OSError, pa.ArrowException) as e:
+                done = lines_before + carry.count(b"\n")
+                raise TruncatedInputError(f"{path}: compressed stream is damaged or truncated after line "
+                                          f"{done}: {e}", path=path) from None
+            eof = not block
+            data = carry + bytes(block)
+            if not eof:
+                k = data.rfind(b"\n")
+                if k < 0:
+                    carry = data
+                    continue
+                data, carry = data[:k + 1], data[k + 1:]
+            else:
+                carry = b""
+            while skip_lines and data:
+                k = data.find(b"\n")
+                data = b"" if k < 0 else data[k + 1:]
+                skip_lines -= 1
+                lines_before += 1
+            if not data:
+                continue
+            arr = np.frombuffer(data, np.uint8)
+            lb = lines_before
+            e, s = _parse_block(arr, opts, path, lambda pos: lb + count_newlines(arr[:pos]) + 1)
+            parts.append(e)
+            stats = stats.merge(s)
+            lines_before += count_newlines(arr)
+    edges = np.concatenate(parts) if len(parts) != 1 else parts[0]
+    if not parts:
+        edges = np.empty((0, 2), np.int64)
+    return edges, stats
+
+
+def read_text_file_chunks(path: str, opts: TextOptions, chunk_bytes: int, data_start: int = 0,
+                          header_lines: int = 0) -> list:
+    """Delayed ``(edges, ChunkStats)`` tasks covering one file (byte ranges, or one stream for gzip)."""
+    import dask
+
+    if is_gzip(path):
+        return [dask.delayed(read_stream, pure=True)(path, opts, chunk_bytes, "gzip", header_lines,
+                                                     dask_key_name=f"read-gz-{_tok(path, opts)}")]
+    return [dask.delayed(read_range, pure=True)(path, a, b, opts, data_start,
+                                                dask_key_name=f"read-range-{_tok(path, opts)}-{a}")
+            for a, b in byte_ranges(path, data_start, chunk_bytes)]
+
+
+def _tok(path, opts) -> str:
+    from dask.base import tokenize
+
+    st = os.stat(path)
+    return tokenize(os.path.abspath(path), st.st_size, st.st_mtime_ns, opts)
