@@ -120,7 +120,9 @@ class Engine:
                 fbits = self._gather_frontier(bits, local_count)
                 t1 = time.perf_counter()
                 nxt = xp.empty(self.nwords, np.uint64)
-                awake, _ = b.bottom_up_step(s.offsets, s.columns, fbits, self.parent, self.level, np.int32(depth), nxt)
+                # bottom-up looks for a parent among IN-neighbours: the CSC rows for directed graphs
+                bu_off, bu_col = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
+                awake, _ = b.bottom_up_step(bu_off, bu_col, fbits, self.parent, self.level, np.int32(depth), nxt)
                 t2 = time.perf_counter()
                 found = int(self._allreduce(int(awake))[0])
                 t3 = time.perf_counter()

@@ -3,7 +3,10 @@
 Each search is timed alone, from just before the root is visited to the parent array written, as the
 maximum over ranks between two barriers; an untimed warm-up search precedes them.  The edge count of a
 search (``nedge``) is the number of input edge tuples inside the root's component, self-loops and
-duplicates included: ``sum(tuple_degree[reached]) / 2 + sum(self_loops[reached])``.
+duplicates included: ``sum(tuple_degree[reached]) / 2 + sum(self_loops[reached])``.  For directed graphs
+(not a Graph500 case) it is the number of input tuples whose tail the search reached -- every tuple it
+could traverse, each counted once -- ``sum(out_tuple_degree[reached]) + sum(self_loops[reached])``; tuples
+pointing into the reached set from outside are not counted.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ def _search_edge_count(engine) -> tuple[int, int]:
     comm = engine.comm
     sums = comm.allreduce(np.array([int(s.tuple_degree[reached].sum()), int(s.self_loops[reached].sum()),
                                     int(reached.sum())], np.int64))
+    if s.directed:  # tuple_degree holds out-tuples (see the module docstring)
+        return int(sums[0] + sums[1]), int(sums[2])
     return int(sums[0] // 2 + sums[1]), int(sums[2])
 
 

@@ -12,8 +12,8 @@ from .session import run_session
 @dataclass
 class BFSResult:
     """One search.  ``parent[i]``/``level[i]`` belong to dense vertex ``i`` (``vertex_ids[i]`` in the
-    source's ids): ``parent`` in original ids (the root is its own parent, -1 unreached), ``level`` in
-    hops (-1 unreached)."""
+    source's ids): ``parent`` in original ids (the root is its own parent, -1 unreached; an object array
+    with ``None`` for unreached when ids are strings or uint64), ``level`` in hops (-1 unreached)."""
 
     root: int
     parent: np.ndarray  # (n,) int64, original ids
@@ -75,7 +75,12 @@ def bfs(graph, root, *, protocol: str = "tcp", timeout: float = 60.0):
     for i, r in enumerate(orig.tolist()):
         parent = np.concatenate([p[i][0] for p in parts])
         level = np.concatenate([p[i][1] for p in parts])
-        if idm is not None:
+        if idm is not None and idm.dtype.kind == "i":
             parent = np.where(parent >= 0, idm[np.maximum(parent, 0)], -1)
+        elif idm is not None:  # uint64 or string ids: -1 is not one of their ids, so unreached -> None
+            reached = parent >= 0
+            mapped = np.full(parent.size, None, dtype=object)
+            mapped[reached] = idm[parent[reached]]
+            parent = mapped
         results.append(BFSResult(r, parent, level, idm))
     return results[0] if single else results

@@ -33,7 +33,9 @@ class Shard:
     ``in_offsets``/``in_columns`` the in-edges (CSC); for undirected graphs they are ``None`` because
     CSR is CSC.  ``tuple_degree`` counts the input tuples incident to each vertex before deduplication
     (self-loops excluded, each counted in ``self_loops``): the Graph500 edge count of a search is
-    ``sum(tuple_degree[reached]) / 2 + sum(self_loops[reached])``.
+    ``sum(tuple_degree[reached]) / 2 + sum(self_loops[reached])``.  For directed graphs ``tuple_degree``
+    counts out-tuples only (``v`` the tail), and a search's edge count is the tuples whose tail it reached,
+    ``sum(tuple_degree[reached]) + sum(self_loops[reached])``.
     """
 
     rank: int

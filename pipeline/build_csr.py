@@ -87,8 +87,9 @@ def build_shard(rank: int, nparts: int, num_vertices: int, pieces: list[Piece], 
     offsets, columns, deg_out = csr_from_entries([p.out for p in pieces], lo, hi - lo, num_vertices)
     in_offsets = in_columns = None
     if directed:
-        in_offsets, in_columns, deg_in = csr_from_entries([p.inc for p in pieces], lo, hi - lo, num_vertices)
-        deg_out = deg_out + deg_in
+        # tuple_degree stays the OUT-tuple count: a directed search's Graph500 edge count is the tuples
+        # whose tail it reached (each counted once), see bfs/graph500.py
+        in_offsets, in_columns, _ = csr_from_entries([p.inc for p in pieces], lo, hi - lo, num_vertices)
     loops = np.zeros(hi - lo, np.int64)
     for p in pieces:
         if p.loops.size:
