@@ -1,0 +1,556 @@
+"""GPU backend: the engine's kernels on CuPy arrays, written as CUDA C++ (NVRTC through ``cupy.RawModule``).
+
+Same names and signatures as the CPU backend (:func:`breadth.bfs.backend.cpu_backend`), so the engine's
+orchestration is shared; only the kernels differ.  What changes on the device:
+
+* **Visited bitmap.**  Each backend instance keeps one bit per owned vertex (``uint32`` words; 2**26
+  vertices are 8 MB, which stays in the H100/H200 L2).  Top-down claims a vertex with one ``atomicOr`` on
+  it (so a vertex is claimed exactly once: no duplicates in the next queue), bottom-up skips visited
+  vertices 32 at a time without touching ``parent``.  :meth:`GpuBackend.start_search` (the engine's
+  start-of-search hook) resets it.
+* **Top-down, load-balanced per edge.**  A prefix sum of the frontier's degrees maps edge ``e`` to its
+  frontier vertex by binary search (one search per 32 edges for the warp, then a short one per lane), so a
+  hub of a million neighbours is spread over the whole chip.  Claimed vertices are appended with one
+  warp-aggregated ``atomicAdd`` per warp, and the degree sum of the next frontier (the next level's
+  ``scout``) is accumulated in the same pass.
+* **Bottom-up, a warp per 32 vertices.**  Each lane owns one vertex, scans its row until it meets a
+  frontier bit, and the warp's ``__ballot_sync`` is the next-frontier word (stored once, no atomics).
+* **One host round trip per level.**  Each step reads its small counter array back once (the only
+  synchronisation); the counts it learns (queue length and degree sum of what it returns) are remembered
+  for exactly the array it returned, so the engine's following ``degree_sum``/``bits_to_queue`` calls on that
+  array cost no further synchronisation.
+
+CuPy is imported when this module is; the CPU path never imports it (see :mod:`breadth.bfs.backend`).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import cupy as cp
+import numpy as np
+
+_FULL_GRID_PER_SM = 16  # blocks per multiprocessor for grid-stride kernels whose work size is on the device
+_THREADS = 256
+
+_SOURCE = r"""
+typedef long long i64;
+typedef unsigned long long u64;
+typedef unsigned int u32;
+#ifdef COL64
+typedef long long col_t;
+#else
+typedef int col_t;
+#endif
+
+#define FULL 0xffffffffu
+
+__device__ __forceinline__ i64 warp_sum(i64 x) {
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_down_sync(FULL, x, o);
+    return x;
+}
+
+// Block-wide sum of two per-thread counters, added to ctr[a] and ctr[b] once per block: a grid-stride
+// kernel then issues a few thousand global atomics instead of one per warp.
+__device__ __forceinline__ void block_add2(i64 x, i64 y, i64* ctr, int a, int b) {
+    __shared__ unsigned long long sx, sy;
+    if (threadIdx.x == 0) { sx = 0; sy = 0; }
+    __syncthreads();
+    x = warp_sum(x);
+    y = warp_sum(y);
+    if ((threadIdx.x & 31) == 0) {
+        if (x) atomicAdd(&sx, (u64)x);
+        if (y) atomicAdd(&sy, (u64)y);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (sx) atomicAdd((u64*)&ctr[a], sx);
+        if (sy) atomicAdd((u64*)&ctr[b], sy);
+    }
+}
+
+// deg[i] = degree of queue[i] (local ids); the host turns it into an inclusive prefix sum.
+extern "C" __global__ void queue_degrees(const i64* __restrict__ offsets, const i64* __restrict__ queue,
+                                         i64 qn, i64* __restrict__ deg) {
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < qn; i += (i64)gridDim.x * blockDim.x) {
+        const i64 u = queue[i];
+        deg[i] = offsets[u + 1] - offsets[u];
+    }
+}
+
+// ctr[0] += sum of degrees of queue (local ids)
+extern "C" __global__ void degree_sum(const i64* __restrict__ offsets, const i64* __restrict__ queue, i64 qn,
+                                      i64* ctr) {
+    i64 s = 0;
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < qn; i += (i64)gridDim.x * blockDim.x) {
+        const i64 u = queue[i];
+        s += offsets[u + 1] - offsets[u];
+    }
+    block_add2(s, 0, ctr, 0, 1);
+}
+
+// One top-down level, one thread per frontier edge.
+//   pre: inclusive prefix sum of the frontier's degrees (qn entries); the edge count is pre[qn-1], read
+//        here, so the host never has to know it.
+//   Local neighbours are claimed by atomicOr on the visited bitmap; the winner writes parent (global id)
+//   and level, appends the local id to nxt (ctr[0] counts them) and adds its degree to ctr[2].
+//   Remote neighbours (has_sent) go out once per search through the sent bitmap (global ids, 64-bit words):
+//   (v, parent) appended to rv/rp, ctr[1] counts them.
+extern "C" __global__ void td_expand(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
+                                     const i64* __restrict__ queue, const i64* __restrict__ pre, i64 qn,
+                                     i64 lo, i64 hi, i64* __restrict__ parent, int* __restrict__ level, int depth,
+                                     u32* visited, u64* sent, int has_sent,
+                                     i64* __restrict__ nxt, i64* __restrict__ rv, i64* __restrict__ rp, i64* ctr) {
+    if (qn <= 0) return;
+    const int lane = threadIdx.x & 31;
+    const i64 warp = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
+    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
+    const i64 total = pre[qn - 1];
+    const u32 lanemask_lt = (1u << lane) - 1u;
+    i64 scout = 0;
+    for (i64 base = warp * 32; base < total; base += nwarps * 32) {
+        // First frontier index whose inclusive prefix exceeds `base` (same address on every lane: broadcast).
+        i64 a = 0, b = qn - 1;
+        while (a < b) { const i64 m = (a + b) >> 1; if (pre[m] > base) b = m; else a = m + 1; }
+        const i64 e = base + lane;
+        bool win_l = false, win_r = false;
+        i64 v = 0, ug = 0;
+        if (e < total) {
+            // This lane's vertex is at most 31 edges further; zero-degree entries can make it more than
+            // 31 indices further, hence the fallback to the whole tail.
+            i64 c = a, d = a + 32 < qn - 1 ? a + 32 : qn - 1;
+            if (pre[d] <= e) { c = d; d = qn - 1; }
+            while (c < d) { const i64 m = (c + d) >> 1; if (pre[m] > e) d = m; else c = m + 1; }
+            const i64 u = queue[c];
+            const i64 first = c ? pre[c - 1] : 0;
+            v = (i64)cols[offsets[u] + (e - first)];
+            ug = u + lo;
+            if (v >= lo && v < hi) {
+                const i64 lv = v - lo;
+                const u32 bit = 1u << (lv & 31);
+                u32* w = visited + (lv >> 5);
+                // Plain read first: most edges of a big level hit visited vertices, and a read is far
+                // cheaper than an atomic.  A stale read only costs the atomic, which decides.
+                if (!(*w & bit) && !(atomicOr(w, bit) & bit)) {
+                    win_l = true;
+                    v = lv;
+                    parent[lv] = ug;
+                    level[lv] = depth;
+                    scout += offsets[lv + 1] - offsets[lv];
+                }
+            } else if (has_sent) {
+                const u64 bit = 1ull << (v & 63);
+                u64* w = sent + (v >> 6);
+                if (!(*w & bit) && !(atomicOr(w, bit) & bit)) win_r = true;
+            }
+        }
+        const u32 bl = __ballot_sync(FULL, win_l);
+        if (bl) {
+            u64 pos = 0;
+            if (lane == 0) pos = atomicAdd((u64*)&ctr[0], (u64)__popc(bl));
+            pos = __shfl_sync(FULL, pos, 0);
+            if (win_l) nxt[pos + __popc(bl & lanemask_lt)] = v;
+        }
+        const u32 br = __ballot_sync(FULL, win_r);
+        if (br) {
+            u64 pos = 0;
+            if (lane == 0) pos = atomicAdd((u64*)&ctr[1], (u64)__popc(br));
+            pos = __shfl_sync(FULL, pos, 0);
+            if (win_r) { const u64 j = pos + __popc(br & lanemask_lt); rv[j] = v; rp[j] = ug; }
+        }
+    }
+    block_add2(scout, 0, ctr, 2, 3);
+}
+
+// One bottom-up level.  Warp w handles local vertices 32w..32w+31 (one word of visited / skip / next).
+//   fbits: global frontier bitmap as 32-bit words; skip: vertices with no row entries (never found here).
+//   next[w] is written for every w (the next frontier); visited[w] gains the vertices found.
+//   ctr[0] += vertices found, ctr[1] += sum of their degrees.
+extern "C" __global__ void bu_step(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
+                                   const u32* __restrict__ fbits, u32* __restrict__ visited,
+                                   const u32* __restrict__ skip, i64* __restrict__ parent,
+                                   int* __restrict__ level, int depth, u32* __restrict__ next,
+                                   i64 nwords, i64 nloc, i64* ctr) {
+    const int lane = threadIdx.x & 31;
+    const i64 warp = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
+    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
+    i64 found = 0, found_edges = 0;
+    for (i64 w = warp; w < nwords; w += nwarps) {
+        const u32 vis = visited[w];
+        const u32 sk = vis | skip[w];
+        bool hit = false;
+        if (sk != FULL) {  // warp-uniform: a word with every vertex done costs two loads
+            const i64 i = w * 32 + lane;
+            if (!((sk >> lane) & 1u) && i < nloc) {
+                const i64 s = offsets[i], t = offsets[i + 1];
+                for (i64 k = s; k < t; ++k) {
+                    const i64 u = (i64)__ldg(cols + k);
+                    if ((__ldg(fbits + (u >> 5)) >> (u & 31)) & 1u) {
+                        parent[i] = u;
+                        level[i] = depth;
+                        hit = true;
+                        found_edges += t - s;
+                        break;
+                    }
+                }
+            }
+        }
+        const u32 b = __ballot_sync(FULL, hit);
+        if (lane == 0) {
+            next[w] = b;
+            if (b) visited[w] = vis | b;
+        }
+        found += hit;
+    }
+    block_add2(found, found_edges, ctr, 0, 1);
+}
+
+// skip[w] bit j set when local vertex 32w+j has no row entries or is past nloc.
+extern "C" __global__ void zero_degree_bits(const i64* __restrict__ offsets, i64 nloc, u32* __restrict__ skip,
+                                            i64 nwords) {
+    const int lane = threadIdx.x & 31;
+    const i64 warp = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
+    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
+    for (i64 w = warp; w < nwords; w += nwarps) {
+        const i64 i = w * 32 + lane;
+        const bool z = i >= nloc || offsets[i + 1] == offsets[i];
+        const u32 b = __ballot_sync(FULL, z);
+        if (lane == 0) skip[w] = b;
+    }
+}
+
+// bits (32-bit words) |= bit of each id in ids; optional visited |= the same bits.
+extern "C" __global__ void set_bits(const i64* __restrict__ ids, i64 n, u32* bits) {
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+        const i64 u = ids[i];
+        atomicOr(bits + (u >> 5), 1u << (u & 31));
+    }
+}
+
+// Set bits of 64-bit words -> ascending ids; pre: inclusive prefix sum of popcounts.
+extern "C" __global__ void bits_to_ids(const u64* __restrict__ bits, const i64* __restrict__ pre, i64 nwords,
+                                       i64* __restrict__ out) {
+    for (i64 w = blockIdx.x * (i64)blockDim.x + threadIdx.x; w < nwords; w += (i64)gridDim.x * blockDim.x) {
+        u64 x = bits[w];
+        i64 pos = pre[w] - __popcll(x);
+        while (x) {
+            out[pos++] = w * 64 + (__ffsll((long long)x) - 1);
+            x &= x - 1;
+        }
+    }
+}
+
+extern "C" __global__ void popcounts(const u64* __restrict__ bits, i64 nwords, i64* __restrict__ cnt) {
+    for (i64 w = blockIdx.x * (i64)blockDim.x + threadIdx.x; w < nwords; w += (i64)gridDim.x * blockDim.x)
+        cnt[w] = __popcll(bits[w]);
+}
+
+// Received (v global, p) pairs: claim unvisited owned vertices (atomicOr on visited), append local ids.
+extern "C" __global__ void claim_remote(const i64* __restrict__ v, const i64* __restrict__ p, i64 n, i64 lo,
+                                        i64* __restrict__ parent, int* __restrict__ level, int depth,
+                                        u32* visited, i64* __restrict__ out, i64* ctr) {
+    const int lane = threadIdx.x & 31;
+    const u32 lanemask_lt = (1u << lane) - 1u;
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    // The loop test reads the warp's first index, so every lane of a warp runs the same iterations and
+    // reaches the ballot.
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i - lane < n; i += stride) {
+        bool win = false;
+        i64 j = 0;
+        if (i < n) {
+            j = v[i] - lo;
+            const u32 bit = 1u << (j & 31);
+            if (!(atomicOr(visited + (j >> 5), bit) & bit)) {
+                win = true;
+                parent[j] = p[i];
+                level[j] = depth;
+            }
+        }
+        const u32 b = __ballot_sync(FULL, win);
+        if (b) {
+            u64 pos = 0;
+            if (lane == 0) pos = atomicAdd((u64*)&ctr[0], (u64)__popc(b));
+            pos = __shfl_sync(FULL, pos, 0);
+            if (win) out[pos + __popc(b & lanemask_lt)] = j;
+        }
+    }
+}
+
+// Graph500 rules 2-5 over this shard's rows (same counts as breadth.bfs.validate._row_rules), a warp per
+// row so that hub rows are read by 32 lanes.  cnt[0..3] += rule 2, 3, 4, 5 violations.
+extern "C" __global__ void row_rules(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
+                                     const i64* __restrict__ in_offsets, const col_t* __restrict__ in_cols,
+                                     i64 nloc, i64 lo, const i64* __restrict__ parent,
+                                     const int* __restrict__ level_g, i64 n, i64 root, int directed, i64* cnt) {
+    const int lane = threadIdx.x & 31;
+    const i64 warp = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
+    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
+    i64 r2 = 0, r3 = 0, r4 = 0, r5 = 0;
+    for (i64 i = warp; i < nloc; i += nwarps) {
+        const i64 v = lo + i;
+        const int lv = level_g[v];
+        const i64 p = parent[i];
+        for (i64 k = offsets[i] + lane; k < offsets[i + 1]; k += 32) {
+            const i64 u = (i64)cols[k];
+            const int lu = level_g[u];
+            if (directed) {
+                if (lv >= 0 && lu < 0) r4++;
+                else if (lv >= 0 && lu > lv + 1) r3++;
+            } else if ((lv >= 0) != (lu >= 0)) {
+                r4++;
+            } else if (lv >= 0 && abs(lv - lu) > 1) {
+                r3++;
+            }
+        }
+        if (lane == 0) {
+            if ((p >= 0) != (lv >= 0)) r4++;
+            if (lv >= 0 && p >= 0) {
+                if (v == root) {
+                    if (p != root || lv != 0) r2++;
+                } else {
+                    if (p >= n || level_g[p] != lv - 1) r2++;
+                    i64 a = in_offsets[i], b = in_offsets[i + 1];
+                    const i64 end = b;
+                    while (a < b) { const i64 m = (a + b) >> 1; if ((i64)in_cols[m] < p) a = m + 1; else b = m; }
+                    if (a == end || (i64)in_cols[a] != p) r5++;
+                }
+            }
+        }
+    }
+    r2 = warp_sum(r2); r3 = warp_sum(r3); r4 = warp_sum(r4); r5 = warp_sum(r5);
+    if (lane == 0) {
+        if (r2) atomicAdd((u64*)&cnt[0], (u64)r2);
+        if (r3) atomicAdd((u64*)&cnt[1], (u64)r3);
+        if (r4) atomicAdd((u64*)&cnt[2], (u64)r4);
+        if (r5) atomicAdd((u64*)&cnt[3], (u64)r5);
+    }
+}
+"""
+
+_KERNELS = ("queue_degrees", "degree_sum", "td_expand", "bu_step", "zero_degree_bits", "set_bits", "bits_to_ids",
+            "popcounts", "claim_remote", "row_rules")
+
+
+@functools.lru_cache(maxsize=None)
+def _module(col_dtype: str) -> dict[str, Any]:
+    """Compiled kernels for int32 or int64 column ids (NVRTC, cached on disk by CuPy)."""
+    opts = ("-std=c++17",) + (("-DCOL64",) if col_dtype == "int64" else ())
+    mod = cp.RawModule(code=_SOURCE, options=opts)
+    return {k: mod.get_function(k) for k in _KERNELS}
+
+
+@functools.lru_cache(maxsize=None)
+def _num_sms() -> int:
+    return int(cp.cuda.Device().attributes["MultiProcessorCount"])
+
+
+def _grid(work_items: int | None, per_block: int = _THREADS) -> tuple[int]:
+    """Blocks for ``work_items`` items (one per thread, or per warp when ``per_block`` is 8): enough to fill
+    the chip, no more; ``None`` (size known only on the device) gives the full grid."""
+    full = _num_sms() * _FULL_GRID_PER_SM
+    if work_items is None:
+        return (full,)
+    return (max(1, min(full, -(-work_items // per_block))),)
+
+
+def _i64(x: int) -> np.int64:
+    return np.int64(x)
+
+
+class GpuBackend:
+    """The engine's kernel set on CuPy arrays, plus per-engine device state (visited bitmap, known counts).
+
+    One instance serves one :class:`~breadth.bfs.engine.Engine` (``get_backend("gpu")`` makes a new one
+    each time).  Arrays: ``offsets`` int64 ``(num_local + 1,)``; ``cols`` int32/int64 global ids; queues
+    int64 local ids; bitmaps uint64 words (viewed as uint32 words inside the kernels).
+    """
+
+    name = "gpu"
+    xp = cp
+
+    def __init__(self):
+        self._visited = None  # uint32 words over the owned vertices
+        self._skip = None  # (offsets, uint32 words of zero-degree vertices) for bottom-up
+        # Counts learned at a step's one synchronisation, valid for exactly the array they describe.
+        self._deg_of: tuple[Any, Any, int] | None = None  # (queue, offsets, sum of its degrees in offsets)
+        self._bits_of: tuple[Any, int, int, Any] | None = None  # (bitmap, set bits, their degree sum, offsets)
+
+    # -- state ------------------------------------------------------------------------------------
+    def start_search(self, parent, queue) -> None:
+        """Engine hook at the start of a search: clear the visited bitmap, mark the roots in ``queue``."""
+        nw32 = 2 * ((parent.size + 63) // 64)
+        if self._visited is None or self._visited.size != nw32:
+            self._visited = cp.zeros(nw32, cp.uint32)
+        else:
+            self._visited.fill(0)
+        self._deg_of = self._bits_of = None
+        if queue.size:
+            self._kern(None)["set_bits"](_grid(int(queue.size)), (_THREADS,),
+                                         (queue, _i64(queue.size), self._visited))
+
+    def _kern(self, cols) -> dict[str, Any]:
+        return _module("int64" if cols is not None and cols.dtype == np.int64 else "int32")
+
+    def _skip_bits(self, offsets):
+        if self._skip is None or self._skip[0] is not offsets:
+            nloc = offsets.size - 1
+            nw32 = 2 * ((nloc + 63) // 64)
+            skip = cp.empty(nw32, cp.uint32)
+            self._kern(None)["zero_degree_bits"](_grid(nw32, _THREADS // 32), (_THREADS,),
+                                                 (offsets, _i64(nloc), skip, _i64(nw32)))
+            self._skip = (offsets, skip)
+        return self._skip[1]
+
+    def _ensure_visited(self, nloc: int) -> None:
+        if self._visited is None:
+            raise RuntimeError("GpuBackend.start_search was not called: the engine must call it before a search")
+
+    # -- the engine's kernel set ------------------------------------------------------------------
+    def degree_sum(self, offsets, queue) -> int:
+        """Sum of the out-degrees of local ids ``queue`` (a host int)."""
+        known = self._known_degree_sum(offsets, queue)
+        if known is not None:
+            return known
+        if queue.size == 0:
+            return 0
+        ctr = cp.zeros(2, cp.int64)
+        self._kern(None)["degree_sum"](_grid(int(queue.size)), (_THREADS,), (offsets, queue, _i64(queue.size), ctr))
+        total = int(ctr[0].get())
+        self._deg_of = (queue, offsets, total)
+        return total
+
+    def _known_degree_sum(self, offsets, queue) -> int | None:
+        d = self._deg_of
+        return d[2] if d is not None and d[0] is queue and d[1] is offsets else None
+
+    def top_down_step(self, offsets, cols, lo: int, hi: int, queue, parent, level, depth, sent, nchunks=None):
+        """One top-down level; returns ``(next_queue, remote_v, remote_parent, scanned)`` like the CPU's."""
+        self._ensure_visited(parent.size)
+        k = self._kern(cols)
+        qn = int(queue.size)
+        nloc = parent.size
+        has_sent = int(sent.size > 0)
+        nxt = cp.empty(nloc, cp.int64)  # each owned vertex is claimed at most once per search
+        nrem = sent.size * 64 - nloc if has_sent else 0  # each remote vertex goes out at most once
+        rv = cp.empty(max(nrem, 0), cp.int64)
+        rp = cp.empty(max(nrem, 0), cp.int64)
+        ctr = cp.zeros(4, cp.int64)
+        total = self._known_degree_sum(offsets, queue)
+        if qn and total != 0:
+            deg = cp.empty(qn, cp.int64)
+            k["queue_degrees"](_grid(qn), (_THREADS,), (offsets, queue, _i64(qn), deg))
+            pre = cp.cumsum(deg)
+            k["td_expand"](_grid(total), (_THREADS,),
+                           (offsets, cols, queue, pre, _i64(qn), _i64(lo), _i64(hi), parent, level, np.int32(depth),
+                            self._visited, sent if has_sent else nxt, np.int32(has_sent), nxt, rv, rp, ctr))
+        c = ctr.get()  # the level's one synchronisation
+        out = nxt[:int(c[0])]
+        self._deg_of = (out, offsets, int(c[2]))
+        if total is None:
+            total = int(pre[-1].get()) if qn else 0
+        return out, rv[:int(c[1])], rp[:int(c[1])], total
+
+    def bottom_up_step(self, offsets, cols, frontier_bits, parent, level, depth, next_bits):
+        """One bottom-up level; ``next_bits`` (uint64 words over the owned vertices) is overwritten.
+        Returns ``(awake, awake_edges)`` as host ints."""
+        self._ensure_visited(parent.size)
+        k = self._kern(cols)
+        nloc = offsets.size - 1
+        nw32 = 2 * next_bits.size
+        ctr = cp.zeros(2, cp.int64)
+        k["bu_step"](_grid(nw32, _THREADS // 32), (_THREADS,),
+                     (offsets, cols, frontier_bits.view(cp.uint32), self._visited, self._skip_bits(offsets), parent,
+                      level, np.int32(depth), next_bits.view(cp.uint32), _i64(nw32), _i64(nloc), ctr))
+        c = ctr.get()
+        awake, awake_edges = int(c[0]), int(c[1])
+        self._bits_of = (next_bits, awake, awake_edges, offsets)
+        return awake, awake_edges
+
+    def queue_to_bits(self, queue, nwords: int):
+        """uint64 bitmap of ``nwords`` words with the bits of local ids ``queue`` set."""
+        bits = cp.zeros(nwords, cp.uint64)
+        if queue.size:
+            self._kern(None)["set_bits"](_grid(int(queue.size)), (_THREADS,),
+                                         (queue, _i64(queue.size), bits.view(cp.uint32)))
+        return bits
+
+    def bits_to_queue(self, bits):
+        """int64 local ids of the set bits, ascending."""
+        k = self._kern(None)
+        nw = int(bits.size)
+        cnt = cp.empty(nw, cp.int64)
+        k["popcounts"](_grid(nw), (_THREADS,), (bits, _i64(nw), cnt))
+        pre = cp.cumsum(cnt)
+        known = self._bits_of is not None and self._bits_of[0] is bits
+        n = self._bits_of[1] if known else (int(pre[-1].get()) if nw else 0)
+        out = cp.empty(n, cp.int64)
+        if n:
+            k["bits_to_ids"](_grid(nw), (_THREADS,), (bits, pre, _i64(nw), out))
+        if known:
+            self._deg_of = (out, self._bits_of[3], self._bits_of[2])
+        return out
+
+    def claim_remote(self, v, p, lo: int, parent, level, depth):
+        """Apply received (vertex, parent) pairs; return the newly claimed local ids."""
+        self._ensure_visited(parent.size)
+        n = int(v.size)
+        out = cp.empty(n, cp.int64)
+        ctr = cp.zeros(1, cp.int64)
+        if n:
+            self._kern(None)["claim_remote"](_grid(n), (_THREADS,),
+                                             (v, p, _i64(n), _i64(lo), parent, level, np.int32(depth),
+                                              self._visited, out, ctr))
+        return out[:int(ctr.get()[0])]
+
+    @staticmethod
+    def pairs_by_owner(v, p, block: int, nparts: int):
+        """Sort (vertex, parent) pairs by owner ``v // block``: ``(k, 2)`` int64 and ``nparts + 1`` offsets."""
+        owner = v // block
+        order = cp.argsort(owner, kind="stable") if nparts > 1 else cp.arange(v.size)
+        out = cp.stack([v[order], p[order]], axis=1)
+        offs = cp.zeros(nparts + 1, cp.int64)
+        if v.size:
+            cp.cumsum(cp.bincount(owner, minlength=nparts), out=offs[1:])
+        return out, offs
+
+    @staticmethod
+    def to_host(a):
+        return cp.asnumpy(a)
+
+    # -- validation on the device (breadth.bfs.validate uses these when present) ------------------
+    def row_violations(self, shard, parent_local, level_g, root: int) -> tuple[int, int, int, int]:
+        """Rules 2-5 over ``shard``'s rows, as :func:`breadth.bfs.validate.row_violations` counts them."""
+        in_off = shard.in_offsets if shard.directed else shard.offsets
+        in_col = shard.in_columns if shard.directed else shard.columns
+        if in_col.dtype != shard.columns.dtype:
+            in_col = in_col.astype(shard.columns.dtype)
+        cnt = cp.zeros(4, cp.int64)
+        nloc = shard.num_local
+        self._kern(shard.columns)["row_rules"](
+            _grid(nloc, _THREADS // 32), (_THREADS,),
+            (shard.offsets, shard.columns, in_off, in_col, _i64(nloc), _i64(shard.lo),
+             cp.ascontiguousarray(parent_local, cp.int64), cp.ascontiguousarray(level_g, cp.int32),
+             _i64(level_g.size), _i64(root), np.int32(shard.directed), cnt))
+        return tuple(int(x) for x in cnt.get())
+
+    @staticmethod
+    def tree_violations(parent_g, root: int) -> int:
+        """Rule 1 on the device: :func:`breadth.bfs.validate.tree_violations` with CuPy arrays."""
+        parent_g = cp.asarray(parent_g, cp.int64)
+        n = parent_g.size
+        reached = parent_g >= 0
+        bad = int(((parent_g >= n) & reached).sum()) + int(parent_g[root].get() != root)
+        anc = cp.where(reached & (parent_g < n), parent_g, -1)
+        anc[root] = root
+        for _ in range(max(1, int(np.ceil(np.log2(max(n, 2))))) + 1):
+            nxt = cp.where(anc >= 0, anc[cp.maximum(anc, 0)], -1)
+            if bool(cp.array_equal(nxt, anc)):
+                break
+            anc = nxt
+        return bad + int((reached & (anc != root)).sum())
+
+
+def gpu_backend() -> GpuBackend:
+    """A fresh GPU backend (one per engine: it holds the engine's visited bitmap)."""
+    return GpuBackend()

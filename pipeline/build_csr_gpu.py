@@ -1,0 +1,127 @@
+"""GPU split and CSR build: the same pieces and shards as :mod:`partition` / :mod:`build_csr`, on CuPy arrays.
+
+Splitting keeps the CPU's rules (self-loops set aside for the edge count, undirected tuples sent both ways,
+directed ones as out- and in-entries) with array operations.  Building replaces the per-row sort of the CPU
+builder by one device radix sort of packed keys ``(row - lo) << bits(n) | column`` (a 64-bit key when
+``bits(num_local) + bits(n) <= 64``, which holds up to scale 32), then a unique pass and binary searches
+for the row offsets, so the result is the CPU's shard exactly: rows in order, columns sorted and unique
+within a row, ``tuple_degree`` counted before deduplication.
+"""
+
+from __future__ import annotations
+
+import cupy as cp
+import numpy as np
+
+from breadth.bfs.shard import Shard, block_size, column_dtype
+
+from .partition import Piece
+
+_pack = cp.ElementwiseKernel(
+    "T row, T col, int64 lo, int32 cbits", "uint64 key",
+    "key = ((unsigned long long)(row - lo) << cbits) | (unsigned long long)col",
+    "breadth_pack_key")
+_unpack_col = cp.ElementwiseKernel(
+    "uint64 key, uint64 mask", "C col", "col = (C)(key & mask)", "breadth_unpack_col")
+_neq_prev = cp.ElementwiseKernel(
+    "raw uint64 keys", "bool flag", "flag = i == 0 || keys[i] != keys[i - 1]", "breadth_neq_prev")
+
+
+def _check_ids(edges: cp.ndarray, num_vertices: int, where: str = "edge chunk") -> None:
+    """Raise ``ValueError`` naming the first id outside ``[0, num_vertices)`` (one device round trip)."""
+    if edges.size == 0:
+        return
+    lo, hi = (int(x) for x in cp.stack([edges.min(), edges.max()]).get())
+    if lo < 0 or hi >= num_vertices:
+        bad = int(cp.flatnonzero(((edges < 0) | (edges >= num_vertices)).any(axis=1))[0].get())
+        raise ValueError(f"{where}: row {bad} has vertex id {edges[bad].get().tolist()} outside "
+                         f"[0, {num_vertices}); relabel the ids or pass num_vertices")
+
+
+def _by_owner(entries: cp.ndarray, block: int, nparts: int) -> list[cp.ndarray]:
+    if nparts == 1:
+        return [entries]
+    owner = entries[:, 0] // block
+    order = cp.argsort(owner, kind="stable")
+    entries = entries[order]
+    bounds = np.concatenate(([0], np.cumsum(cp.bincount(owner, minlength=nparts).get())))
+    return [entries[bounds[p]:bounds[p + 1]] for p in range(nparts)]
+
+
+def split_by_owner_gpu(edges, num_vertices: int, block: int, nparts: int, directed: bool = False) -> list[Piece]:
+    """:func:`breadth.pipeline.partition.split_by_owner` on the device.
+
+    ``edges``: ``(k, 2)`` integer tuples (NumPy or CuPy; moved to the device).  The pieces hold CuPy
+    ``(k, 2)`` entries in the graph's column dtype (int32 when ids fit, which halves the shuffle's memory)
+    and int64 self-loop ids.
+    """
+    edges = cp.ascontiguousarray(cp.asarray(edges), dtype=cp.int64)
+    _check_ids(edges, num_vertices)
+    dt = column_dtype(num_vertices)
+    u, v = edges[:, 0], edges[:, 1]
+    loop = u == v
+    keep = ~loop
+    uu, vv = u[keep].astype(dt), v[keep].astype(dt)
+    loops = u[loop]
+    if directed:
+        out, inc = cp.stack([uu, vv], axis=1), cp.stack([vv, uu], axis=1)
+    else:
+        out, inc = cp.stack([cp.concatenate([uu, vv]), cp.concatenate([vv, uu])], axis=1), None
+    del uu, vv
+    outs = _by_owner(out, block, nparts)
+    incs = _by_owner(inc, block, nparts) if directed else [None] * nparts
+    if nparts == 1:
+        lps = [loops]
+    else:
+        lo_owner = loops // block
+        lps = [loops[lo_owner == p] for p in range(nparts)]
+    return [Piece(outs[p], incs[p], lps[p]) for p in range(nparts)]
+
+
+def csr_from_entries_gpu(entries: list, lo: int, num_local: int, num_vertices: int):
+    """:func:`breadth.pipeline.build_csr.csr_from_entries` on the device: ``(offsets int64[num_local + 1],
+    columns int32|int64[nnz], multiplicity int64[num_local])`` as CuPy arrays."""
+    entries = [cp.asarray(e) for e in entries if e is not None and e.shape[0]]
+    m = sum(int(e.shape[0]) for e in entries)
+    cdt = column_dtype(num_vertices)
+    cbits = max(1, int(num_vertices - 1).bit_length())
+    rbits = max(1, int(num_local - 1).bit_length()) if num_local > 1 else 1
+    if cbits + rbits > 64:
+        raise NotImplementedError(f"GPU build packs (row, column) into 64 bits: {rbits} + {cbits} bits do not fit; "
+                                  "use more shards (smaller num_local)")
+    keys = cp.empty(m, cp.uint64)
+    pos = 0
+    for e in entries:  # pack each piece in place: no concatenated copy of the entries
+        k = int(e.shape[0])
+        _pack(e[:, 0], e[:, 1], np.int64(lo), np.int32(cbits), keys[pos:pos + k])
+        pos += k
+    del entries
+    keys.sort()  # device radix sort
+    # Row starts before and after dedup by binary search of the packed row boundaries.
+    starts = cp.arange(num_local + 1, dtype=cp.uint64) << np.uint64(cbits)
+    deg = cp.diff(cp.searchsorted(keys, starts)).astype(cp.int64)
+    flag = _neq_prev(keys, size=m) if m else cp.empty(0, bool)
+    keys = keys[flag]
+    del flag
+    offsets = cp.searchsorted(keys, starts).astype(cp.int64)
+    columns = _unpack_col(keys, np.uint64((1 << cbits) - 1), cp.empty(keys.size, cdt))
+    return offsets, columns, deg
+
+
+def build_shard_gpu(rank: int, nparts: int, num_vertices: int, pieces: list[Piece], directed: bool = False) -> Shard:
+    """:func:`breadth.pipeline.build_csr.build_shard` on the device: the same shard, arrays in device memory."""
+    block = block_size(num_vertices, nparts)
+    lo = min(rank * block, num_vertices)
+    hi = min(lo + block, num_vertices)
+    offsets, columns, deg_out = csr_from_entries_gpu([p.out for p in pieces], lo, hi - lo, num_vertices)
+    in_offsets = in_columns = None
+    if directed:
+        in_offsets, in_columns, deg_in = csr_from_entries_gpu([p.inc for p in pieces], lo, hi - lo, num_vertices)
+        deg_out = deg_out + deg_in
+    loops = [cp.asarray(p.loops) for p in pieces if p.loops.size]
+    if loops:
+        self_loops = cp.bincount(cp.concatenate(loops) - lo, minlength=hi - lo)
+    else:
+        self_loops = cp.zeros(hi - lo, cp.int64)
+    return Shard(rank, nparts, num_vertices, lo, hi, offsets, columns,
+                 deg_out.astype(cp.int32), self_loops.astype(cp.int32), in_offsets, in_columns)
