@@ -43,12 +43,14 @@ def detect_format(path: str) -> str:
     return "snap"
 
 
-def read_edges(paths, format: str = "auto", *, directed: bool = False, src=None, dst=None,
+def read_edges(paths, format: str = "auto", *, directed: bool | None = None, src=None, dst=None,
                on_bad_lines: str = "error", client=None, **kw):
     """Read edge files of any supported format into an :class:`~breadth.pipeline.edges.EdgeList`.
 
     ``format``: ``auto`` (by extension, then content), ``snap``, ``csv``, ``mtx`` or ``parquet``.  All
-    files of one call must share a format.  Extra keywords go to the format's reader.
+    files of one call must share a format.  Extra keywords go to the format's reader.  ``directed``
+    defaults to undirected (Graph500), except Matrix Market files, whose ``general``/``symmetric`` banner
+    decides.
 
     >>> from breadth.io import read_edges
     >>> el = read_edges(["a.txt.gz", "b.txt.gz"], directed=True)     # doctest: +SKIP
@@ -66,6 +68,11 @@ def read_edges(paths, format: str = "auto", *, directed: bool = False, src=None,
         if len(kinds) != 1:
             raise UnknownFormatError(f"inputs mix formats {sorted(kinds)}; read them separately or pass format=")
         format = kinds.pop()
+    if format == "mtx":
+        if src is not None or dst is not None:
+            raise ValueError("src/dst columns apply to csv and parquet input, not mtx")
+        return matrix_market.read_mtx(items, directed=directed, on_bad_lines=on_bad_lines, client=client, **kw)
+    directed = bool(directed)
     if format == "parquet":
         return parquet_edges.read_parquet(items, src=src, dst=dst, directed=directed, client=client, **kw)
     if format == "csv":
@@ -73,6 +80,4 @@ def read_edges(paths, format: str = "auto", *, directed: bool = False, src=None,
                                   client=client, **kw)
     if src is not None or dst is not None:
         raise ValueError(f"src/dst columns apply to csv and parquet input, not {format}")
-    if format == "mtx":
-        return matrix_market.read_mtx(items, directed=directed, on_bad_lines=on_bad_lines, client=client, **kw)
     return snap_text.read_snap(items, directed=directed, on_bad_lines=on_bad_lines, client=client, **kw)

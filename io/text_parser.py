@@ -337,14 +337,15 @@ def read_text_file_chunks(path: str, opts: TextOptions, chunk_bytes: int, data_s
 
     if is_gzip(path):
         return [dask.delayed(read_stream, pure=True)(path, opts, chunk_bytes, "gzip", header_lines,
-                                                     dask_key_name=f"read-gz-{_tok(path, opts)}")]
+                                                     dask_key_name=f"read-gz-{_tok(path, opts, chunk_bytes, header_lines)}")]
     return [dask.delayed(read_range, pure=True)(path, a, b, opts, data_start,
-                                                dask_key_name=f"read-range-{_tok(path, opts)}-{a}")
+                                                dask_key_name=f"read-range-{_tok(path, opts, data_start)}-{a}-{b}")
             for a, b in byte_ranges(path, data_start, chunk_bytes)]
 
 
-def _tok(path, opts) -> str:
+def _tok(path, *args) -> str:
+    """Key token: the file's identity (path, size, mtime) and everything that shapes the chunk."""
     from dask.base import tokenize
 
     st = os.stat(path)
-    return tokenize(os.path.abspath(path), st.st_size, st.st_mtime_ns, opts)
+    return tokenize(os.path.abspath(path), st.st_size, st.st_mtime_ns, *args)

@@ -3,6 +3,11 @@
     breadth bench --scale 20                     # Graph500 on a local CPU cluster
     breadth bench --scale 22 --workers 2 --json result.json
     breadth bench --scale 26 --scheduler tcp://host:8786
+    breadth generate --scale 20 --out g20.store        # prepare once ...
+    breadth ingest web.txt.gz --directed --out web.store
+    breadth info web.store
+    breadth bfs web.store --root 12 --root 99 --out levels.parquet   # ... search many times
+    breadth bench web.store
 """
 
 from __future__ import annotations
@@ -43,14 +48,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="breadth", description="Out-of-core graph preparation and multi-GPU BFS on Dask.")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     b = sub.add_parser("bench", help="Graph500 BFS benchmark on a Kronecker graph")
-    b.add_argument("--scale", type=_int_in("--scale", 1, 40), required=True, help="log2 of the vertex count")
+    b.add_argument("store", nargs="?", default=None,
+                   help="a shard store (breadth generate/ingest); without it, --scale generates a graph")
+    b.add_argument("--scale", type=_int_in("--scale", 1, 40), default=None, help="log2 of the vertex count")
     b.add_argument("--edgefactor", type=_int_in("--edgefactor", 1), default=16)
     b.add_argument("--roots", type=_int_in("--roots", 1), default=64, help="number of searches (default 64)")
     b.add_argument("--seed", type=int, default=1, help="generator seed (roots use seed + 1)")
     b.add_argument("--json", default=None, help="write the full result as JSON to this file")
     b.add_argument("--no-validate", action="store_true", help="skip the five validation rules")
-    b.add_argument("--chunk-edges", type=_int_in("--chunk-edges", 1), default=1 << 22)
+    b.add_argument("--chunk-edges", type=_int_in("--chunk-edges", 1), default=None,
+                   help="edge tuples per generated chunk (default 2**22 on CPU, 2**26 on GPU)")
     _cluster_args(b)
+    b.add_argument("--device", choices=("cpu", "gpu", "auto"), default="cpu",
+                   help="cpu: NumPy/Numba workers; gpu: one dask-cuda worker per GPU, CuPy kernels; "
+                        "auto: gpu when CuPy and a device are present")
+    from .cli_store import add_store_commands
+
+    add_store_commands(sub, _int_in, _cluster_args)
     return p
 
 
@@ -60,10 +74,13 @@ def _bench(args) -> int:
     from breadth.bfs import graph500
     from breadth.pipeline import connect, kronecker, prepare
 
+    from breadth.pipeline.cluster import resolve_device
+
+    device = resolve_device(args.device)
     client = connect(args.scheduler, workers=args.workers, threads_per_worker=args.threads,
-                     protocol=args.protocol if args.protocol == "tcp" else "ucx")
+                     protocol=args.protocol if args.protocol == "tcp" else "ucx", device=device)
     try:
-        edges = kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=args.chunk_edges)
+        edges = kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=args.chunk_edges, device=device)
         # Generate first (Graph500 times generation and construction apart) when the tuples fit in a
         # quarter of the cluster's memory; otherwise generation streams inside construction.
         mem = sum(w.get("memory_limit", 0) or 0 for w in client.scheduler_info()["workers"].values())
@@ -73,7 +90,7 @@ def _bench(args) -> int:
             edges.edges = client.persist(edges.edges)
             wait(edges.edges)
             gen_time = time.perf_counter() - t0
-        g = prepare(edges, client, progress=True)
+        g = prepare(edges, client, progress=True, device=device)
         edges.edges = None
         print(f"{g}; construction {g.construction_time:.2f} s", file=sys.stderr)
         res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate, progress=True,
@@ -95,7 +112,14 @@ def _bench(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.cmd == "bench" and (args.store is None) == (args.scale is None):
+        parser.error("bench needs either a STORE or --scale (not both)")
+    if args.cmd != "bench" or args.store is not None:
+        from .cli_store import run
+
+        return run(args)
     if args.cmd == "bench":
         return _bench(args)
     return 2

@@ -1,0 +1,241 @@
+"""The store commands of the ``breadth`` CLI: ``generate``, ``ingest``, ``info``, ``bfs`` and ``bench STORE``.
+
+Errors about the input (bad lines, missing files, corrupted stores) print one ``breadth: error:`` line
+and exit with status 1; argument errors exit with 2 (the parser's convention).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+import uuid
+
+import numpy as np
+
+
+class CommandError(Exception):
+    """A failure to report as one line (exit status 1)."""
+
+
+@contextlib.contextmanager
+def _client(args):
+    from .cluster import connect
+
+    client = connect(args.scheduler, workers=args.workers, threads_per_worker=args.threads,
+                     protocol=args.protocol if args.protocol == "tcp" else "ucx")
+    try:
+        yield client
+    finally:
+        client.close()
+        if args.scheduler is None and client.cluster is not None:
+            client.cluster.close()
+
+
+def _summary_line(g, t: float, extra: str = "") -> str:
+    return (f"{g.num_vertices:,} vertices, {g.num_input_edges:,} input edges ({g.num_self_loops:,} self-loops), "
+            f"{g.num_edges:,} {'directed' if g.directed else 'undirected'} edges, {g.nparts} shard(s); "
+            f"{t:.2f} s ({g.num_input_edges / max(t, 1e-9):,.0f} edges/s){extra}")
+
+
+def generate(args) -> int:
+    """``breadth generate --scale S --out STORE``: a Kronecker graph, prepared and stored."""
+    from breadth.io.shard_store import write_store
+
+    from .kronecker import kronecker
+    from .prepare import prepare
+
+    with _client(args) as client:
+        t0 = time.perf_counter()
+        g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=args.chunk_edges), client)
+        write_store(g, args.out, overwrite=args.overwrite,
+                    parameters={"command": "generate", "scale": args.scale, "edgefactor": args.edgefactor,
+                                "seed": args.seed})
+        print(f"{args.out}: " + _summary_line(g, time.perf_counter() - t0))
+    return 0
+
+
+def ingest(args) -> int:
+    """``breadth ingest PATH... --out STORE``: read edge files, relabel, prepare, store."""
+    from breadth.io import read_edges
+    from breadth.io.shard_store import write_store
+
+    from .prepare import prepare
+
+    kw = {}
+    if args.ids != "int":
+        kw["ids"] = args.ids
+    if args.no_header:
+        kw["header"] = False
+    if args.extra_columns:
+        kw["extra_columns"] = "ignore"
+    with _client(args) as client:
+        t0 = time.perf_counter()
+        el = read_edges(args.paths, format=args.format, directed=True if args.directed else None, src=args.src,
+                        dst=args.dst,
+                        on_bad_lines=args.on_bad_lines, client=client, **kw)
+        t_read = time.perf_counter() - t0
+        g = prepare(el, client)
+        write_store(g, args.out, overwrite=args.overwrite,
+                    parameters={"command": "ingest", "paths": [os.path.abspath(p) for p in args.paths],
+                                "format": args.format, "directed": args.directed, "src": args.src,
+                                "dst": args.dst, "on_bad_lines": args.on_bad_lines, "read_s": t_read})
+        skipped = el.source.get("skipped_lines", 0)
+        print(f"{args.out}: " + _summary_line(g, time.perf_counter() - t0,
+                                              f"; {skipped:,} bad line(s) skipped" if skipped else ""))
+        for path, line, what, text in el.source.get("bad_lines", [])[:5]:
+            print(f"  skipped {path}:{line}: {what}: {text!r}")
+    return 0
+
+
+def info(args) -> int:
+    """``breadth info STORE``: print the manifest."""
+    from breadth.io.shard_store import describe, read_manifest, _verify
+
+    print(describe(args.store))
+    if args.verify:
+        m = read_manifest(args.store)
+        recs = [(os.path.join(args.store, s["dir"], f"{k}.npy"), r) for s in m["shards"] for k, r in s["files"].items()]
+        if m["id_map"]:
+            recs.append((os.path.join(args.store, m["id_map"]["file"]), m["id_map"]))
+        for p, r in recs:
+            _verify(p, r)
+        print(f"checksums:      {len(recs)} file(s) OK")
+    return 0
+
+
+def _parse_roots(graph, texts: list[str]):
+    idm = None if graph.id_map is None else np.asarray(graph.id_map)
+    if idm is not None and idm.dtype == object:
+        return list(texts)
+    try:
+        vals = [int(t) for t in texts]
+    except ValueError as e:
+        raise CommandError(f"--root must be an integer vertex id for this graph: {e}") from None
+    return np.array(vals, dtype=idm.dtype if idm is not None and idm.dtype.kind == "u" else np.int64)
+
+
+def write_results(results, path: str) -> int:
+    """BFS results -> Parquet ``root, vertex, parent, level`` (original ids; unreached vertices omitted),
+    one row group per root, through a temporary name and a rename.  Returns the row count."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+    writer, rows = None, 0
+    try:
+        for res in results:
+            df = res.to_pandas()
+            t = pa.Table.from_pandas(df, preserve_index=False)
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, t.schema)
+            writer.write_table(t.cast(writer.schema))
+            rows += len(df)
+        if writer is not None:
+            writer.close()
+            writer = None
+        os.replace(tmp, path)
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return rows
+
+
+def bfs_cmd(args) -> int:
+    """``breadth bfs STORE --root ID ... --out results.parquet``."""
+    from breadth.bfs import bfs
+    from breadth.bfs.search import to_dense
+    from breadth.io.shard_store import load_store
+
+    with _client(args) as client:
+        g = load_store(args.store, client)
+        roots = _parse_roots(g, args.root)
+        try:
+            to_dense(g, roots)
+        except KeyError as e:
+            raise CommandError(f"--root: {e.args[0]}") from None
+        t0 = time.perf_counter()
+        res = bfs(g, roots if isinstance(roots, list) else roots.tolist() if roots.dtype != np.uint64 else roots)
+        res = res if isinstance(res, list) else [res]
+        t = time.perf_counter() - t0
+        rows = write_results(res, args.out)
+        for r in res:
+            print(f"root {r.root}: {r.reached:,} vertices reached, depth {int(r.level.max())}")
+        print(f"{args.out}: {rows:,} rows (reached vertices only) in {t:.2f} s")
+    return 0
+
+
+def bench_store(args) -> int:
+    """``breadth bench STORE``: the Graph500 driver on stored shards."""
+    from breadth.bfs import graph500
+    from breadth.io.shard_store import load_store
+
+    with _client(args) as client:
+        g = load_store(args.store, client)
+        print(f"{g}; loaded in {g.source.get('load_time', 0):.2f} s", file=sys.stderr)
+        res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate, progress=True,
+                       protocol=args.protocol, header={"store": os.path.abspath(args.store)})
+        print(res.report())
+        if args.json:
+            res.write_json(args.json)
+        if not res.valid:
+            print(f"breadth: validation FAILED for {len(res.failures())} root(s): {res.failures()[:3]}",
+                  file=sys.stderr)
+            return 1
+    return 0
+
+
+def run(args) -> int:
+    """Dispatch a store command; input/store errors become one line and exit status 1."""
+    from breadth.io.errors import IngestError, StoreError
+
+    fn = {"generate": generate, "ingest": ingest, "info": info, "bfs": bfs_cmd, "bench": bench_store}[args.cmd]
+    try:
+        return fn(args)
+    except (IngestError, StoreError, CommandError, FileNotFoundError, NotADirectoryError) as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        sys.stderr.write(f"breadth: error: {msg}\n")
+        return 1
+
+
+def add_store_commands(sub, int_in, cluster_args) -> None:
+    """Add ``generate``, ``ingest``, ``info`` and ``bfs`` to the ``breadth`` subparsers."""
+    g = sub.add_parser("generate", help="generate a Kronecker graph and write it as a shard store")
+    g.add_argument("--scale", type=int_in("--scale", 1, 40), required=True, help="log2 of the vertex count")
+    g.add_argument("--edgefactor", type=int_in("--edgefactor", 1), default=16)
+    g.add_argument("--seed", type=int, default=1)
+    g.add_argument("--chunk-edges", type=int_in("--chunk-edges", 1), default=1 << 22)
+    g.add_argument("--out", required=True, help="store directory to create")
+    g.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    cluster_args(g)
+
+    i = sub.add_parser("ingest", help="read edge files (SNAP text, CSV, Matrix Market, Parquet) into a shard store")
+    i.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or globs (gzip allowed)")
+    i.add_argument("--format", choices=("auto", "snap", "csv", "mtx", "parquet"), default="auto")
+    i.add_argument("--directed", action="store_true", help="keep edge directions (default: undirected, as Graph500)")
+    i.add_argument("--src", default=None, help="source column (csv/parquet)")
+    i.add_argument("--dst", default=None, help="target column (csv/parquet)")
+    i.add_argument("--ids", choices=("int", "str"), default="int", help="csv vertex id type (default int)")
+    i.add_argument("--no-header", action="store_true", help="csv files have no header row")
+    i.add_argument("--extra-columns", action="store_true",
+                   help="snap: ignore columns after the first two (timestamps, weights)")
+    i.add_argument("--on-bad-lines", choices=("error", "skip", "warn"), default="error",
+                   help="malformed lines: stop with an error (default), or skip and count them")
+    i.add_argument("--out", required=True, help="store directory to create")
+    i.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    cluster_args(i)
+
+    f = sub.add_parser("info", help="print a shard store's manifest")
+    f.add_argument("store")
+    f.add_argument("--verify", action="store_true", help="also check every file's checksum")
+
+    b = sub.add_parser("bfs", help="BFS from roots on a stored graph; results to Parquet in original ids")
+    b.add_argument("store")
+    b.add_argument("--root", action="append", required=True, help="root vertex (original id); repeatable")
+    b.add_argument("--out", required=True,
+                   help="Parquet file: columns root, vertex, parent, level; unreached vertices are omitted")
+    cluster_args(b)
