@@ -13,7 +13,18 @@ import numpy as np
 
 
 class CommError(RuntimeError):
-    """A peer rank failed, closed its connection or did not answer in time."""
+    """A peer rank failed, closed its connection or did not answer in time.
+
+    ``peer`` is the rank this one lost (``None`` when unknown); it survives pickling, so the client can
+    tell the rank that failed first from the ranks that merely lost it.
+    """
+
+    def __init__(self, message: str, peer: int | None = None):
+        super().__init__(message)
+        self.peer = peer
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.peer))
 
 
 class Communicator(ABC):

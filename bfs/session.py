@@ -46,10 +46,13 @@ def run_session(graph, body: Callable, *args, protocol: str = "tcp", timeout: fl
                 engine_kw: dict | None = None) -> list[Any]:
     """Run ``body(engine, setup_seconds, *args)`` on every rank of ``graph``; return the ranks' results.
 
-    ``body`` must make the same collective calls on every rank.  If a rank fails, its peers fail within
-    ``timeout`` seconds and the first error is raised here, naming the rank.
+    ``body`` must make the same collective calls on every rank.  If a rank raises, or its worker dies, the
+    other ranks lose their connections to it and stop (at once for a closed connection, within ``timeout``
+    seconds for a silent peer); the session's tasks are then cancelled and :class:`RankError` names the
+    rank that failed first and why.  The cluster can run the next session (a graph whose worker died must
+    be prepared again).
     """
-    from distributed import as_completed, wait
+    from distributed import wait
 
     client, size = graph.client, graph.nparts
     session = f"breadth-{uuid.uuid4().hex[:12]}"
@@ -57,17 +60,74 @@ def run_session(graph, body: Callable, *args, protocol: str = "tcp", timeout: fl
                           engine_kw or {}, body, args, key=f"{session}-rank-{r}", workers=[graph.workers[r]],
                           allow_other_workers=False, pure=False)
             for r in range(size)]
-    rank_of = {f.key: r for r, f in enumerate(futs)}
-    for f in as_completed(futs):
-        if f.status != "finished":
-            r = rank_of[f.key]
-            exc = f.exception() if f.status == "error" else RuntimeError(f"rank task {f.status}")
-            try:  # the peers fail within `timeout` once this rank's connections drop
-                wait(futs, timeout=2 * timeout)
-            except Exception:
-                pass
-            raise RankError(r, graph.workers[r], exc) from exc
-    return client.gather(futs)
+    while True:
+        if any(f.status in ("error", "cancelled", "lost") for f in futs):
+            break
+        pending = [f for f in futs if f.status != "finished"]
+        if not pending:
+            return client.gather(futs)
+        try:
+            wait(pending, timeout=_POLL_S, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            pass
+        # A rank whose worker died never finishes (its task is pinned to that worker): look for it,
+        # for the case where no peer notices (one rank, or peers inside a long local step).
+        if _dead_ranks(client, graph):
+            break
+    rank, cause = _first_failure(client, graph, futs, timeout)
+    client.cancel(futs, force=True)
+    raise RankError(rank, graph.workers[rank], cause) from cause
+
+
+_POLL_S = 0.5
+
+
+class WorkerDied(RuntimeError):
+    """The worker running a rank left the cluster (process killed, crashed or lost) during the session."""
+
+
+def _dead_ranks(client, graph) -> list[int]:
+    alive = set(client.scheduler_info(n_workers=-1)["workers"])
+    return [r for r, w in enumerate(graph.workers) if w not in alive]
+
+
+def _first_failure(client, graph, futs, timeout: float) -> tuple[int, BaseException]:
+    """The rank that failed first, and its cause, once every live rank has settled.
+
+    A rank's own exception (anything but ``CommError``) comes first, then a rank whose worker died, then
+    the rank that the peers' ``CommError``s blame most (a rank that hangs), then the lowest failed rank.
+    """
+    from .communicator import CommError
+
+    deadline = time.monotonic() + timeout + 5.0  # peers give up on a silent rank within `timeout`
+    while True:
+        dead = _dead_ranks(client, graph)
+        unsettled = [r for r, f in enumerate(futs) if f.status == "pending" and r not in dead]
+        if not unsettled or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    errors: dict[int, BaseException] = {}
+    for r, f in enumerate(futs):
+        if f.status == "error":
+            errors[r] = f.exception()
+        elif f.status in ("cancelled", "lost"):
+            errors[r] = RuntimeError(f"rank task {f.status}")
+    own = [r for r, e in errors.items() if not isinstance(e, CommError)]
+    if own:
+        return own[0], errors[own[0]]
+    if dead:
+        first = errors.get(min(errors)) if errors else None
+        seen = f"; rank {min(errors)} saw: {first}" if first is not None else ""
+        return dead[0], WorkerDied(f"worker {graph.workers[dead[0]]} left the cluster during the session{seen}")
+    blamed = [e.peer for e in errors.values() if getattr(e, "peer", None) is not None]
+    if blamed:
+        r = max(set(blamed), key=blamed.count)
+        if r not in errors:  # the blamed rank did not fail itself: it stopped answering
+            reporter = next(q for q, e in errors.items() if getattr(e, "peer", None) == r)
+            return r, errors[reporter]
+    if errors:
+        return min(errors), errors[min(errors)]
+    return 0, RuntimeError("session failed without an error from any rank")
 
 
 class RankError(RuntimeError):

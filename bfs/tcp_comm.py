@@ -1,0 +1,348 @@
+"""TCP transport between BFS ranks: a full mesh of sockets, driven by one selector loop per collective.
+
+Each rank listens on its worker's host; the ``(host, port)`` pairs are exchanged once through Dask
+(one ``distributed.Variable`` per rank, deleted as soon as every peer has connected), so per-level
+traffic never touches the scheduler.  Rank ``i`` connects to every lower rank and accepts the higher ones.
+
+Every collective is one round in which each rank sends at most one message to each peer and receives one
+from each.  A message is a fixed header (sequence number, dtype, shape, byte count) followed by the raw
+bytes of a C-contiguous array, received straight into a freshly allocated array (no pickling, no copy
+beyond the kernel's).  Sends and receives of a round progress together on non-blocking sockets, so a
+large message never deadlocks two ranks that send to each other at once.
+
+Failure model: a peer whose process exits or whose socket closes is seen at once (EOF or reset); a peer
+that stops answering is given up after ``timeout`` seconds without progress.  Either way the collective
+raises :class:`~breadth.bfs.communicator.CommError` naming the peer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import selectors
+import socket
+import struct
+import time
+from typing import Any
+
+import numpy as np
+
+from .communicator import CommError, Communicator
+
+_MAGIC = b"BRDT"
+_MAXDIM = 8
+# magic, sequence number, dtype.str (NUL padded), device flag, ndim, payload bytes, shape[8]
+_HEADER = struct.Struct(f"<4sQ16sBBQ{_MAXDIM}q")
+# handshake sent by the connecting rank: magic, session digest, rank
+_HELLO = struct.Struct("<4s8sQ")
+_CHUNK = 1 << 22  # bytes per send/recv call: large enough to amortize the syscall, small enough to interleave
+
+_REDUCE = {"sum": np.sum, "max": np.max, "min": np.min}
+
+
+def _digest(session: str) -> bytes:
+    return hashlib.blake2b(session.encode(), digest_size=8).digest()
+
+
+def _worker_host() -> str:
+    """The host of the Dask worker running this task (its advertised address), else this machine's name."""
+    try:
+        from distributed import get_worker
+        from distributed.comm import get_address_host
+
+        return get_address_host(get_worker().address)
+    except Exception:  # not inside a worker (a plain process): listen on the machine's own name
+        return socket.gethostbyname(socket.gethostname())
+
+
+def _as_host_array(arr: Any) -> tuple[np.ndarray, bool]:
+    """A C-contiguous NumPy view/copy of ``arr`` and whether it came from the device (CuPy)."""
+    if hasattr(arr, "__cuda_array_interface__"):
+        # TCP cannot read device memory: stage through the host; the receiver puts it back on its device
+        arr = arr.get()
+        device = True
+    else:
+        device = False
+    a = np.asarray(arr)
+    if not a.flags.c_contiguous:  # (np.ascontiguousarray would also turn 0-d arrays into 1-d ones)
+        a = a.copy(order="C")
+    if a.dtype.hasobject:
+        raise TypeError("object arrays cannot be sent between ranks; send numeric arrays")
+    return a, device
+
+
+def _bytes_view(a: np.ndarray) -> memoryview:
+    """Writable/readable flat byte view of a C-contiguous array (0-d and empty arrays included)."""
+    return memoryview(a.reshape(-1).view(np.uint8)) if a.size else memoryview(b"")
+
+
+class _Peer:
+    """Per-round state of one connection: bytes left to send, the message being received."""
+
+    __slots__ = ("rank", "sock", "out", "out_pos", "hdr", "hdr_pos", "arr", "view", "pos", "device", "done_in")
+
+    def __init__(self, rank: int, sock: socket.socket):
+        self.rank, self.sock = rank, sock
+        self.hdr = bytearray(_HEADER.size)
+        self.reset()
+
+    def reset(self) -> None:
+        self.out: list[memoryview] = []
+        self.out_pos = 0
+        self.hdr_pos = 0
+        self.arr = None
+        self.view = None
+        self.pos = 0
+        self.device = False
+        self.done_in = True
+
+
+class TCPCommunicator(Communicator):
+    """Collectives over a full mesh of TCP sockets among ``size`` ranks (see the module notes).
+
+    Build it with :meth:`connect` inside a session's rank task.  ``timeout`` (seconds) bounds how long a
+    collective waits without any progress from a peer before it raises ``CommError``.
+    """
+
+    def __init__(self, rank: int, size: int, socks: dict[int, socket.socket], timeout: float = 60.0):
+        self.rank, self.size, self.timeout = rank, size, float(timeout)
+        self._peers = {r: _Peer(r, s) for r, s in socks.items()}
+        for s in socks.values():
+            s.setblocking(False)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # small counters must not wait for Nagle
+        self._sel = selectors.DefaultSelector()
+        self._seq = 0
+        self._sent = 0
+        self._closed = False
+        self._failed: CommError | None = None
+
+    # -- set-up ----------------------------------------------------------------------------------
+    @classmethod
+    def connect(cls, rank: int, size: int, session: str, timeout: float = 60.0) -> "TCPCommunicator":
+        """Join the mesh of ``session`` as ``rank`` of ``size``; every rank of the session must call this.
+
+        Addresses go through one Dask ``Variable`` per rank (the scheduler sees ``size`` small values);
+        raises ``CommError`` if a peer does not show up within ``timeout`` seconds.
+        """
+        from distributed import Variable, get_client
+
+        if not 0 <= rank < size:
+            raise ValueError(f"rank {rank} outside [0, {size})")
+        deadline = time.monotonic() + timeout
+        left = lambda: max(0.01, deadline - time.monotonic())  # noqa: E731
+        host = _worker_host()
+        lsock = socket.create_server((host, 0), backlog=max(size, 8))
+        digest = _digest(session)
+        client = get_client()
+        mine = Variable(f"{session}-tcp-{rank}", client=client)
+        socks: dict[int, socket.socket] = {}
+        try:
+            mine.set(list(lsock.getsockname()[:2]), timeout=left())
+            for j in range(rank):  # lower ranks listen already once their address is published
+                try:
+                    addr = Variable(f"{session}-tcp-{j}", client=client).get(timeout=left())
+                except Exception as e:
+                    raise CommError(f"rank {rank}: rank {j} did not publish its address within {timeout} s "
+                                    f"({type(e).__name__})", peer=j) from e
+                try:
+                    s = socket.create_connection(tuple(addr), timeout=left())
+                    s.sendall(_HELLO.pack(_MAGIC, digest, rank))
+                except OSError as e:
+                    raise CommError(f"rank {rank}: cannot connect to rank {j} at {addr}: {e}", peer=j) from e
+                socks[j] = s
+            while len(socks) < size - 1:  # the higher ranks connect to us
+                lsock.settimeout(left())
+                try:
+                    s, _ = lsock.accept()
+                    s.settimeout(left())
+                    magic, dig, j = _HELLO.unpack(_recv_exact(s, _HELLO.size))
+                except (socket.timeout, OSError, ConnectionError) as e:
+                    missing = sorted(set(range(rank + 1, size)) - set(socks))
+                    raise CommError(f"rank {rank}: ranks {missing} did not connect within {timeout} s ({e})",
+                                    peer=missing[0] if missing else None) from e
+                if magic != _MAGIC or dig != digest or not rank < j < size or j in socks:
+                    s.close()  # a stray or stale connection: not one of this session's ranks
+                    continue
+                socks[j] = s
+        except BaseException:
+            for s in socks.values():
+                s.close()
+            raise
+        finally:
+            lsock.close()
+            # every higher rank has read our address by now (or the session failed): drop it
+            try:
+                mine.delete()
+            except Exception:
+                pass
+        comm = cls(rank, size, socks, timeout=timeout)
+        comm.barrier()  # all meshes complete before anyone sends data
+        return comm
+
+    # -- the one round primitive -----------------------------------------------------------------
+    def _round(self, send: dict[int, np.ndarray | None], recv_from: set[int]) -> dict[int, Any]:
+        """Send ``send[p]`` to each peer ``p`` and receive one array from each peer in ``recv_from``."""
+        if self._closed:
+            raise CommError(f"rank {self.rank}: communicator is closed")
+        if self._failed is not None:
+            raise self._failed  # a failed mesh stays failed: its streams are out of step
+        self._seq += 1
+        seq = self._seq
+        sel = self._sel
+        active: dict[socket.socket, _Peer] = {}
+        for p, peer in self._peers.items():
+            peer.reset()
+            events = 0
+            if p in send:
+                a, device = _as_host_array(send[p])
+                if a.ndim > _MAXDIM:
+                    raise ValueError(f"arrays of at most {_MAXDIM} dimensions can be sent, got {a.ndim}")
+                shape = list(a.shape) + [0] * (_MAXDIM - a.ndim)
+                hdr = _HEADER.pack(_MAGIC, seq, a.dtype.str.encode(), int(device), a.ndim, a.nbytes, *shape)
+                peer.out = [memoryview(hdr)] + ([_bytes_view(a)] if a.nbytes else [])
+                self._sent += a.nbytes
+                events |= selectors.EVENT_WRITE
+            if p in recv_from:
+                peer.done_in = False
+                events |= selectors.EVENT_READ
+            if events:
+                sel.register(peer.sock, events, peer)
+                active[peer.sock] = peer
+        out: dict[int, Any] = {}
+        last = time.monotonic()
+        try:
+            while active:
+                ready = sel.select(timeout=min(1.0, self.timeout))
+                if not ready:
+                    if time.monotonic() - last > self.timeout:
+                        waiting = sorted(p.rank for p in active.values())
+                        raise CommError(f"rank {self.rank}: no progress from rank(s) {waiting} for "
+                                        f"{self.timeout:g} s (collective #{seq})", peer=waiting[0])
+                    continue
+                last = time.monotonic()
+                for key, mask in ready:
+                    peer = key.data
+                    if mask & selectors.EVENT_WRITE and peer.out:
+                        self._pump_out(peer)
+                    if mask & selectors.EVENT_READ and not peer.done_in:
+                        if self._pump_in(peer, seq):
+                            out[peer.rank] = peer.arr
+                    want = (selectors.EVENT_WRITE if peer.out else 0) | (0 if peer.done_in else selectors.EVENT_READ)
+                    if not want:
+                        sel.unregister(peer.sock)
+                        del active[peer.sock]
+                    elif want != key.events:
+                        sel.modify(peer.sock, want, peer)
+        except CommError as e:
+            self._failed = e
+            raise
+        finally:
+            for s in list(active):
+                sel.unregister(s)
+        return out
+
+    def _pump_out(self, peer: _Peer) -> None:
+        while peer.out:
+            buf = peer.out[0]
+            try:
+                n = peer.sock.send(buf[peer.out_pos:peer.out_pos + _CHUNK])
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                raise CommError(f"rank {self.rank}: sending to rank {peer.rank} failed: {e}", peer=peer.rank) from e
+            peer.out_pos += n
+            if peer.out_pos == len(buf):
+                peer.out.pop(0)
+                peer.out_pos = 0
+            elif n == 0:
+                return
+
+    def _recv_into(self, peer: _Peer, view: memoryview) -> int:
+        try:
+            n = peer.sock.recv_into(view, min(len(view), _CHUNK))
+        except (BlockingIOError, InterruptedError):
+            return -1
+        except OSError as e:
+            raise CommError(f"rank {self.rank}: receiving from rank {peer.rank} failed: {e}", peer=peer.rank) from e
+        if n == 0:
+            raise CommError(f"rank {self.rank}: rank {peer.rank} closed its connection", peer=peer.rank)
+        return n
+
+    def _pump_in(self, peer: _Peer, seq: int) -> bool:
+        """Read what is available; True once the whole message of this round has arrived."""
+        while True:
+            if peer.hdr_pos < _HEADER.size:
+                n = self._recv_into(peer, memoryview(peer.hdr)[peer.hdr_pos:])
+                if n < 0:
+                    return False
+                peer.hdr_pos += n
+                if peer.hdr_pos < _HEADER.size:
+                    continue
+                magic, rseq, dt, device, ndim, nbytes, *shape = _HEADER.unpack(peer.hdr)
+                if magic != _MAGIC or rseq != seq:
+                    raise CommError(f"rank {self.rank}: rank {peer.rank} is out of step (message #{rseq}, "
+                                    f"expected #{seq})", peer=peer.rank)
+                peer.arr = np.empty(tuple(shape[:ndim]), np.dtype(dt.rstrip(b"\0").decode()))
+                peer.device = bool(device)
+                peer.view = _bytes_view(peer.arr)
+                if peer.arr.nbytes != nbytes:
+                    raise CommError(f"rank {self.rank}: bad header from rank {peer.rank}", peer=peer.rank)
+            if peer.pos == len(peer.view):
+                if peer.device:
+                    import cupy
+
+                    peer.arr = cupy.asarray(peer.arr)
+                peer.done_in = True
+                return True
+            n = self._recv_into(peer, peer.view[peer.pos:])
+            if n < 0:
+                return False
+            peer.pos += n
+
+    # -- collectives -----------------------------------------------------------------------------
+    def alltoallv(self, send: list[Any]) -> list[Any]:
+        """``send[r]`` (any numeric array, any shape) goes to rank ``r``; returns the arrays from each rank."""
+        if len(send) != self.size:
+            raise ValueError(f"alltoallv needs {self.size} arrays, got {len(send)}")
+        others = set(self._peers)
+        got = self._round({p: send[p] for p in others}, others)
+        got[self.rank] = send[self.rank]
+        return [got[r] for r in range(self.size)]
+
+    def allgather(self, arr: Any) -> list[Any]:
+        """Every rank's ``arr`` in rank order (the array is sent once to each peer)."""
+        return self.alltoallv([arr] * self.size)
+
+    def allreduce(self, values: np.ndarray, op: str = "sum") -> np.ndarray:
+        """Element-wise ``sum``/``max``/``min`` of a small host vector over all ranks (same dtype back)."""
+        if op not in _REDUCE:
+            raise ValueError(f"unknown op {op!r}: expected one of {sorted(_REDUCE)}")
+        v = np.asarray(values)
+        parts = self.allgather(v)
+        return _REDUCE[op](np.stack(parts), axis=0).astype(v.dtype, copy=False)
+
+    def bytes_sent(self) -> int:
+        """Payload bytes this rank has sent to its peers so far (headers not counted)."""
+        return self._sent
+
+    def close(self) -> None:
+        """Close every connection (idempotent); peers still waiting on this rank get ``CommError``."""
+        if self._closed:
+            return
+        self._closed = True
+        self._sel.close()
+        for peer in self._peers.values():
+            try:
+                peer.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:  # already reset by the peer
+                pass
+            peer.sock.close()
+
+
+def _recv_exact(s: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("peer closed during the handshake")
+        buf += chunk
+    return bytes(buf)

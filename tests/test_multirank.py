@@ -1,0 +1,345 @@
+"""Multi-rank BFS over real worker processes: communicators, levels on 1..4 ranks, failures mid-session.
+
+One 4-worker local cluster serves the whole module (a graph of P shards runs its ranks on the first P
+workers).  The test that kills a worker runs last, because it replaces one of the cluster's workers.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+from breadth.bfs import RankError, run_session
+from breadth.bfs.communicator import CommError
+from breadth.bfs.session import WorkerDied, make_communicator
+from breadth.bfs.validate import validate_rank
+from breadth.pipeline import from_dask_array, kronecker, prepare
+
+from conftest import load_snap, scipy_levels
+
+NWORKERS = 4
+
+
+def _ucx_available() -> bool:
+    try:
+        import ucxx  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+PROTOCOLS = ["tcp", pytest.param("ucx", marks=pytest.mark.skipif(not _ucx_available(),
+                                                                  reason="ucxx is not installed"))]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from distributed import Client, LocalCluster
+
+    # one thread per worker: 4 ranks share this machine's 2 cores, as they would share a node
+    lc = LocalCluster(n_workers=NWORKERS, threads_per_worker=1, processes=True, dashboard_address=None,
+                      env={"NUMBA_NUM_THREADS": "1"})
+    c = Client(lc)
+    yield c
+    c.close()
+    lc.close()
+
+
+def _workers(client) -> list[str]:
+    return sorted(client.scheduler_info()["workers"])
+
+
+def _on_ranks(client, fn, size: int, *args, protocol: str = "tcp", timeout: float = 20.0):
+    """Run ``fn(comm, *args)`` as ``size`` ranks on the first ``size`` workers; return their results."""
+    session = f"test-{uuid.uuid4().hex[:10]}"
+    ws = _workers(client)[:size]
+    futs = [client.submit(_comm_task, fn, r, size, session, protocol, timeout, args, workers=[ws[r]],
+                          allow_other_workers=False, pure=False) for r in range(size)]
+    from distributed import wait
+
+    wait(futs, timeout=120)
+    return [f.exception() if f.status == "error" else f.result() for f in futs]
+
+
+def _comm_task(fn, rank, size, session, protocol, timeout, args):
+    comm = make_communicator(rank, size, session, protocol, timeout)
+    try:
+        return fn(comm, *args)
+    finally:
+        comm.close()
+
+
+# -- the communicator itself -------------------------------------------------------------------------
+def _exchange_shapes(comm):
+    r, p = comm.rank, comm.size
+    # empty to some peers, 2-D int64 to others, and a message to self
+    send = [np.full((r * p + d if (r + d) % 3 else 0, 2), 100 * r + d, np.int64) for d in range(p)]
+    got = comm.alltoallv(send)
+    f32 = comm.allgather(np.full((2, 3, r + 1), r, np.float32))
+    u8 = comm.allgather(np.uint8(r))  # 0-d
+    return [g.copy() for g in got], f32, [int(x) for x in u8]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_alltoallv_shapes_dtypes_and_empty(cluster, protocol):
+    p = 3
+    res = _on_ranks(cluster, _exchange_shapes, p, protocol=protocol)
+    for r, (got, f32, u8) in enumerate(res):
+        assert u8 == list(range(p))
+        for s in range(p):
+            rows = s * p + r if (s + r) % 3 else 0
+            assert got[s].shape == (rows, 2) and got[s].dtype == np.int64
+            assert (got[s] == 100 * s + r).all()
+            assert f32[s].shape == (2, 3, s + 1) and f32[s].dtype == np.float32 and (f32[s] == s).all()
+
+
+def _large(comm, nbytes):
+    # every rank sends a distinct large array to every peer at once: must not deadlock
+    k = nbytes // 8
+    b0 = comm.bytes_sent()
+    send = [np.arange(k, dtype=np.int64) * (comm.rank + 1) + d for d in range(comm.size)]
+    got = comm.alltoallv(send)
+    ok = all(g.shape == (k,) and g[0] == comm.rank and g[-1] == (k - 1) * (s + 1) + comm.rank
+             for s, g in enumerate(got))
+    return ok, comm.bytes_sent() - b0
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_alltoallv_large_messages(cluster, protocol):
+    nbytes = 48 << 20  # far beyond any socket buffer
+    res = _on_ranks(cluster, _large, 2, nbytes, protocol=protocol)
+    assert all(ok for ok, _ in res)
+    assert [sent for _, sent in res] == [nbytes, nbytes]  # payload to the one peer, nothing to self
+
+
+def _reduce(comm):
+    r = comm.rank
+    i = np.array([r, -r, 7, r * r], np.int64)
+    f = np.array([r + 0.5, -1.5 * r], np.float64)
+    out = {op: (comm.allreduce(i, op), comm.allreduce(f, op)) for op in ("sum", "max", "min")}
+    comm.barrier()
+    try:
+        comm.allreduce(i, "prod")
+    except ValueError:
+        out["bad_op_raises"] = True
+    return out
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_allreduce_ops(cluster, protocol):
+    p = 4
+    res = _on_ranks(cluster, _reduce, p, protocol=protocol)
+    ranks = np.arange(p)
+    ints = np.stack([ranks, -ranks, np.full(p, 7), ranks ** 2])
+    flts = np.stack([ranks + 0.5, -1.5 * ranks])
+    for out in res:
+        assert out["bad_op_raises"]
+        for op, fn in (("sum", np.sum), ("max", np.max), ("min", np.min)):
+            iv, fv = out[op]
+            assert iv.dtype == np.int64 and fv.dtype == np.float64
+            np.testing.assert_array_equal(iv, fn(ints, axis=1))
+            np.testing.assert_allclose(fv, fn(flts, axis=1))
+
+
+def _peer_closes(comm):
+    if comm.rank == 1:
+        comm.close()  # leaves the session at once
+        return "closed"
+    t0 = time.monotonic()
+    try:
+        comm.allgather(np.arange(10))
+        comm.allgather(np.arange(10))  # rank 1 may have sent nothing: the second round must fail
+    except CommError as e:
+        return ("CommError", e.peer, time.monotonic() - t0)
+    return ("no error", None, time.monotonic() - t0)
+
+
+def _peer_silent(comm):
+    if comm.rank == 1:
+        time.sleep(4)  # alive, connected, not answering
+        return "slept"
+    t0 = time.monotonic()
+    try:
+        comm.allreduce(np.ones(1, np.int64))
+    except CommError as e:
+        return ("CommError", e.peer, time.monotonic() - t0)
+    return ("no error", None, time.monotonic() - t0)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_peer_close_and_silence_raise_commerror(cluster, protocol):
+    res = _on_ranks(cluster, _peer_closes, 3, protocol=protocol, timeout=20.0)
+    assert res[1] == "closed"
+    for r in (0, 2):
+        kind, peer, took = res[r]
+        # a rank that lost rank 1 closes its own connections, so the last one may first see that
+        assert kind == "CommError" and peer in (1, 2 - r) and took < 5.0, res[r]
+    assert 1 in (res[0][1], res[2][1])
+    res = _on_ranks(cluster, _peer_silent, 2, protocol=protocol, timeout=2.0)
+    kind, peer, took = res[0]
+    assert kind == "CommError" and peer == 1 and 1.5 < took < 5.0, res[0]
+
+
+# -- BFS on P ranks ----------------------------------------------------------------------------------
+def _search_body(engine, setup_s, roots, validate):
+    out = []
+    for root in roots:
+        recs = engine.search(int(root))
+        viol = validate_rank(engine, int(root)) if validate else None
+        out.append((engine.level.copy(), engine.parent.copy(), [r.direction for r in recs], viol,
+                    [r.bytes_sent for r in recs]))
+    return out
+
+
+def _run(graph, roots, protocol="tcp", validate=True, **engine_kw):
+    """Per root: global level and parent arrays, the directions taken, and validation counts."""
+    parts = run_session(graph, _search_body, roots, validate, protocol=protocol, timeout=30.0,
+                        engine_kw=engine_kw)
+    res = []
+    for i in range(len(roots)):
+        level = np.concatenate([p[i][0] for p in parts])
+        parent = np.concatenate([p[i][1] for p in parts])
+        res.append((level, parent, parts[0][i][2], parts[0][i][3], sum(sum(p[i][4]) for p in parts)))
+    return res
+
+
+@pytest.fixture(scope="module")
+def kron13():
+    el = kronecker(13, seed=11)
+    edges = el.edges.compute(scheduler="sync")
+    deg = np.bincount(edges[edges[:, 0] != edges[:, 1]].ravel(), minlength=1 << 13)
+    nz = np.flatnonzero(deg)
+    roots = [int(nz[0]), int(nz[len(nz) // 3]), int(np.argmax(deg))]
+    return el, edges, roots
+
+
+@pytest.fixture(scope="module")
+def kron13_single(cluster, kron13):
+    el, edges, roots = kron13
+    g = prepare(el, cluster, nparts=1)
+    res = _run(g, roots)
+    g.release()
+    return res
+
+
+@pytest.mark.parametrize("nparts", [1, 2, 3, 4])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_kronecker_levels_equal_single_rank(cluster, kron13, kron13_single, nparts, protocol):
+    el, edges, roots = kron13
+    n = 1 << 13
+    g = prepare(el, cluster, nparts=nparts)
+    assert g.nparts == nparts and len(set(g.workers)) == nparts  # one rank per worker process
+    res = _run(g, roots, protocol=protocol)
+    for root, (level, parent, dirs, viol, nbytes), (level1, *_) in zip(roots, res, kron13_single):
+        np.testing.assert_array_equal(level, level1)
+        np.testing.assert_array_equal(level, scipy_levels(edges, n, root))
+        assert not any(viol.values()), viol
+        assert parent[root] == root
+        assert (nbytes > 0) == (nparts > 1)  # ranks really exchanged data (and one rank sends nothing)
+    # the big root goes top-down, bottom-up and back: both exchange paths ran
+    assert {"td", "bu"} <= set(res[2][2])
+    g.release()
+
+
+@pytest.mark.parametrize("alpha,beta,expect", [(1e-9, 18.0, {"td"}), (1e9, 1e9, {"bu"})])
+def test_pure_directions_on_three_ranks(cluster, kron13, alpha, beta, expect):
+    el, edges, roots = kron13
+    g = prepare(el, cluster, nparts=3)
+    for root, (level, _, dirs, viol, _) in zip(roots, _run(g, roots, alpha=alpha, beta=beta)):
+        assert set(dirs) == expect
+        np.testing.assert_array_equal(level, scipy_levels(edges, 1 << 13, root))
+        assert not any(viol.values()), viol
+    g.release()
+
+
+@pytest.mark.parametrize("name,nparts", [("facebook_combined.txt.gz", 4), ("CA-CondMat.txt", 3),
+                                         ("CA-CondMat.txt", 2)])
+def test_real_graphs_on_several_ranks(cluster, name, nparts):
+    edges = load_snap(name)  # sparse ids (CA-CondMat: 1..108299) stay as they are: isolated vertices
+    n = int(edges.max()) + 1
+    el = from_dask_array(edges, n)
+    deg = np.bincount(edges[edges[:, 0] != edges[:, 1]].ravel(), minlength=n)
+    nz = np.flatnonzero(deg)
+    roots = [int(nz[5]), int(nz[len(nz) // 2]), int(np.argmax(deg))]
+    g1 = prepare(el, cluster, nparts=1)
+    single = _run(g1, roots, validate=False)
+    g1.release()
+    g = prepare(el, cluster, nparts=nparts)
+    for root, (level, parent, _, viol, _), (level1, *_) in zip(roots, _run(g, roots), single):
+        np.testing.assert_array_equal(level, level1)
+        np.testing.assert_array_equal(level, scipy_levels(edges, n, root))
+        assert not any(viol.values()), viol
+    g.release()
+
+
+def test_graph500_driver_on_four_ranks(cluster):
+    from breadth.bfs import graph500
+
+    g = prepare(kronecker(12, seed=5), cluster, nparts=4)
+    res = graph500(g, nroots=6, seed=3)
+    assert res.valid and len(res.rows) == 6
+    assert all(sum(lv["bytes_sent"] for lv in row["levels"]) > 0 for row in res.rows)
+    g.release()
+
+
+# -- session life-cycle ------------------------------------------------------------------------------
+def _raise_on_rank1(engine, setup_s, root):
+    engine.search(int(root))
+    if engine.comm.rank == 1:
+        raise ValueError("rank 1 gives up")
+    for _ in range(3):
+        engine.search(int(root))
+    return "done"
+
+
+def test_rank_exception_raises_rankerror_and_cluster_goes_on(cluster, kron13):
+    el, edges, roots = kron13
+    g = prepare(el, cluster, nparts=3)
+    t0 = time.monotonic()
+    with pytest.raises(RankError) as info:
+        run_session(g, _raise_on_rank1, roots[0], timeout=30.0)
+    took = time.monotonic() - t0
+    assert info.value.rank == 1 and isinstance(info.value.cause, ValueError), info.value
+    assert "rank 1 gives up" in str(info.value)
+    assert took < 10.0  # peers see the closed connections at once, not after the 30 s timeout
+    level, *_ = _run(g, roots[:1])[0]  # the same graph serves the next session
+    np.testing.assert_array_equal(level, scipy_levels(edges, 1 << 13, roots[0]))
+    g.release()
+
+
+def _kill_rank1_mid_search(engine, setup_s, roots):
+    comm = engine.comm
+    if comm.rank == 1:  # SIGKILL this worker process while the ranks are inside searches
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGKILL)).start()
+    t0, i = time.perf_counter(), 0
+    # every rank runs the same number of searches: the loop ends on the ranks' common clock
+    while comm.allreduce(np.array([time.perf_counter() - t0]), "max")[0] < 30.0:
+        engine.search(int(roots[i % len(roots)]))
+        i += 1
+    return i
+
+
+def test_worker_killed_mid_search_raises_rankerror(cluster):
+    el = kronecker(14, seed=2)
+    g = prepare(el, cluster, nparts=3)
+    edges = el.edges.compute(scheduler="sync")
+    roots = [int(edges[i, 0]) for i in range(8)]
+    t0 = time.monotonic()
+    with pytest.raises(RankError) as info:
+        run_session(g, _kill_rank1_mid_search, roots, timeout=30.0)
+    took = time.monotonic() - t0
+    assert info.value.rank == 1 and info.value.worker == g.workers[1], info.value
+    assert isinstance(info.value.cause, WorkerDied), info.value
+    assert took < 15.0, took  # far below the 30 s search loop and the 30 s timeout
+    # the cluster serves the next session once the nanny has replaced the worker
+    cluster.wait_for_workers(NWORKERS, timeout=60)
+    g2 = prepare(el, cluster, nparts=3)
+    level, *_ = _run(g2, roots[:1], validate=False)[0]
+    np.testing.assert_array_equal(level, scipy_levels(edges, 1 << 14, roots[0]))
+    g2.release()
