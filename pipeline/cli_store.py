@@ -154,10 +154,11 @@ def bfs_cmd(args) -> int:
     with _client(args) as client:
         g = load_store(args.store, client)
         roots = _parse_roots(g, args.root)
-        try:
-            to_dense(g, roots)
-        except KeyError as e:
-            raise CommandError(f"--root: {e.args[0]}") from None
+        for r, text in zip(roots, args.root):
+            try:
+                to_dense(g, [r])
+            except KeyError:
+                raise CommandError(f"--root: vertex {text} is not in the graph") from None
         t0 = time.perf_counter()
         res = bfs(g, roots if isinstance(roots, list) else roots.tolist() if roots.dtype != np.uint64 else roots)
         res = res if isinstance(res, list) else [res]
