@@ -1,0 +1,208 @@
+"""Ingest throughput (edges/s): breadth's SNAP reader vs pandas.read_csv and pyarrow.csv, same files, same run.
+
+    python benchmarks/bench_ingest.py --json ingest.json            # cnr-2000 + a ~1 GB Kronecker text file
+    python benchmarks/bench_ingest.py --scale 18 --json small.json  # quicker
+
+For each file it times, in one process:
+  * ``breadth.read``   -- ``read_snap`` to a dense-relabeled EdgeList, parsed chunks materialised
+                          (parse + per-chunk unique + tree merge + searchsorted), on a local Dask cluster;
+  * ``breadth.ingest`` -- the same plus ``prepare`` (CSR shards) and ``write_store`` (npy + sha256);
+  * ``pandas.read_csv`` (C engine, comment='#', whitespace separated) -> int64 columns;
+  * ``pyarrow.csv.read_csv`` (tab delimiter; comment lines skipped by the invalid-row handler is not
+    possible in pyarrow, so it is given ``skip_rows`` = the header lines, which favours it).
+The pandas/pyarrow figures only parse (no relabeling, no shards). The Kronecker file is written to
+/tmp (never into the repository) once and reused when it exists with the same size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+
+import numba
+import numpy as np
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
+
+
+@numba.njit(nogil=True, cache=True)
+def _format_edges(edges, out):
+    """``u\\tv\\n`` lines of decimal ids into ``out`` (uint8); returns bytes written."""
+    k = 0
+    tmp = np.empty(20, np.uint8)
+    for i in range(edges.shape[0]):
+        for j in range(2):
+            v = edges[i, j]
+            n = 0
+            while True:
+                tmp[n] = 48 + v % 10
+                v //= 10
+                n += 1
+                if v == 0:
+                    break
+            for q in range(n - 1, -1, -1):
+                out[k] = tmp[q]
+                k += 1
+            out[k] = 9 if j == 0 else 10
+            k += 1
+    return k
+
+
+def write_kronecker_text(path: str, scale: int, edgefactor: int = 16) -> int:
+    """SNAP text of a Kronecker graph (a '#' header, tab-separated) via temp name + rename; returns bytes."""
+    from breadth.pipeline.kronecker import KroneckerParams, generate_edges
+
+    params = KroneckerParams.make(scale, 1, 0.57, 0.19, 0.19)
+    m = edgefactor << scale
+    tmp = f"{path}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(f"# Kronecker scale {scale} edgefactor {edgefactor}\n# FromNodeId\tToNodeId\n".encode())
+        step = 1 << 22
+        buf = np.empty(step * 24, np.uint8)
+        for a in range(0, m, step):
+            e = generate_edges(params, a, min(a + step, m))
+            k = _format_edges(e, buf)
+            f.write(buf[:k].tobytes())
+    os.replace(tmp, path)
+    return os.path.getsize(path)
+
+
+def _timed(fn, repeat=1):
+    best = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        t = time.perf_counter() - t0
+        best = t if best is None else min(best, t)
+    return best, out
+
+
+def bench_file(path: str, client, header_lines: int, store_dir: str) -> dict:
+    import pandas as pd
+    import pyarrow as pa
+    from pyarrow import csv
+
+    from breadth.io import read_snap
+    from breadth.io.shard_store import write_store
+    from breadth.pipeline import prepare
+
+    res = {"file": os.path.abspath(path), "bytes": os.path.getsize(path)}
+
+    def breadth_read():
+        el = read_snap(path, client=client)
+        el.edges = el.edges.persist()
+        from distributed import wait
+
+        wait(el.edges)
+        return el
+
+    t, el = _timed(breadth_read)
+    m = el.num_edges
+    res.update({"edges": m, "vertices": el.num_vertices})
+    res["breadth.read"] = {"s": t, "edges_per_s": m / t}
+    del el
+
+    def breadth_ingest():
+        el = read_snap(path, client=client)
+        g = prepare(el, client)
+        st = os.path.join(store_dir, "b.store")
+        write_store(g, st, overwrite=True)
+        g.release()
+        return g
+
+    t, g = _timed(breadth_ingest)
+    res["breadth.ingest"] = {"s": t, "edges_per_s": m / t, "construction_s": g.construction_time}
+
+    def pandas_read():
+        df = pd.read_csv(path, sep="\t", comment="#", header=None, names=["u", "v"], dtype=np.int64,
+                         engine="c")
+        return len(df)
+
+    t, n = _timed(pandas_read)
+    assert n == m, (n, m)
+    res["pandas.read_csv"] = {"s": t, "edges_per_s": m / t, "version": pd.__version__}
+
+    def arrow_read():
+        tab = csv.read_csv(pa.input_stream(path, compression="gzip" if path.endswith(".gz") else None),
+                           read_options=csv.ReadOptions(skip_rows=header_lines, column_names=["u", "v"]),
+                           parse_options=csv.ParseOptions(delimiter="\t"),
+                           convert_options=csv.ConvertOptions(column_types={"u": pa.int64(), "v": pa.int64()}))
+        return tab.num_rows
+
+    t, n = _timed(arrow_read)
+    assert n == m, (n, m)
+    res["pyarrow.csv"] = {"s": t, "edges_per_s": m / t, "version": pa.__version__}
+    return res
+
+
+def _header_lines(path: str) -> int:
+    import gzip
+
+    op = gzip.open if path.endswith(".gz") else open
+    k = 0
+    with op(path, "rb") as f:
+        for line in f:
+            if not line.startswith(b"#"):
+                return k
+            k += 1
+    return k
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--scale", type=int, default=22, help="Kronecker scale of the big text file (22: ~1 GB)")
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--json", default=None)
+    p.add_argument("--keep", action="store_true", help="keep the generated text file in /tmp")
+    args = p.parse_args(argv)
+
+    import dask
+    import distributed
+    import pandas as pd
+    import pyarrow as pa
+
+    from breadth.pipeline import local_cluster
+
+    big = f"/tmp/breadth-kron-s{args.scale}.txt"
+    t0 = time.perf_counter()
+    if not os.path.exists(big):
+        write_kronecker_text(big, args.scale)
+    gen_s = time.perf_counter() - t0
+    client = local_cluster(workers=args.workers, threads_per_worker=args.threads)
+    store_dir = tempfile.mkdtemp(prefix="bench-ingest-", dir="/tmp")
+    try:
+        results = []
+        for path in (os.path.join(DATA, "cnr-2000.txt.gz"), big):
+            r = bench_file(path, client, _header_lines(path), store_dir)
+            results.append(r)
+            print(f"{os.path.basename(path)}: {r['bytes'] / 2**20:,.0f} MiB, {r['edges']:,} edges")
+            for k in ("breadth.read", "breadth.ingest", "pandas.read_csv", "pyarrow.csv"):
+                print(f"  {k:16s} {r[k]['s']:8.2f} s  {r[k]['edges_per_s'] / 1e6:8.2f} M edges/s")
+    finally:
+        client.close()
+        shutil.rmtree(store_dir, ignore_errors=True)
+        if not args.keep and os.path.exists(big):
+            os.remove(big)
+    out = {"benchmark": "ingest", "results": results, "kronecker_text": {"scale": args.scale, "write_s": gen_s},
+           "workers": args.workers, "threads": args.threads,
+           "machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
+                       "processor": platform.processor() or platform.machine()},
+           "versions": {"numpy": np.__version__, "numba": numba.__version__, "pandas": pd.__version__,
+                        "pyarrow": pa.__version__, "dask": dask.__version__, "distributed": distributed.__version__}}
+    if args.json:
+        tmp = f"{args.json}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(out, f, indent=1)
+        os.replace(tmp, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
