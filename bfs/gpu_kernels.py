@@ -163,10 +163,15 @@ extern "C" __global__ void td_expand(const i64* __restrict__ offsets, const col_
     block_add2(scout, 0, ctr, 2, 3);
 }
 
-// One bottom-up level.  Warp w handles local vertices 32w..32w+31 (one word of visited / skip / next).
+// One bottom-up level.  A warp handles BU_WORDS consecutive words of 32 local vertices per iteration (one
+// word of visited / skip / next each), a lane one vertex per word.  The words are unrolled so that a lane
+// has BU_WORDS independent chains (offsets -> first column -> frontier bit) in flight: on the late levels
+// almost every vertex is settled by its first neighbour, and the step is bound by the latency of that
+// chain, not by bandwidth.  Vertices not settled by their first neighbour then scan the rest of their row.
 //   fbits: global frontier bitmap as 32-bit words; skip: vertices with no row entries (never found here).
 //   next[w] is written for every w (the next frontier); visited[w] gains the vertices found.
 //   ctr[0] += vertices found, ctr[1] += sum of their degrees.
+#define BU_WORDS 4
 extern "C" __global__ void bu_step(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
                                    const u32* __restrict__ fbits, u32* __restrict__ visited,
                                    const u32* __restrict__ skip, i64* __restrict__ parent,
@@ -176,34 +181,103 @@ extern "C" __global__ void bu_step(const i64* __restrict__ offsets, const col_t*
     const i64 warp = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
     const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
     i64 found = 0, found_edges = 0;
-    for (i64 w = warp; w < nwords; w += nwarps) {
-        const u32 vis = visited[w];
-        const u32 sk = vis | skip[w];
-        bool hit = false;
-        if (sk != FULL) {  // warp-uniform: a word with every vertex done costs two loads
+    for (i64 w0 = warp * BU_WORDS; w0 < nwords; w0 += nwarps * BU_WORDS) {
+        u32 vis[BU_WORDS];
+        bool act[BU_WORDS], hit[BU_WORDS];
+        i64 s[BU_WORDS], t[BU_WORDS], u[BU_WORDS];
+#pragma unroll
+        for (int j = 0; j < BU_WORDS; ++j) {
+            const i64 w = w0 + j;
+            vis[j] = w < nwords ? visited[w] : FULL;
+            const u32 sk = w < nwords ? (vis[j] | skip[w]) : FULL;
             const i64 i = w * 32 + lane;
-            if (!((sk >> lane) & 1u) && i < nloc) {
-                const i64 s = offsets[i], t = offsets[i + 1];
-                for (i64 k = s; k < t; ++k) {
-                    const i64 u = (i64)__ldg(cols + k);
-                    if ((__ldg(fbits + (u >> 5)) >> (u & 31)) & 1u) {
-                        parent[i] = u;
-                        level[i] = depth;
-                        hit = true;
-                        found_edges += t - s;
-                        break;
-                    }
+            act[j] = !((sk >> lane) & 1u) && i < nloc;
+            hit[j] = false;
+            s[j] = act[j] ? offsets[i] : 0;
+            t[j] = act[j] ? offsets[i + 1] : 0;
+        }
+#pragma unroll
+        for (int j = 0; j < BU_WORDS; ++j) {
+            act[j] = act[j] && s[j] < t[j];
+            u[j] = act[j] ? (i64)__ldg(cols + s[j]) : 0;
+        }
+#pragma unroll
+        for (int j = 0; j < BU_WORDS; ++j)
+            if (act[j] && ((__ldg(fbits + (u[j] >> 5)) >> (u[j] & 31)) & 1u)) hit[j] = true;
+#pragma unroll
+        for (int j = 0; j < BU_WORDS; ++j) {
+            if (act[j] && !hit[j]) {
+                for (i64 k = s[j] + 1; k < t[j]; ++k) {
+                    const i64 x = (i64)__ldg(cols + k);
+                    if ((__ldg(fbits + (x >> 5)) >> (x & 31)) & 1u) { u[j] = x; hit[j] = true; break; }
                 }
             }
+            if (hit[j]) {
+                const i64 i = (w0 + j) * 32 + lane;
+                parent[i] = u[j];
+                level[i] = depth;
+                found += 1;
+                found_edges += t[j] - s[j];
+            }
         }
-        const u32 b = __ballot_sync(FULL, hit);
-        if (lane == 0) {
-            next[w] = b;
-            if (b) visited[w] = vis | b;
+#pragma unroll
+        for (int j = 0; j < BU_WORDS; ++j) {
+            const u32 b = __ballot_sync(FULL, hit[j]);
+            if (lane == 0 && w0 + j < nwords) {
+                next[w0 + j] = b;
+                if (b) visited[w0 + j] = vis[j] | b;
+            }
         }
-        found += hit;
     }
     block_add2(found, found_edges, ctr, 0, 1);
+}
+
+// Start of a search: parent = -1, level = -1 (16-byte stores), visited = 0 except the root's bit.
+extern "C" __global__ void init_search(i64* __restrict__ parent, int* __restrict__ level, i64 nloc,
+                                       u32* __restrict__ visited, i64 nw32, i64 root_local) {
+    const i64 tid = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    const i64 n4 = nloc >> 2;  // groups of 4 vertices: two 16-byte parent stores, one 16-byte level store
+    longlong2* p2 = reinterpret_cast<longlong2*>(parent);
+    int4* l4 = reinterpret_cast<int4*>(level);
+    for (i64 g = tid; g < n4; g += stride) {
+        p2[2 * g] = make_longlong2(-1, -1);
+        p2[2 * g + 1] = make_longlong2(-1, -1);
+        l4[g] = make_int4(-1, -1, -1, -1);
+    }
+    for (i64 i = 4 * n4 + tid; i < nloc; i += stride) { parent[i] = -1; level[i] = -1; }
+    for (i64 w = tid; w < nw32; w += stride)
+        visited[w] = (root_local >= 0 && w == (root_local >> 5)) ? (1u << (root_local & 31)) : 0u;
+}
+
+// Inclusive prefix sum of the degrees of a small queue in one block of 1024 threads (one launch instead of
+// a degree pass and a multi-kernel scan), and ctr[0..3] = 0 for the expansion that follows in the stream.
+extern "C" __global__ void queue_prefix_small(const i64* __restrict__ offsets, const i64* __restrict__ queue,
+                                              i64 qn, i64* __restrict__ pre, i64* ctr) {
+    __shared__ i64 wsum[32];
+    __shared__ i64 carry;
+    const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
+    if (tid == 0) { carry = 0; ctr[0] = 0; ctr[1] = 0; ctr[2] = 0; ctr[3] = 0; }
+    __syncthreads();
+    for (i64 base = 0; base < qn; base += blockDim.x) {
+        const i64 i = base + tid;
+        i64 x = 0;
+        if (i < qn) { const i64 q = queue[i]; x = offsets[q + 1] - offsets[q]; }
+        for (int o = 1; o < 32; o <<= 1) { const i64 y = __shfl_up_sync(FULL, x, o); if (lane >= o) x += y; }
+        if (lane == 31) wsum[wid] = x;
+        __syncthreads();
+        if (wid == 0) {
+            i64 v = lane < (int)(blockDim.x >> 5) ? wsum[lane] : 0;
+            for (int o = 1; o < 32; o <<= 1) { const i64 y = __shfl_up_sync(FULL, v, o); if (lane >= o) v += y; }
+            wsum[lane] = v;
+        }
+        __syncthreads();
+        x += (wid ? wsum[wid - 1] : 0) + carry;
+        if (i < qn) pre[i] = x;
+        __syncthreads();
+        if (tid == (int)blockDim.x - 1) carry = x;
+        __syncthreads();
+    }
 }
 
 // skip[w] bit j set when local vertex 32w+j has no row entries or is past nloc.
@@ -329,7 +403,8 @@ extern "C" __global__ void row_rules(const i64* __restrict__ offsets, const col_
 """
 
 _KERNELS = ("queue_degrees", "degree_sum", "td_expand", "bu_step", "zero_degree_bits", "set_bits", "bits_to_ids",
-            "popcounts", "claim_remote", "row_rules")
+            "popcounts", "claim_remote", "row_rules", "init_search", "queue_prefix_small")
+_SMALL_QUEUE = 16384  # frontiers up to this many vertices get their prefix sum from one block
 
 
 @functools.lru_cache(maxsize=None)
@@ -377,17 +452,16 @@ class GpuBackend:
         self._bits_of: tuple[Any, int, int, Any] | None = None  # (bitmap, set bits, their degree sum, offsets)
 
     # -- state ------------------------------------------------------------------------------------
-    def start_search(self, parent, queue) -> None:
-        """Engine hook at the start of a search: clear the visited bitmap, mark the roots in ``queue``."""
+    def start_search(self, parent, level, root_local: int) -> None:
+        """Engine hook at the start of a search: ``parent = level = -1`` and the visited bitmap cleared but
+        for the root (``root_local`` < 0 when another rank owns it), in one fused pass of 16-byte stores."""
         nw32 = 2 * ((parent.size + 63) // 64)
         if self._visited is None or self._visited.size != nw32:
-            self._visited = cp.zeros(nw32, cp.uint32)
-        else:
-            self._visited.fill(0)
+            self._visited = cp.empty(nw32, cp.uint32)
         self._deg_of = self._bits_of = None
-        if queue.size:
-            self._kern(None)["set_bits"](_grid(int(queue.size)), (_THREADS,),
-                                         (queue, _i64(queue.size), self._visited))
+        n = int(parent.size)
+        self._kern(None)["init_search"](_grid(max(n // 4, nw32)), (_THREADS,),
+                                        (parent, level, _i64(n), self._visited, _i64(nw32), _i64(root_local)))
 
     def _kern(self, cols) -> dict[str, Any]:
         return _module("int64" if cols is not None and cols.dtype == np.int64 else "int32")
@@ -435,16 +509,23 @@ class GpuBackend:
         nrem = sent.size * 64 - nloc if has_sent else 0  # each remote vertex goes out at most once
         rv = cp.empty(max(nrem, 0), cp.int64)
         rp = cp.empty(max(nrem, 0), cp.int64)
-        ctr = cp.zeros(4, cp.int64)
         total = self._known_degree_sum(offsets, queue)
         if qn and total != 0:
-            deg = cp.empty(qn, cp.int64)
-            k["queue_degrees"](_grid(qn), (_THREADS,), (offsets, queue, _i64(qn), deg))
-            pre = cp.cumsum(deg)
+            if qn <= _SMALL_QUEUE:
+                ctr = cp.empty(4, cp.int64)  # zeroed by the prefix kernel
+                pre = cp.empty(qn, cp.int64)
+                k["queue_prefix_small"]((1,), (1024,), (offsets, queue, _i64(qn), pre, ctr))
+            else:
+                ctr = cp.zeros(4, cp.int64)
+                deg = cp.empty(qn, cp.int64)
+                k["queue_degrees"](_grid(qn), (_THREADS,), (offsets, queue, _i64(qn), deg))
+                pre = cp.cumsum(deg)
             k["td_expand"](_grid(total), (_THREADS,),
                            (offsets, cols, queue, pre, _i64(qn), _i64(lo), _i64(hi), parent, level, np.int32(depth),
                             self._visited, sent if has_sent else nxt, np.int32(has_sent), nxt, rv, rp, ctr))
-        c = ctr.get()  # the level's one synchronisation
+            c = ctr.get()  # the level's one synchronisation
+        else:
+            c = np.zeros(4, np.int64)
         out = nxt[:int(c[0])]
         self._deg_of = (out, offsets, int(c[2]))
         if total is None:
@@ -459,7 +540,7 @@ class GpuBackend:
         nloc = offsets.size - 1
         nw32 = 2 * next_bits.size
         ctr = cp.zeros(2, cp.int64)
-        k["bu_step"](_grid(nw32, _THREADS // 32), (_THREADS,),
+        k["bu_step"](_grid(-(-nw32 // 4), _THREADS // 32), (_THREADS,),
                      (offsets, cols, frontier_bits.view(cp.uint32), self._visited, self._skip_bits(offsets), parent,
                       level, np.int32(depth), next_bits.view(cp.uint32), _i64(nw32), _i64(nloc), ctr))
         c = ctr.get()

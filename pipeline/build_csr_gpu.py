@@ -116,8 +116,9 @@ def build_shard_gpu(rank: int, nparts: int, num_vertices: int, pieces: list[Piec
     offsets, columns, deg_out = csr_from_entries_gpu([p.out for p in pieces], lo, hi - lo, num_vertices)
     in_offsets = in_columns = None
     if directed:
-        in_offsets, in_columns, deg_in = csr_from_entries_gpu([p.inc for p in pieces], lo, hi - lo, num_vertices)
-        deg_out = deg_out + deg_in
+        # tuple_degree stays the OUT-tuple count, as on the CPU: a directed search's Graph500 edge count is
+        # the tuples whose tail was reached
+        in_offsets, in_columns, _ = csr_from_entries_gpu([p.inc for p in pieces], lo, hi - lo, num_vertices)
     loops = [cp.asarray(p.loops) for p in pieces if p.loops.size]
     if loops:
         self_loops = cp.bincount(cp.concatenate(loops) - lo, minlength=hi - lo)
