@@ -97,8 +97,12 @@ class Engine:
         s, b, xp, comm = self.shard, self.b, self.b.xp, self.comm
         if not 0 <= root < s.num_vertices:
             raise ValueError(f"root {root} outside [0, {s.num_vertices})")
-        self.parent.fill(-1)
-        self.level.fill(-1)
+        start = getattr(b, "start_search", None)
+        if start is not None:  # backend hook: one fused device pass, which also resets the backend's own state
+            start(self.parent, self.level, root - s.lo if s.lo <= root < s.hi else -1)
+        else:
+            self.parent.fill(-1)
+            self.level.fill(-1)
         if self.sent.size:
             self.sent.fill(0)
         if s.lo <= root < s.hi:

@@ -280,6 +280,26 @@ extern "C" __global__ void queue_prefix_small(const i64* __restrict__ offsets, c
     }
 }
 
+// Sort keys that order each row's neighbours by decreasing degree (bucketed by bit length), so that
+// bottom-up meets a frontier vertex (hubs enter the frontier first) after fewer checks:
+// key = row << (cbits + 6) | (63 - bitlength(degree(col))) << cbits | col.  One-rank shards only (lo = 0,
+// so a column id indexes offsets).  A warp per row.
+extern "C" __global__ void bu_order_keys(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
+                                         i64 nloc, int cbits, u64* __restrict__ keys) {
+    const int lane = threadIdx.x & 31;
+    const i64 warp = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
+    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
+    for (i64 i = warp; i < nloc; i += nwarps) {
+        const u64 hi = (u64)i << (cbits + 6);
+        for (i64 k = offsets[i] + lane; k < offsets[i + 1]; k += 32) {
+            const i64 c = (i64)cols[k];
+            const i64 d = offsets[c + 1] - offsets[c];
+            const u64 bucket = 63 - (d > 0 ? (u64)(64 - __clzll(d)) : 0ull);
+            keys[k] = hi | (bucket << cbits) | (u64)c;
+        }
+    }
+}
+
 // skip[w] bit j set when local vertex 32w+j has no row entries or is past nloc.
 extern "C" __global__ void zero_degree_bits(const i64* __restrict__ offsets, i64 nloc, u32* __restrict__ skip,
                                             i64 nwords) {
@@ -403,7 +423,7 @@ extern "C" __global__ void row_rules(const i64* __restrict__ offsets, const col_
 """
 
 _KERNELS = ("queue_degrees", "degree_sum", "td_expand", "bu_step", "zero_degree_bits", "set_bits", "bits_to_ids",
-            "popcounts", "claim_remote", "row_rules", "init_search", "queue_prefix_small")
+            "popcounts", "claim_remote", "row_rules", "init_search", "queue_prefix_small", "bu_order_keys")
 _SMALL_QUEUE = 16384  # frontiers up to this many vertices get their prefix sum from one block
 
 
@@ -447,6 +467,10 @@ class GpuBackend:
     def __init__(self):
         self._visited = None  # uint32 words over the owned vertices
         self._skip = None  # (offsets, uint32 words of zero-degree vertices) for bottom-up
+        self._bu_cols = None  # (cols, the same rows with neighbours by decreasing degree) for bottom-up
+        #: bottom-up scans a copy of the rows ordered by neighbour degree (one-rank shards, when device
+        #: memory allows; built once, in the first bottom-up step); False keeps the sorted rows
+        self.degree_order = True
         # Counts learned at a step's one synchronisation, valid for exactly the array they describe.
         self._deg_of: tuple[Any, Any, int] | None = None  # (queue, offsets, sum of its degrees in offsets)
         self._bits_of: tuple[Any, int, int, Any] | None = None  # (bitmap, set bits, their degree sum, offsets)
@@ -475,6 +499,33 @@ class GpuBackend:
                                                  (offsets, _i64(nloc), skip, _i64(nw32)))
             self._skip = (offsets, skip)
         return self._skip[1]
+
+    def _bottom_up_columns(self, offsets, cols, one_rank: bool):
+        """Bottom-up's copy of ``cols`` with each row's neighbours by decreasing degree bucket (any frontier
+        neighbour is a valid parent, so the order changes which one is found, never the levels).  The
+        shard's own sorted rows stay untouched (validation binary-searches them).  Falls back to ``cols``
+        for several ranks (a remote neighbour's degree is not known here) or when memory is short."""
+        if not (self.degree_order and one_rank):
+            return cols
+        if self._bu_cols is not None and self._bu_cols[0] is cols:
+            return self._bu_cols[1]
+        nloc, nnz = offsets.size - 1, int(cols.size)
+        cbits = max(1, int(nloc - 1).bit_length())
+        rbits = max(1, int(nloc - 1).bit_length())
+        pool = cp.get_default_memory_pool()
+        free = cp.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
+        if rbits + 6 + cbits > 64 or free < 3 * 8 * nnz + cols.nbytes:  # keys + sort scratch + result
+            self._bu_cols = (cols, cols)
+            return cols
+        keys = cp.empty(nnz, cp.uint64)
+        self._kern(cols)["bu_order_keys"](_grid(nloc, _THREADS // 32), (_THREADS,),
+                                          (offsets, cols, _i64(nloc), np.int32(cbits), keys))
+        keys.sort()
+        ordered = (keys & np.uint64((1 << cbits) - 1)).astype(cols.dtype)
+        del keys
+        pool.free_all_blocks()
+        self._bu_cols = (cols, ordered)
+        return ordered
 
     def _ensure_visited(self, nloc: int) -> None:
         if self._visited is None:
@@ -540,8 +591,10 @@ class GpuBackend:
         nloc = offsets.size - 1
         nw32 = 2 * next_bits.size
         ctr = cp.zeros(2, cp.int64)
+        # one rank: the global frontier has as many words as the local one
+        bu_cols = self._bottom_up_columns(offsets, cols, frontier_bits.size == next_bits.size)
         k["bu_step"](_grid(-(-nw32 // 4), _THREADS // 32), (_THREADS,),
-                     (offsets, cols, frontier_bits.view(cp.uint32), self._visited, self._skip_bits(offsets), parent,
+                     (offsets, bu_cols, frontier_bits.view(cp.uint32), self._visited, self._skip_bits(offsets), parent,
                       level, np.int32(depth), next_bits.view(cp.uint32), _i64(nw32), _i64(nloc), ctr))
         c = ctr.get()
         awake, awake_edges = int(c[0]), int(c[1])

@@ -69,8 +69,9 @@ class Shard:
 
     def degree(self, v: np.ndarray) -> np.ndarray:
         """Out-degree (after cleaning) of owned global ids ``v``."""
-        i = np.asarray(v, dtype=np.int64) - self.lo
-        off = np.asarray(self.offsets)
+        off = self.offsets
+        xp = np if isinstance(off, np.ndarray) else _array_module(off)  # CuPy offsets answer on the device
+        i = xp.asarray(v, dtype=np.int64) - self.lo
         return off[i + 1] - off[i]
 
     def nbytes(self) -> int:
@@ -79,7 +80,20 @@ class Shard:
 
     def to(self, xp) -> "Shard":
         """The same shard with its arrays moved to array module ``xp`` (numpy or cupy)."""
-        conv = (lambda a: None if a is None else xp.asarray(a))
+        def conv(a):
+            if a is None:
+                return None
+            if xp is np and hasattr(a, "get"):  # CuPy -> NumPy needs an explicit copy
+                return a.get()
+            return xp.asarray(a)
+
         return Shard(self.rank, self.nparts, self.num_vertices, self.lo, self.hi, conv(self.offsets),
                      conv(self.columns), conv(self.tuple_degree), conv(self.self_loops),
                      conv(self.in_offsets), conv(self.in_columns), dict(self.meta))
+
+
+def _array_module(a):
+    """The array module of ``a`` (CuPy for device arrays; imported only when one is seen)."""
+    import cupy
+
+    return cupy.get_array_module(a)

@@ -112,17 +112,22 @@ def validate(shards, parent: np.ndarray, level: np.ndarray, root: int) -> dict[s
 def validate_rank(engine, root: int) -> dict[str, int]:
     """Collective: every rank checks its rows against the all-gathered result; rank 0 checks rule 1."""
     comm = engine.comm
-    to_host = engine.b.to_host
+    b = engine.b
+    on_device = hasattr(b, "row_violations")  # backends that check on their device (GPU): no host copies
+    to_host = (lambda a: a) if on_device else b.to_host
+    xp = b.xp if on_device else np
+    rows_fn = b.row_violations if on_device else row_violations
+    tree_fn = b.tree_violations if on_device else tree_violations
     parent_local = to_host(engine.parent)
-    level_g = np.concatenate([to_host(x) for x in comm.allgather(engine.level)])
-    shard = engine.shard if engine.b.name == "cpu" else engine.shard.to(np)
-    counts = np.array(row_violations(shard, parent_local, level_g, root), np.int64)
+    level_g = xp.concatenate([to_host(x) for x in comm.allgather(engine.level)])
+    shard = engine.shard if b.name == "cpu" or on_device else engine.shard.to(np)
+    counts = np.array(rows_fn(shard, parent_local, level_g, root), np.int64)
     tree = 0
     if comm.size == 1:
-        tree = tree_violations(parent_local, root)
+        tree = tree_fn(parent_local, root)
     else:
         parents = comm.allgather(engine.parent)
         if comm.rank == 0:
-            tree = tree_violations(np.concatenate([to_host(x) for x in parents]), root)
+            tree = tree_fn(xp.concatenate([to_host(x) for x in parents]), root)
     total = comm.allreduce(np.concatenate([[tree], counts]).astype(np.int64))
     return dict(zip(RULES, (int(x) for x in total)))

@@ -26,12 +26,62 @@ def local_cluster(workers: int = 1, threads_per_worker: int | None = None, proto
     return Client(cluster)
 
 
-def connect(scheduler: str | None = None, workers: int = 1, **kw):
-    """Client for ``scheduler`` (an address), or for a new local cluster when it is ``None``."""
+def gpu_available() -> bool:
+    """True when CuPy imports and sees at least one CUDA device (nothing is imported on CPU installs
+    beyond the failed ``import cupy``)."""
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
+        return False
+
+
+def resolve_device(device: str) -> str:
+    """``"cpu"``, ``"gpu"`` or ``"auto"`` (GPU when :func:`gpu_available`) -> ``"cpu"`` or ``"gpu"``."""
+    if device == "auto":
+        return "gpu" if gpu_available() else "cpu"
+    if device not in ("cpu", "gpu"):
+        raise ValueError(f"device must be 'cpu', 'gpu' or 'auto', got {device!r}")
+    return device
+
+
+def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", threads_per_worker: int = 1,
+                       local_directory: str | None = None, **kw):
+    """One Dask worker per GPU (dask-cuda ``LocalCUDACluster``) and a connected Client.
+
+    ``workers`` (default: every visible GPU) limits the GPUs used.  Each worker sees only its own GPU
+    (``CUDA_VISIBLE_DEVICES`` rotated), so CuPy's device 0 on worker ``r`` is GPU ``r``.  Install with the
+    ``gpu`` extra (CUDA 12) or ``gpu-cuda13`` (CUDA 13).
+    """
+    from distributed import Client
+
+    try:
+        from dask_cuda import LocalCUDACluster
+    except ImportError as e:
+        raise ImportError("device='gpu' on a local cluster needs dask-cuda: pip install 'breadth[gpu]' "
+                          "(CUDA 12) or 'breadth[gpu-cuda13]' (CUDA 13)") from e
+    import cupy
+
+    ngpu = cupy.cuda.runtime.getDeviceCount()
+    if ngpu < 1:
+        raise RuntimeError("device='gpu': no CUDA device is visible")
+    n = min(workers or ngpu, ngpu)
+    cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=list(range(n)), n_workers=n,
+                               threads_per_worker=threads_per_worker, protocol=protocol,
+                               dashboard_address=None, local_directory=local_directory, **kw)
+    return Client(cluster)
+
+
+def connect(scheduler: str | None = None, workers: int = 1, device: str = "cpu", **kw):
+    """Client for ``scheduler`` (an address), or for a new local cluster when it is ``None``: CPU worker
+    processes, or one dask-cuda worker per GPU when ``device`` resolves to ``"gpu"``."""
     if scheduler:
         from distributed import Client
 
         return Client(scheduler)
+    if resolve_device(device) == "gpu":
+        return local_cuda_cluster(workers=workers, protocol=kw.get("protocol", "tcp"))
     return local_cluster(workers=workers, **kw)
 
 

@@ -135,11 +135,13 @@ def _scramble_array(v, scale, k0, k1, k2, k3):
 
 
 def kronecker(scale: int, edgefactor: int = 16, seed: int = 1, a: float = DEFAULT_A, b: float = DEFAULT_B,
-              c: float = DEFAULT_C, chunk_edges: int = 1 << 22):
+              c: float = DEFAULT_C, chunk_edges: int | None = None, device: str = "cpu"):
     """The Graph500 Kronecker graph as a lazy :class:`~breadth.pipeline.edges.EdgeList`.
 
     ``2**scale`` vertices and ``edgefactor * 2**scale`` edge tuples, split into Dask chunks of
-    ``chunk_edges`` tuples; the tuples do not depend on ``chunk_edges``.
+    ``chunk_edges`` tuples (default 2**22 on the CPU, 2**26 on the GPU, where a chunk takes milliseconds);
+    the tuples do not depend on ``chunk_edges`` nor on ``device``: ``"gpu"`` generates each chunk on the
+    worker's GPU as a CuPy array (:mod:`breadth.pipeline.kronecker_gpu`), with the same edges.
 
     >>> from breadth.pipeline import kronecker
     >>> g = kronecker(10, seed=7)
@@ -153,13 +155,25 @@ def kronecker(scale: int, edgefactor: int = 16, seed: int = 1, a: float = DEFAUL
 
     if edgefactor < 1:
         raise ValueError(f"edgefactor must be >= 1, got {edgefactor}")
+    if device not in ("cpu", "gpu"):
+        raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
     params = KroneckerParams.make(scale, seed, a, b, c)
     m = edgefactor << scale
+    chunk_edges = chunk_edges or (1 << (26 if device == "gpu" else 22))
     bounds = list(range(0, m, chunk_edges)) + [m]
-    name = f"kronecker-s{scale}-e{edgefactor}-seed{seed}-{params.key:x}-{chunk_edges}"
-    dsk = {(name, i, 0): (generate_edges, params, bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)}
+    name = f"kronecker-{device}-s{scale}-e{edgefactor}-seed{seed}-{params.key:x}-{chunk_edges}"
+    meta = None
+    if device == "gpu":  # imported lazily: CPU installs never need CuPy
+        import cupy
+
+        from .kronecker_gpu import generate_edges_gpu as gen
+
+        meta = cupy.empty((0, 2), cupy.int64)
+    else:
+        gen = generate_edges
+    dsk = {(name, i, 0): (gen, params, bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)}
     chunks = (tuple(bounds[i + 1] - bounds[i] for i in range(len(bounds) - 1)), (2,))
-    arr = da.Array(HighLevelGraph.from_collections(name, dsk), name, chunks, dtype=np.int64)
+    arr = da.Array(HighLevelGraph.from_collections(name, dsk), name, chunks, dtype=np.int64, meta=meta)
     return EdgeList(arr, num_vertices=1 << scale, directed=False,
                     source={"kind": "kronecker", "scale": scale, "edgefactor": edgefactor, "seed": seed,
-                            "a": a, "b": b, "c": c})
+                            "a": a, "b": b, "c": c, "device": device})

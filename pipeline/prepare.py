@@ -21,7 +21,7 @@ from breadth.bfs.shard import block_size
 from breadth.bfs.sharded_graph import ShardedGraph
 
 from .build_csr import build_shard
-from .cluster import worker_addresses
+from .cluster import resolve_device, worker_addresses
 from .edges import EdgeList
 from .partition import split_by_owner
 
@@ -31,11 +31,16 @@ def _summary(shard) -> tuple[int, int, int, int]:
 
 
 def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: bool = False,
-            directed: bool | None = None) -> ShardedGraph:
+            directed: bool | None = None, device: str = "cpu") -> ShardedGraph:
     """Turn an edge list into per-worker CSR shards held in the workers' memory.
 
     ``nparts`` (default: the number of workers) owners each get a contiguous block of vertex ids;
     owner ``r`` runs on the ``r``-th worker.  The edge list itself never reaches the client.
+
+    ``device``: ``"cpu"`` (NumPy shards, Numba kernels), ``"gpu"`` (split and build on the workers' GPUs,
+    CuPy shards in device memory, searched by the GPU backend; workers of a dask-cuda
+    ``LocalCUDACluster``, see :func:`~breadth.pipeline.cluster.local_cuda_cluster`) or ``"auto"`` (GPU when
+    CuPy and a device are present).  The GPU path takes NumPy or CuPy edge chunks.
 
     >>> from distributed import Client
     >>> from breadth.pipeline import kronecker, prepare
@@ -48,6 +53,12 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     from distributed import default_client, wait
 
     client = client or default_client()
+    device = resolve_device(device)
+    if device == "gpu":  # imported lazily: CPU installs never need CuPy
+        from .build_csr_gpu import build_shard_gpu as build_fn
+        from .build_csr_gpu import split_by_owner_gpu as split_fn
+    else:
+        build_fn, split_fn = build_shard, split_by_owner
     directed = edges.directed if directed is None else directed
     workers = worker_addresses(client)
     nparts = nparts or len(workers)
@@ -57,11 +68,11 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     block = block_size(n, nparts)
     t0 = time.perf_counter()
     chunks = edges.edges.to_delayed().ravel().tolist()
-    split = [dask.delayed(split_by_owner, pure=True)(c, n, block, nparts, directed) for c in chunks]
+    split = [dask.delayed(split_fn, pure=True)(c, n, block, nparts, directed) for c in chunks]
     flat = client.compute([dask.delayed(operator.getitem, pure=True)(s, r) for r in range(nparts) for s in split])
     piece_futs = [flat[r * len(split):(r + 1) * len(split)] for r in range(nparts)]
     token = uuid.uuid4().hex[:8]
-    shards = [client.submit(build_shard, r, nparts, n, piece_futs[r], directed, key=f"shard-{token}-{r}",
+    shards = [client.submit(build_fn, r, nparts, n, piece_futs[r], directed, key=f"shard-{token}-{r}",
                             workers=[workers[r % len(workers)]], allow_other_workers=False, pure=False)
               for r in range(nparts)]
     if progress:
@@ -78,5 +89,5 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
         client=client, shards=shards, workers=[workers[r % len(workers)] for r in range(nparts)],
         num_vertices=n, num_input_edges=edges.num_edges, num_edges=nnz if directed else nnz // 2,
         num_self_loops=loops, directed=directed, construction_time=construction, source=dict(edges.source),
-        id_map=edges.id_map,
+        id_map=edges.id_map, backend=device,
     )
