@@ -118,7 +118,9 @@ class Engine:
         while True:
             bytes0 = comm.bytes_sent()
             t0 = time.perf_counter()
-            if direction == "td" and scout > edges_to_check / self.alpha:
+            # scout * alpha, not / alpha: alpha = 0 disables bottom-up; edges_to_check never goes below 0
+            # (racing top-down claims can count a vertex's edges twice).
+            if direction == "td" and scout * self.alpha > edges_to_check:
                 direction, bits = "bu", b.queue_to_bits(queue, self.nwords)
             if direction == "bu":
                 fbits = self._gather_frontier(bits, local_count)
@@ -148,7 +150,7 @@ class Engine:
                 records.append(LevelRecord(depth, "td", frontier_size, found, t1 - t0, t2 - t1,
                                            comm.bytes_sent() - bytes0))
                 queue, local_count = nxt, int(nxt.size)
-                edges_to_check -= scout
+                edges_to_check = max(edges_to_check - scout, 0)
                 scout = next_scout
             frontier_size = found
             if found == 0:
