@@ -80,6 +80,7 @@ def run_session(graph, body: Callable, *args, protocol: str = "tcp", timeout: fl
 
 
 _POLL_S = 0.5
+_GRACE_S = 2.0  # how long a dead worker's peers may take to report an error of their own
 
 
 class WorkerDied(RuntimeError):
@@ -102,6 +103,8 @@ def _first_failure(client, graph, futs, timeout: float) -> tuple[int, BaseExcept
     deadline = time.monotonic() + timeout + 5.0  # peers give up on a silent rank within `timeout`
     while True:
         dead = _dead_ranks(client, graph)
+        if dead:  # the cause is known; the peers need not be waited for (they stop within `timeout`)
+            deadline = min(deadline, time.monotonic() + _GRACE_S)
         unsettled = [r for r, f in enumerate(futs) if f.status == "pending" and r not in dead]
         if not unsettled or time.monotonic() > deadline:
             break

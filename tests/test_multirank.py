@@ -298,17 +298,18 @@ def _raise_on_rank1(engine, setup_s, root):
     return "done"
 
 
-def test_rank_exception_raises_rankerror_and_cluster_goes_on(cluster, kron13):
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_rank_exception_raises_rankerror_and_cluster_goes_on(cluster, kron13, protocol):
     el, edges, roots = kron13
     g = prepare(el, cluster, nparts=3)
     t0 = time.monotonic()
     with pytest.raises(RankError) as info:
-        run_session(g, _raise_on_rank1, roots[0], timeout=30.0)
+        run_session(g, _raise_on_rank1, roots[0], protocol=protocol, timeout=30.0)
     took = time.monotonic() - t0
     assert info.value.rank == 1 and isinstance(info.value.cause, ValueError), info.value
     assert "rank 1 gives up" in str(info.value)
     assert took < 10.0  # peers see the closed connections at once, not after the 30 s timeout
-    level, *_ = _run(g, roots[:1])[0]  # the same graph serves the next session
+    level, *_ = _run(g, roots[:1], protocol=protocol)[0]  # the same graph serves the next session
     np.testing.assert_array_equal(level, scipy_levels(edges, 1 << 13, roots[0]))
     g.release()
 
@@ -325,14 +326,16 @@ def _kill_rank1_mid_search(engine, setup_s, roots):
     return i
 
 
-def test_worker_killed_mid_search_raises_rankerror(cluster):
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_worker_killed_mid_search_raises_rankerror(cluster, protocol):
     el = kronecker(14, seed=2)
+    cluster.wait_for_workers(NWORKERS, timeout=60)  # a previous kill's worker is back
     g = prepare(el, cluster, nparts=3)
     edges = el.edges.compute(scheduler="sync")
     roots = [int(edges[i, 0]) for i in range(8)]
     t0 = time.monotonic()
     with pytest.raises(RankError) as info:
-        run_session(g, _kill_rank1_mid_search, roots, timeout=30.0)
+        run_session(g, _kill_rank1_mid_search, roots, protocol=protocol, timeout=30.0)
     took = time.monotonic() - t0
     assert info.value.rank == 1 and info.value.worker == g.workers[1], info.value
     assert isinstance(info.value.cause, WorkerDied), info.value
@@ -340,6 +343,6 @@ def test_worker_killed_mid_search_raises_rankerror(cluster):
     # the cluster serves the next session once the nanny has replaced the worker
     cluster.wait_for_workers(NWORKERS, timeout=60)
     g2 = prepare(el, cluster, nparts=3)
-    level, *_ = _run(g2, roots[:1], validate=False)[0]
+    level, *_ = _run(g2, roots[:1], protocol=protocol, validate=False)[0]
     np.testing.assert_array_equal(level, scipy_levels(edges, 1 << 14, roots[0]))
     g2.release()
