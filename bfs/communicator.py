@@ -6,6 +6,7 @@ adding a transport never touches the search.  Arrays are NumPy on CPU ranks and 
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -15,16 +16,18 @@ import numpy as np
 class CommError(RuntimeError):
     """A peer rank failed, closed its connection or did not answer in time.
 
-    ``peer`` is the rank this one lost (``None`` when unknown); it survives pickling, so the client can
-    tell the rank that failed first from the ranks that merely lost it.
+    ``peer`` is the rank this one lost (``None`` when unknown) and ``when`` the wall-clock time it was
+    noticed (``time.time()``); both survive pickling, so the client can tell the rank that failed first
+    (the peer of the earliest error) from the ranks that merely lost it.
     """
 
-    def __init__(self, message: str, peer: int | None = None):
+    def __init__(self, message: str, peer: int | None = None, when: float | None = None):
         super().__init__(message)
         self.peer = peer
+        self.when = time.time() if when is None else when
 
     def __reduce__(self):
-        return (type(self), (str(self), self.peer))
+        return (type(self), (str(self), self.peer, self.when))
 
 
 class Communicator(ABC):

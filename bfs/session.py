@@ -96,7 +96,7 @@ def _first_failure(client, graph, futs, timeout: float) -> tuple[int, BaseExcept
     """The rank that failed first, and its cause, once every live rank has settled.
 
     A rank's own exception (anything but ``CommError``) comes first, then a rank whose worker died, then
-    the rank that the peers' ``CommError``s blame most (a rank that hangs), then the lowest failed rank.
+    the peer named by the earliest ``CommError`` (a rank that hangs), then the lowest failed rank.
     """
     from .communicator import CommError
 
@@ -122,12 +122,11 @@ def _first_failure(client, graph, futs, timeout: float) -> tuple[int, BaseExcept
         first = errors.get(min(errors)) if errors else None
         seen = f"; rank {min(errors)} saw: {first}" if first is not None else ""
         return dead[0], WorkerDied(f"worker {graph.workers[dead[0]]} left the cluster during the session{seen}")
-    blamed = [e.peer for e in errors.values() if getattr(e, "peer", None) is not None]
-    if blamed:
-        r = max(set(blamed), key=blamed.count)
-        if r not in errors:  # the blamed rank did not fail itself: it stopped answering
-            reporter = next(q for q, e in errors.items() if getattr(e, "peer", None) == r)
-            return r, errors[reporter]
+    # A silent or vanished rank: the first rank to notice names it (later errors are the cascade of
+    # ranks closing their connections after their own failure).
+    noticed = sorted((e for e in errors.values() if getattr(e, "peer", None) is not None), key=lambda e: e.when)
+    if noticed:
+        return noticed[0].peer, noticed[0]
     if errors:
         return min(errors), errors[min(errors)]
     return 0, RuntimeError("session failed without an error from any rank")

@@ -314,6 +314,28 @@ def test_rank_exception_raises_rankerror_and_cluster_goes_on(cluster, kron13, pr
     g.release()
 
 
+def _rank2_stalls(engine, setup_s, root):
+    engine.search(int(root))
+    if engine.comm.rank == 2:
+        time.sleep(5)  # alive but silent, longer than the session's 2 s timeout
+    engine.search(int(root))
+    return "done"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_silent_rank_is_named_after_timeout(cluster, kron13, protocol):
+    el, edges, roots = kron13
+    g = prepare(el, cluster, nparts=3)
+    t0 = time.monotonic()
+    with pytest.raises(RankError) as info:
+        run_session(g, _rank2_stalls, roots[2], protocol=protocol, timeout=2.0)
+    took = time.monotonic() - t0
+    # the peers give up after 2 s; rank 2 itself fails when it wakes up and finds them gone
+    assert info.value.rank == 2 and isinstance(info.value.cause, CommError), info.value
+    assert 2.0 < took < 12.0, took
+    g.release()
+
+
 def _kill_rank1_mid_search(engine, setup_s, roots):
     comm = engine.comm
     if comm.rank == 1:  # SIGKILL this worker process while the ranks are inside searches
