@@ -126,7 +126,9 @@ def validate_rank(engine, root: int) -> dict[str, int]:
     if comm.size == 1:
         tree = tree_fn(parent_local, root)
     else:
-        parents = comm.allgather(engine.parent)
+        # only rank 0 needs the whole parent array: the others send it theirs and receive nothing
+        none = engine.parent[:0]
+        parents = comm.alltoallv([engine.parent if r == 0 else none for r in range(comm.size)])
         if comm.rank == 0:
             tree = tree_fn(xp.concatenate([to_host(x) for x in parents]), root)
     total = comm.allreduce(np.concatenate([[tree], counts]).astype(np.int64))

@@ -258,6 +258,29 @@ def test_pure_directions_on_three_ranks(cluster, kron13, alpha, beta, expect):
     g.release()
 
 
+def _corrupt_on_rank(engine, setup_s, root, bad_rank):
+    engine.search(int(root))
+    clean = validate_rank(engine, int(root))
+    if engine.comm.rank == bad_rank:
+        # a reached vertex (not the root) made its own parent: a cycle, a tree edge that does not go one
+        # level up, and a parent that is not a neighbour
+        v = int(np.flatnonzero(engine.level >= 2)[0])
+        engine.parent[v] = engine.shard.lo + v
+    return clean, validate_rank(engine, int(root))
+
+
+@pytest.mark.parametrize("bad_rank", [0, 2])
+def test_validation_on_ranks_detects_a_corrupt_parent(cluster, kron13, bad_rank):
+    el, edges, roots = kron13
+    g = prepare(el, cluster, nparts=3)
+    res = run_session(g, _corrupt_on_rank, roots[2], bad_rank, timeout=30.0)
+    for clean, bad in res:  # every rank gets the same global counts
+        assert not any(clean.values()), clean
+        assert bad["tree"] >= 1 and bad["tree_edge_levels"] == 1 and bad["parent_is_neighbour"] == 1, bad
+        assert bad["edge_levels"] == 0 and bad["spans_component"] == 0, bad
+    g.release()
+
+
 @pytest.mark.parametrize("name,nparts", [("facebook_combined.txt.gz", 4), ("CA-CondMat.txt", 3),
                                          ("CA-CondMat.txt", 2)])
 def test_real_graphs_on_several_ranks(cluster, name, nparts):
