@@ -12,6 +12,8 @@ The task graph has three layers:
 from __future__ import annotations
 
 import operator
+import os
+import shutil
 import time
 import uuid
 
@@ -24,6 +26,7 @@ from .build_csr import build_shard
 from .cluster import resolve_device, worker_addresses
 from .edges import EdgeList
 from .partition import split_by_owner
+from .spill import build_shard_spilled, spill_chunk
 
 
 def _summary(shard) -> tuple[int, int, int, int]:
@@ -31,7 +34,8 @@ def _summary(shard) -> tuple[int, int, int, int]:
 
 
 def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: bool = False,
-            directed: bool | None = None, device: str = "cpu") -> ShardedGraph:
+            directed: bool | None = None, device: str = "cpu", spill_dir: str | None = None,
+            batch_entries: int = 1 << 25) -> ShardedGraph:
     """Turn an edge list into per-worker CSR shards held in the workers' memory.
 
     ``nparts`` (default: the number of workers) owners each get a contiguous block of vertex ids;
@@ -41,6 +45,11 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     CuPy shards in device memory, searched by the GPU backend; workers of a dask-cuda
     ``LocalCUDACluster``, see :func:`~breadth.pipeline.cluster.local_cuda_cluster`) or ``"auto"`` (GPU when
     CuPy and a device are present).  The GPU path takes NumPy or CuPy edge chunks.
+
+    ``spill_dir``: prepare out of core (CPU): chunks write per-owner bucket files there (a directory every
+    worker can reach) and owners build their rows in batches of about ``batch_entries`` adjacency
+    entries, so a worker's peak memory is a chunk, a batch and its final shard, whatever the input size
+    (see :mod:`breadth.pipeline.spill`).
 
     >>> from distributed import Client
     >>> from breadth.pipeline import kronecker, prepare
@@ -68,19 +77,36 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     block = block_size(n, nparts)
     t0 = time.perf_counter()
     chunks = edges.edges.to_delayed().ravel().tolist()
-    split = [dask.delayed(split_fn, pure=True)(c, n, block, nparts, directed) for c in chunks]
-    flat = client.compute([dask.delayed(operator.getitem, pure=True)(s, r) for r in range(nparts) for s in split])
-    piece_futs = [flat[r * len(split):(r + 1) * len(split)] for r in range(nparts)]
     token = uuid.uuid4().hex[:8]
-    shards = [client.submit(build_fn, r, nparts, n, piece_futs[r], directed, key=f"shard-{token}-{r}",
-                            workers=[workers[r % len(workers)]], allow_other_workers=False, pure=False)
-              for r in range(nparts)]
+    if spill_dir is not None:
+        if device == "gpu":
+            raise ValueError("spill_dir (out-of-core preparation) is implemented for device='cpu' only")
+        root = os.path.join(spill_dir, f"breadth-spill-{token}")
+        entries_per_owner = max(1, 2 * edges.num_edges // nparts)
+        batch_rows = int(max(64, min(block, block * batch_entries // entries_per_owner)))
+        flat = client.compute([dask.delayed(spill_chunk, pure=False)(c, i, n, nparts, directed, batch_rows, root)
+                               for i, c in enumerate(chunks)])
+        shards = [client.submit(build_shard_spilled, r, nparts, n, directed, batch_rows, root, flat,
+                                key=f"shard-{token}-{r}", workers=[workers[r % len(workers)]],
+                                allow_other_workers=False, pure=False)
+                  for r in range(nparts)]
+        piece_futs = None
+    else:
+        split = [dask.delayed(split_fn, pure=True)(c, n, block, nparts, directed) for c in chunks]
+        flat = client.compute([dask.delayed(operator.getitem, pure=True)(s, r)
+                               for r in range(nparts) for s in split])
+        piece_futs = [flat[r * len(split):(r + 1) * len(split)] for r in range(nparts)]
+        shards = [client.submit(build_fn, r, nparts, n, piece_futs[r], directed, key=f"shard-{token}-{r}",
+                                workers=[workers[r % len(workers)]], allow_other_workers=False, pure=False)
+                  for r in range(nparts)]
     if progress:
         from distributed import progress as dask_progress
 
         dask_progress(shards)
     wait(shards)
     del piece_futs, flat
+    if spill_dir is not None:
+        shutil.rmtree(root, ignore_errors=True)  # owners removed their files; this drops the empty tree
     summaries = client.gather([client.submit(_summary, s, workers=[workers[r % len(workers)]], pure=False)
                                for r, s in enumerate(shards)])
     construction = time.perf_counter() - t0
