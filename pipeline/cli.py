@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--chunk-edges", type=_int_in("--chunk-edges", 1), default=None,
                    help="edge tuples per generated chunk (default 2**22 on CPU, 2**26 on GPU)")
     _cluster_args(b)
+    b.add_argument("--spill-dir", default=None,
+                   help="prepare out of core: spill per-owner buckets here and build shards in row batches")
+    b.add_argument("--memory-limit", default=None, help="memory limit per local worker, e.g. 8GB")
     b.add_argument("--device", choices=("cpu", "gpu", "auto"), default="cpu",
                    help="cpu: NumPy/Numba workers; gpu: one dask-cuda worker per GPU, CuPy kernels; "
                         "auto: gpu when CuPy and a device are present")
@@ -77,20 +80,21 @@ def _bench(args) -> int:
     from breadth.pipeline.cluster import resolve_device
 
     device = resolve_device(args.device)
+    extra = {"memory_limit": args.memory_limit} if args.memory_limit else {}
     client = connect(args.scheduler, workers=args.workers, threads_per_worker=args.threads,
-                     protocol=args.protocol if args.protocol == "tcp" else "ucx", device=device)
+                     protocol=args.protocol if args.protocol == "tcp" else "ucx", device=device, **extra)
     try:
         edges = kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=args.chunk_edges, device=device)
         # Generate first (Graph500 times generation and construction apart) when the tuples fit in a
         # quarter of the cluster's memory; otherwise generation streams inside construction.
         mem = sum(w.get("memory_limit", 0) or 0 for w in client.scheduler_info()["workers"].values())
         gen_time = None
-        if edges.num_edges * 16 * 4 <= mem:
+        if edges.num_edges * 16 * 4 <= mem and not args.spill_dir:
             t0 = time.perf_counter()
             edges.edges = client.persist(edges.edges)
             wait(edges.edges)
             gen_time = time.perf_counter() - t0
-        g = prepare(edges, client, progress=True, device=device)
+        g = prepare(edges, client, progress=True, device=device, spill_dir=args.spill_dir)
         edges.edges = None
         print(f"{g}; construction {g.construction_time:.2f} s", file=sys.stderr)
         res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate, progress=True,
