@@ -48,6 +48,11 @@ class Communicator(ABC):
     def allreduce(self, values: np.ndarray, op: str = "sum") -> np.ndarray:
         """Element-wise reduction (``sum``, ``max`` or ``min``) of a small int64/float64 host vector."""
 
+    def allgatherv(self, arr: Any, counts: list[int]) -> list[Any]:
+        """Every rank's 1-D ``arr`` in rank order, where every rank already knows that rank ``r`` sends
+        ``counts[r]`` elements of ``arr``'s dtype (transports may then skip the size header)."""
+        return self.allgather(arr)
+
     def barrier(self) -> None:
         self.allreduce(np.zeros(1, np.int64))
 

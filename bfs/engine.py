@@ -32,6 +32,7 @@ class LevelRecord:
     local_s: float
     exchange_s: float
     bytes_sent: int
+    reduce_s: float = 0.0  # the counters' all-reduce, part of exchange_s
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -58,21 +59,23 @@ class Engine:
         self.records: list[LevelRecord] = []
 
     # -- exchange helpers -------------------------------------------------------------------------
-    def _gather_frontier(self, bits, count: int):
-        """Global frontier bitmap from every rank's local words.  Each rank sends its vertex list
-        instead of its bitmap when the list is smaller (Bisson et al.)."""
+    def _gather_frontier(self, bits, counts):
+        """Global frontier bitmap from every rank's local words.  Rank ``r`` sends its vertex list instead
+        of its bitmap when the list is smaller (Bisson et al.); ``counts[r]`` (its frontier size, known to
+        every rank from the last counters) tells the receivers which and how long, so the gather needs no
+        size header: one round."""
         if self.comm.size == 1:
             return bits
         xp = self.b.xp
-        mine = self.b.bits_to_queue(bits) if count < bits.size else bits  # int64 list vs uint64 words
-        parts = self.comm.allgather(mine)
-        block = self.shard.block
-        out = []
-        for r, part in enumerate(parts):
-            lo = min(r * block, self.shard.num_vertices)
-            hi = min(lo + block, self.shard.num_vertices)
-            nw = num_words(hi - lo)
-            out.append(part if part.dtype == np.uint64 else self.b.queue_to_bits(part, nw))
+        block, n = self.shard.block, self.shard.num_vertices
+        nws = [num_words(min(r * block + block, n) - min(r * block, n)) for r in range(self.comm.size)]
+        is_list = [int(c) < nw for c, nw in zip(counts, nws)]
+        sizes = [int(c) if lst else nw for c, lst, nw in zip(counts, is_list, nws)]
+        r0 = self.comm.rank
+        mine = self.b.bits_to_queue(bits).view(np.uint64) if is_list[r0] else bits  # int64 ids as words
+        parts = self.comm.allgatherv(mine, sizes)
+        out = [self.b.queue_to_bits(part.view(np.int64), nw) if lst else part
+               for part, lst, nw in zip(parts, is_list, nws)]
         return xp.concatenate(out)
 
     def _exchange_pairs(self, rv, rp, depth: int):
@@ -90,6 +93,15 @@ class Engine:
 
     def _allreduce(self, *values: int) -> np.ndarray:
         return self.comm.allreduce(np.array(values, np.int64))
+
+    def _counters(self, *values: int) -> np.ndarray:
+        """Every rank's ``values`` as a ``(size, k)`` host matrix, in one all-reduce (each rank fills its
+        own row): column sums are the global counters, and column 0 (the local frontier size) tells the
+        next bottom-up gather what each rank will send."""
+        size = self.comm.size
+        v = np.zeros((size, len(values)), np.int64)
+        v[self.comm.rank] = values
+        return self.comm.allreduce(v.ravel()).reshape(size, -1) if size > 1 else v
 
     # -- the search -------------------------------------------------------------------------------
     def search(self, root: int) -> list[LevelRecord]:
@@ -112,7 +124,8 @@ class Engine:
         else:
             queue = xp.empty(0, np.int64)
         records: list[LevelRecord] = []
-        scout = int(self._allreduce(int(b.degree_sum(s.offsets, queue)))[0])
+        cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
+        scout, counts = int(cnt[:, 1].sum()), cnt[:, 0]
         edges_to_check = self.total_edges
         frontier_size, local_count, direction, bits, depth = 1, int(queue.size), "td", None, 1
         while True:
@@ -123,14 +136,15 @@ class Engine:
             if direction == "td" and scout * self.alpha > edges_to_check:
                 direction, bits = "bu", b.queue_to_bits(queue, self.nwords)
             if direction == "bu":
-                fbits = self._gather_frontier(bits, local_count)
+                fbits = self._gather_frontier(bits, counts)
                 t1 = time.perf_counter()
                 nxt = xp.empty(self.nwords, np.uint64)
                 # bottom-up looks for a parent among IN-neighbours: the CSC rows for directed graphs
                 bu_off, bu_col = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
                 awake, _ = b.bottom_up_step(bu_off, bu_col, fbits, self.parent, self.level, np.int32(depth), nxt)
                 t2 = time.perf_counter()
-                found = int(self._allreduce(int(awake))[0])
+                cnt = self._counters(int(awake))
+                found, counts = int(cnt[:, 0].sum()), cnt[:, 0]
                 t3 = time.perf_counter()
                 local_s, exchange_s = t2 - t1, (t1 - t0) + (t3 - t2)
                 bits, local_count = nxt, int(awake)
@@ -138,17 +152,20 @@ class Engine:
                     direction, queue = "td", b.bits_to_queue(bits)
                     scout = int(self._allreduce(int(b.degree_sum(s.offsets, queue)))[0])
                 records.append(LevelRecord(depth, "bu", frontier_size, found, local_s, exchange_s,
-                                           comm.bytes_sent() - bytes0))
+                                           comm.bytes_sent() - bytes0, t3 - t2))
             else:
                 nxt, rv, rp, _ = b.top_down_step(s.offsets, s.columns, s.lo, s.hi, queue, self.parent, self.level,
                                                  np.int32(depth), self.sent, self.nchunks)
                 t1 = time.perf_counter()
                 if comm.size > 1:
                     nxt = xp.concatenate([nxt, self._exchange_pairs(rv, rp, depth)])
-                found, next_scout = (int(x) for x in self._allreduce(int(nxt.size), int(b.degree_sum(s.offsets, nxt))))
+                deg = int(b.degree_sum(s.offsets, nxt))
+                tr = time.perf_counter()
+                cnt = self._counters(int(nxt.size), deg)
+                found, next_scout, counts = int(cnt[:, 0].sum()), int(cnt[:, 1].sum()), cnt[:, 0]
                 t2 = time.perf_counter()
                 records.append(LevelRecord(depth, "td", frontier_size, found, t1 - t0, t2 - t1,
-                                           comm.bytes_sent() - bytes0))
+                                           comm.bytes_sent() - bytes0, t2 - tr))
                 queue, local_count = nxt, int(nxt.size)
                 edges_to_check = max(edges_to_check - scout, 0)
                 scout = next_scout

@@ -16,7 +16,7 @@ from .engine import Engine
 
 
 def make_communicator(rank: int, size: int, session: str, protocol: str, timeout: float):
-    """The communicator of ``rank`` in ``session`` (self for one rank; TCP or UCX peers otherwise)."""
+    """The communicator of ``rank`` in ``session`` (self for one rank; TCP, UCX or NCCL peers otherwise)."""
     if size == 1:
         return SelfCommunicator()
     if protocol == "tcp":
@@ -27,7 +27,11 @@ def make_communicator(rank: int, size: int, session: str, protocol: str, timeout
         from .ucx_comm import UCXCommunicator
 
         return UCXCommunicator.connect(rank, size, session, timeout=timeout)
-    raise ValueError(f"unknown protocol {protocol!r}: expected 'tcp' or 'ucx'")
+    if protocol == "nccl":
+        from .nccl_comm import NCCLCommunicator
+
+        return NCCLCommunicator.connect(rank, size, session, timeout=timeout)
+    raise ValueError(f"unknown protocol {protocol!r}: expected 'tcp', 'ucx' or 'nccl'")
 
 
 def _rank_main(shard, rank: int, size: int, session: str, protocol: str, timeout: float, backend: str,

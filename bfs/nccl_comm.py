@@ -1,0 +1,268 @@
+"""NCCL transport between GPU ranks: device buffers rank to rank through ``cupy.cuda.nccl``.
+
+The collectives run as NCCL kernels on the calling thread's current CUDA stream, so they are ordered
+with the engine's own kernels and never stage payloads through the host.  A TCP mesh
+(:class:`~breadth.bfs.tcp_comm.TCPCommunicator`, addresses exchanged once through Dask) comes first: it
+carries NCCL's unique id from rank 0 to the others (so the id, too, goes through Dask's rendezvous once),
+and afterwards serves only as a liveness channel.
+
+Rounds: ``allreduce`` of a small host vector is one ``ncclAllReduce`` (11 µs on two NVLink H200s) plus
+the two tiny copies; ``allgatherv`` with sizes the caller knows is one grouped send/recv; ``alltoallv``
+of arrays whose shapes the receiver does not know is two (a fixed-size header alltoall, then the
+payloads).
+
+Failure model: NCCL itself would wait forever for a dead peer.  Every collective therefore ends by
+polling a CUDA event (never a blocking synchronize); while it polls it peeks at the peers' TCP sockets.
+A peer whose process died closes them (EOF): once its collective has not completed within a short grace
+the communicator aborts NCCL (``ncclCommAbort``) and raises :class:`CommError` naming the peer.  A peer
+that stays alive but silent is given up after ``timeout`` seconds the same way.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import time
+from typing import Any
+
+import numpy as np
+
+from .communicator import CommError, Communicator
+
+_MAXDIM = 8
+_HDR = 3 + _MAXDIM  # dtype code, device flag, ndim, shape[8]
+_EOF_GRACE_S = 1.0  # a peer that closed its sockets may have finished the collective we are waiting on
+_PEEK_EVERY_S = 0.005
+
+
+def _dtype_code(dt: np.dtype) -> int:
+    s = dt.str.encode()
+    if len(s) > 8:
+        raise TypeError(f"dtype {dt} cannot be sent")
+    return int.from_bytes(s.ljust(8, b"\0"), "little", signed=True)
+
+
+def _code_dtype(code: int) -> np.dtype:
+    return np.dtype(int(code).to_bytes(8, "little", signed=True).rstrip(b"\0").decode())
+
+
+class NCCLCommunicator(Communicator):
+    """Collectives among ``size`` GPU ranks (one GPU per process, CuPy's current device); build it with
+    :meth:`connect` inside a session's rank task."""
+
+    def __init__(self, tcp, nccl_comm, timeout: float):
+        import cupy as cp
+        from cupy.cuda import nccl
+
+        self._cp, self._nccl = cp, nccl
+        self.rank, self.size, self.timeout = tcp.rank, tcp.size, float(timeout)
+        self._tcp, self._comm = tcp, nccl_comm
+        self._socks = {p: peer.sock for p, peer in tcp._peers.items()}
+        self._eof: dict[int, float] = {}
+        self._event = cp.cuda.Event(block=False, disable_timing=True)
+        self._sent = 0
+        self._closed = False
+        self._failed: CommError | None = None
+        self._hdr_send = cp.zeros((self.size, _HDR), cp.int64)
+        self._hdr_recv = cp.zeros((self.size, _HDR), cp.int64)
+
+    @classmethod
+    def connect(cls, rank: int, size: int, session: str, timeout: float = 60.0) -> "NCCLCommunicator":
+        """Join ``session`` as ``rank`` of ``size``: TCP mesh through Dask, then NCCL's id over it."""
+        try:
+            from cupy.cuda import nccl
+        except Exception as e:  # CuPy without NCCL
+            raise ImportError(f"protocol='nccl' needs CuPy with NCCL ({type(e).__name__}: {e})") from e
+        from .tcp_comm import TCPCommunicator
+
+        tcp = TCPCommunicator.connect(rank, size, session, timeout=timeout)
+        try:
+            uid = np.array(nccl.get_unique_id() if rank == 0 else [0] * 128, np.int64)
+            uid = tcp.allgather(uid)[0]  # rank 0's
+            comm = nccl.NcclCommunicator(size, tuple(int(x) for x in uid), rank)
+        except BaseException:
+            tcp.close()
+            raise
+        self = cls(tcp, comm, timeout)
+        self.barrier()
+        return self
+
+    # -- waiting with a bounded time ---------------------------------------------------------------
+    def _fail(self, err: CommError):
+        self._failed = err
+        try:
+            self._comm.abort()  # ends the NCCL kernels still waiting for the lost peer
+        except Exception:
+            pass
+        raise err
+
+    def _check(self):
+        if self._closed:
+            raise CommError(f"rank {self.rank}: communicator is closed")
+        if self._failed is not None:
+            raise self._failed
+
+    def _closed_peers(self) -> list[int]:
+        """Peers whose TCP connection reached EOF (their process exited or closed the communicator)."""
+        socks = [s for p, s in self._socks.items() if p not in self._eof]
+        if not socks:
+            return []
+        try:
+            readable, _, _ = select.select(socks, [], [], 0)
+        except (OSError, ValueError):
+            readable = socks
+        now = time.monotonic()
+        for s in readable:
+            p = next(q for q, t in self._socks.items() if t is s)
+            try:
+                data = s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                self._eof[p] = now
+        return sorted(self._eof)
+
+    def _wait(self, what: str) -> None:
+        """Wait for the work queued so far on the current stream, within the failure bounds."""
+        ev = self._event
+        ev.record()
+        if ev.done:
+            return
+        t0 = time.monotonic()
+        next_peek = t0 + _PEEK_EVERY_S
+        while not ev.done:
+            now = time.monotonic()
+            if now >= next_peek:
+                next_peek = now + _PEEK_EVERY_S
+                for p in self._closed_peers():
+                    if now - self._eof[p] > _EOF_GRACE_S and not ev.done:
+                        self._fail(CommError(f"rank {self.rank}: rank {p} closed its connection during {what}",
+                                             peer=p))
+                if now - t0 > self.timeout and not ev.done:
+                    self._fail(CommError(f"rank {self.rank}: {what} did not complete within {self.timeout:g} s",
+                                         peer=None))
+            time.sleep(0)
+
+    # -- NCCL primitives ---------------------------------------------------------------------------
+    def _stream(self) -> int:
+        return self._cp.cuda.get_current_stream().ptr
+
+    def _exchange(self, sends: dict[int, Any], recvs: dict[int, Any], payload: bool = True) -> None:
+        """One grouped round of point-to-point byte transfers (``sends[p]``/``recvs[p]`` contiguous device
+        arrays; empty ones skipped, as both sides know the sizes)."""
+        nccl, st = self._nccl, self._stream()
+        nccl.groupStart()
+        try:
+            for p in sorted(set(sends) | set(recvs)):
+                a = sends.get(p)
+                if a is not None and a.nbytes:
+                    self._comm.send(a.data.ptr, a.nbytes, nccl.NCCL_UINT8, p, st)
+                b = recvs.get(p)
+                if b is not None and b.nbytes:
+                    self._comm.recv(b.data.ptr, b.nbytes, nccl.NCCL_UINT8, p, st)
+        finally:
+            nccl.groupEnd()
+        if payload:
+            self._sent += sum(a.nbytes for p, a in sends.items() if a is not None and p != self.rank)
+
+    def _device(self, arr: Any) -> tuple[Any, bool]:
+        cp = self._cp
+        if isinstance(arr, cp.ndarray):
+            return cp.ascontiguousarray(arr), True
+        a = np.asarray(arr)
+        if a.dtype.hasobject:
+            raise TypeError("object arrays cannot be sent between ranks; send numeric arrays")
+        return cp.asarray(np.ascontiguousarray(a) if a.ndim else a.reshape(())), False
+
+    # -- collectives -------------------------------------------------------------------------------
+    def alltoallv(self, send: list[Any]) -> list[Any]:
+        """``send[r]`` (CuPy or NumPy, any shape) goes to rank ``r``; what a rank sent as NumPy arrives as
+        NumPy, CuPy as CuPy (device to device).  Two rounds: shapes, then payloads."""
+        self._check()
+        if len(send) != self.size:
+            raise ValueError(f"alltoallv needs {self.size} arrays, got {len(send)}")
+        cp = self._cp
+        bufs, dev = zip(*(self._device(a) for a in send))
+        hdr = np.zeros((self.size, _HDR), np.int64)
+        for p, (b, d) in enumerate(zip(bufs, dev)):
+            if b.ndim > _MAXDIM:
+                raise ValueError(f"arrays of at most {_MAXDIM} dimensions can be sent, got {b.ndim}")
+            hdr[p, :3] = (_dtype_code(b.dtype), int(d), b.ndim)
+            hdr[p, 3:3 + b.ndim] = b.shape
+        self._hdr_send.set(hdr)
+        peers = [p for p in range(self.size) if p != self.rank]
+        self._exchange({p: self._hdr_send[p] for p in peers}, {p: self._hdr_recv[p] for p in peers}, payload=False)
+        self._wait("alltoallv (shapes)")
+        rh = self._hdr_recv.get()
+        out: list[Any] = [None] * self.size
+        for p in peers:
+            dt, d, nd = _code_dtype(rh[p, 0]), int(rh[p, 1]), int(rh[p, 2])
+            out[p] = cp.empty(tuple(int(x) for x in rh[p, 3:3 + nd]), dt)
+        self._exchange({p: bufs[p] for p in peers}, {p: out[p] for p in peers})
+        self._wait("alltoallv")
+        for p in peers:
+            if not rh[p, 1]:
+                out[p] = out[p].get()
+        out[self.rank] = send[self.rank]
+        return out
+
+    def allgather(self, arr: Any) -> list[Any]:
+        """Every rank's ``arr`` in rank order (shapes may differ between ranks)."""
+        return self.alltoallv([arr] * self.size)
+
+    def allgatherv(self, arr: Any, counts: list[int]) -> list[Any]:
+        """Every rank's 1-D CuPy ``arr`` of ``counts[r]`` elements, all of ``arr``'s dtype: one round, no
+        header (the caller knows the sizes, e.g. from the last counters)."""
+        self._check()
+        cp = self._cp
+        a, _ = self._device(arr)
+        if int(a.size) != int(counts[self.rank]):
+            raise ValueError(f"rank {self.rank}: allgatherv given {a.size} elements, counts say {counts[self.rank]}")
+        peers = [p for p in range(self.size) if p != self.rank]
+        out: list[Any] = [None] * self.size
+        for p in peers:
+            out[p] = cp.empty(int(counts[p]), a.dtype)
+        self._exchange({p: a for p in peers}, {p: out[p] for p in peers})
+        self._wait("allgatherv")
+        out[self.rank] = arr
+        return out
+
+    _OPS = {"sum": "NCCL_SUM", "max": "NCCL_MAX", "min": "NCCL_MIN"}
+    _TYPES = {np.dtype(np.int64): "NCCL_INT64", np.dtype(np.float64): "NCCL_FLOAT64",
+              np.dtype(np.int32): "NCCL_INT32", np.dtype(np.float32): "NCCL_FLOAT32",
+              np.dtype(np.uint64): "NCCL_UINT64", np.dtype(np.uint8): "NCCL_UINT8"}
+
+    def allreduce(self, values: np.ndarray, op: str = "sum") -> np.ndarray:
+        """Element-wise ``sum``/``max``/``min`` of a small host vector: one ``ncclAllReduce``."""
+        self._check()
+        if op not in self._OPS:
+            raise ValueError(f"unknown op {op!r}: expected one of {sorted(self._OPS)}")
+        v = np.asarray(values)
+        if v.dtype not in self._TYPES:
+            raise TypeError(f"allreduce of {v.dtype} is not supported")
+        nccl = self._nccl
+        buf = self._cp.asarray(v)
+        if buf.size:
+            self._comm.allReduce(buf.data.ptr, buf.data.ptr, buf.size, getattr(nccl, self._TYPES[v.dtype]),
+                                 getattr(nccl, self._OPS[op]), self._stream())
+        self._wait("allreduce")
+        return buf.get()
+
+    def bytes_sent(self) -> int:
+        """Payload bytes this rank has sent to its peers so far (headers not counted)."""
+        return self._sent
+
+    def close(self) -> None:
+        """Release NCCL (abort if a collective failed) and close the TCP mesh (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._failed is None:
+                self._comm.destroy()
+        except Exception:
+            pass
+        finally:
+            self._tcp.close()
