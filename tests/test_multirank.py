@@ -311,6 +311,34 @@ def test_graph500_driver_on_four_ranks(cluster):
     g.release()
 
 
+def _cli(*args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_cli_bench_on_two_local_workers_and_on_an_existing_cluster(cluster, tmp_path):
+    import json
+
+    # (TCP only: with --protocol ucx the CLI's local cluster also runs Dask itself over UCX, which is
+    # several times slower to start and run on this CPU machine; the UCX rank transport is covered above)
+    common = ["bench", "--scale", "11", "--roots", "6", "--protocol", "tcp"]
+    a, b = tmp_path / "two.json", tmp_path / "four.json"
+    r = _cli(*common, "--workers", "2", "--json", str(a))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "num_ranks: 2" in r.stdout
+    r = _cli(*common, "--scheduler", cluster.scheduler.address, "--json", str(b))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"num_ranks: {NWORKERS}" in r.stdout
+    two, four = json.loads(a.read_text()), json.loads(b.read_text())
+    assert two["valid"] and four["valid"]
+    # the same roots, and the same searches: component size, edge count and depth agree
+    key = lambda row: (row["root"], row["reached"], row["nedge"], row["depth"])  # noqa: E731
+    assert [key(x) for x in two["roots"]] == [key(x) for x in four["roots"]]
+
+
 # -- session life-cycle ------------------------------------------------------------------------------
 def _raise_on_rank1(engine, setup_s, root):
     engine.search(int(root))
