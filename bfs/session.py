@@ -59,6 +59,7 @@ def run_session(graph, body: Callable, *args, protocol: str = "tcp", timeout: fl
     from distributed import wait
 
     client, size = graph.client, graph.nparts
+    _check_threads(client, graph)
     session = f"breadth-{uuid.uuid4().hex[:12]}"
     futs = [client.submit(_rank_main, graph.shards[r], r, size, session, protocol, timeout, graph.backend,
                           engine_kw or {}, body, args, key=f"{session}-rank-{r}", workers=[graph.workers[r]],
@@ -85,6 +86,19 @@ def run_session(graph, body: Callable, *args, protocol: str = "tcp", timeout: fl
 
 _POLL_S = 0.5
 _GRACE_S = 2.0  # how long a dead worker's peers may take to report an error of their own
+
+
+def _check_threads(client, graph) -> None:
+    """Refuse at once a placement whose ranks cannot all run together (they would wait for each other
+    until the connection timeout): a worker needs one thread per rank it hosts."""
+    from collections import Counter
+
+    nthreads = client.nthreads()
+    for w, k in Counter(graph.workers).items():
+        if w in nthreads and nthreads[w] < k:
+            raise ValueError(f"{k} ranks of this graph are placed on worker {w}, which has {nthreads[w]} "
+                             "thread(s); the ranks of a session run at once, each on its own thread: prepare "
+                             "the graph with nparts <= the number of workers, or give the workers more threads")
 
 
 class WorkerDied(RuntimeError):

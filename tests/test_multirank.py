@@ -387,6 +387,16 @@ def test_silent_rank_is_named_after_timeout(cluster, kron13, protocol):
     g.release()
 
 
+def test_more_ranks_than_worker_threads_is_refused_at_once(cluster, kron13):
+    el, edges, roots = kron13
+    g = prepare(el, cluster, nparts=NWORKERS + 1)  # two ranks on one single-threaded worker
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match="ranks of this graph are placed on worker"):
+        run_session(g, _search_body, roots[:1], False, timeout=30.0)
+    assert time.monotonic() - t0 < 5.0
+    g.release()
+
+
 def _kill_rank1_mid_search(engine, setup_s, roots):
     comm = engine.comm
     if comm.rank == 1:  # SIGKILL this worker process while the ranks are inside searches
