@@ -34,8 +34,23 @@ def _import_ucxx():
     return ucxx
 
 
+# Every message starts with one fixed-size slot: the header, then the payload itself when it is a small
+# host array (the counters and barriers of every level), so those take one UCX message instead of two.
+_INLINE = 512
+_SLOT = _HEADER.size + _INLINE
+
+
+def _slot(seq: int, dtype: np.dtype, device: bool, shape: tuple, nbytes: int, inline: Any = None) -> np.ndarray:
+    buf = np.zeros(_SLOT, np.uint8)
+    dims = list(shape) + [0] * (_MAXDIM - len(shape))
+    _HEADER.pack_into(buf, 0, _MAGIC, seq, dtype.str.encode(), int(device), len(shape), nbytes, *dims)
+    if inline is not None and nbytes:
+        buf[_HEADER.size:_HEADER.size + nbytes] = inline.reshape(-1).view(np.uint8)
+    return buf
+
+
 def _goodbye() -> np.ndarray:
-    return np.frombuffer(_HEADER.pack(_MAGIC, 0, b"", 0, 0, 0, *([0] * _MAXDIM)), np.uint8)
+    return _slot(0, np.dtype(np.uint8), False, (), 0)
 
 
 def _payload(arr: Any) -> tuple[Any, bool]:
@@ -165,13 +180,12 @@ class UCXCommunicator(Communicator):
         buf, device = _payload(arr)
         if buf.ndim > _MAXDIM:
             raise ValueError(f"arrays of at most {_MAXDIM} dimensions can be sent, got {buf.ndim}")
-        shape = list(buf.shape) + [0] * (_MAXDIM - buf.ndim)
-        hdr = np.frombuffer(_HEADER.pack(_MAGIC, seq, buf.dtype.str.encode(), int(device), buf.ndim,
-                                         buf.nbytes, *shape), np.uint8)
+        inline = not device and buf.nbytes <= _INLINE
+        slot = _slot(seq, buf.dtype, device, buf.shape, buf.nbytes, buf if inline else None)
         ep = self._eps[p]
         try:
-            await ep.send(hdr)
-            if buf.nbytes:
+            await ep.send(slot)
+            if buf.nbytes and not inline:
                 await ep.send(buf.reshape(-1).view(np.uint8))
         except Exception as e:
             raise CommError(f"rank {self.rank}: sending to rank {p} failed: {e!r}", peer=p) from e
@@ -179,10 +193,10 @@ class UCXCommunicator(Communicator):
 
     async def _recv_one(self, p: int, seq: int) -> Any:
         ep = self._eps[p]
-        hdr = np.empty(_HEADER.size, np.uint8)
+        slot = np.empty(_SLOT, np.uint8)
         try:
-            await ep.recv(hdr)
-            magic, rseq, dt, device, ndim, nbytes, *shape = _HEADER.unpack(hdr.tobytes())
+            await ep.recv(slot)
+            magic, rseq, dt, device, ndim, nbytes, *shape = _HEADER.unpack_from(slot)
             if magic == _MAGIC and rseq == 0:
                 raise CommError(f"rank {self.rank}: rank {p} closed its communicator", peer=p)
             if magic != _MAGIC or rseq != seq:
@@ -195,7 +209,9 @@ class UCXCommunicator(Communicator):
                 arr = cupy.empty(shape, dtype)
             else:
                 arr = np.empty(shape, dtype)
-            if nbytes:
+            if nbytes and not device and nbytes <= _INLINE:
+                arr.reshape(-1).view(np.uint8)[:] = slot[_HEADER.size:_HEADER.size + nbytes]
+            elif nbytes:
                 await ep.recv(arr.reshape(-1).view(np.uint8))
             return arr
         except CommError:
@@ -272,7 +288,7 @@ class UCXCommunicator(Communicator):
             # collective reads the goodbye as "rank closed" and fails at once.
             try:
                 await asyncio.wait_for(ep.send(_goodbye()), 2.0)
-                await asyncio.wait_for(ep.recv(np.empty(_HEADER.size, np.uint8)), 2.0)
+                await asyncio.wait_for(ep.recv(np.empty(_SLOT, np.uint8)), 2.0)
             except BaseException:
                 pass
 
