@@ -244,6 +244,12 @@ class UCXCommunicator(Communicator):
         if self._failed is not None:
             raise self._failed
         self._seq += 1
+        if any(hasattr(a, "__cuda_array_interface__") for a in send.values()):
+            import cupy
+
+            # UCX reads device buffers from its own thread: the kernels that wrote them (queued on this
+            # thread's stream) must have finished first
+            cupy.cuda.get_current_stream().synchronize()
         fut = asyncio.run_coroutine_threadsafe(self._round_async(send, self._seq), self._loop)
         try:
             return fut.result()
