@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import select
 import socket
+import sys
 import time
 from typing import Any
 
@@ -77,9 +78,15 @@ class NCCLCommunicator(Communicator):
 
         tcp = TCPCommunicator.connect(rank, size, session, timeout=timeout)
         try:
-            uid = np.array(nccl.get_unique_id() if rank == 0 else [0] * 128, np.int64)
-            uid = tcp.allgather(uid)[0]  # rank 0's
-            comm = nccl.NcclCommunicator(size, tuple(int(x) for x in uid), rank)
+            # rank 0's id (bytes in recent CuPy, a tuple of 128 small ints in older ones) to every rank
+            msg = np.zeros(129, np.uint8)
+            if rank == 0:
+                uid = nccl.get_unique_id()
+                msg[0] = isinstance(uid, (bytes, bytearray))
+                msg[1:] = np.frombuffer(bytes(uid), np.uint8) if msg[0] else np.array(uid, np.int64) & 0xFF
+            msg = tcp.allgather(msg)[0]
+            uid = msg[1:].tobytes() if msg[0] else tuple(int(x) for x in msg[1:].astype(np.int8))
+            comm = nccl.NcclCommunicator(size, uid, rank)
         except BaseException:
             tcp.close()
             raise
@@ -90,10 +97,13 @@ class NCCLCommunicator(Communicator):
     # -- waiting with a bounded time ---------------------------------------------------------------
     def _fail(self, err: CommError):
         self._failed = err
+        t0 = time.monotonic()
         try:
             self._comm.abort()  # ends the NCCL kernels still waiting for the lost peer
         except Exception:
             pass
+        print(f"breadth nccl rank {self.rank}: {err}; NCCL aborted in {time.monotonic() - t0:.3f} s",
+              file=sys.stderr, flush=True)
         raise err
 
     def _check(self):

@@ -7,6 +7,7 @@ sees the session start and end, never a level.
 
 from __future__ import annotations
 
+import sys
 import time
 import uuid
 from typing import Any, Callable
@@ -37,13 +38,24 @@ def make_communicator(rank: int, size: int, session: str, protocol: str, timeout
 def _rank_main(shard, rank: int, size: int, session: str, protocol: str, timeout: float, backend: str,
                engine_kw: dict, body: Callable, args: tuple) -> Any:
     t0 = time.perf_counter()
-    comm = make_communicator(rank, size, session, protocol, timeout)
+    # A rank thread waits on its peers many times a level, releasing the GIL each time; another busy
+    # thread of the worker (UCX progress, the event loop) then keeps it for up to the switch interval
+    # (5 ms by default), which measured as milliseconds per level on two GPUs.  Hand it back sooner.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(interval, _SWITCH_S))
     try:
-        engine = Engine(shard, comm, backend=backend, **engine_kw)
-        setup = time.perf_counter() - t0
-        return body(engine, setup, *args)
+        comm = make_communicator(rank, size, session, protocol, timeout)
+        try:
+            engine = Engine(shard, comm, backend=backend, **engine_kw)
+            setup = time.perf_counter() - t0
+            return body(engine, setup, *args)
+        finally:
+            comm.close()
     finally:
-        comm.close()
+        sys.setswitchinterval(interval)
+
+
+_SWITCH_S = 2e-5
 
 
 def run_session(graph, body: Callable, *args, protocol: str = "tcp", timeout: float = 60.0,

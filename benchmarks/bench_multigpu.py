@@ -1,0 +1,210 @@
+"""Multi-GPU Graph500 BFS on one node: weak and strong scaling, and the communicators' own speed.
+
+    python benchmarks/bench_multigpu.py --gpus 4 --configs 26:1 26:2 26:4 28:4 --protocols nccl \\
+        --roots 64 --json $OUT/multigpu.json
+
+One dask-cuda cluster (one worker per GPU, ``protocol="ucx"``) serves every configuration: ``SCALE:P``
+prepares the Kronecker graph of that scale on the GPUs into ``P`` shards (on the first ``P`` workers) and
+runs ``--roots`` Graph500 searches (warm-up first, each timed between barriers, max over ranks), every
+one validated on the device (the five rules).  TEPS follow Graph500 (input tuples in the root's component
+over the search time), harmonic mean.  Every rank's per-level records (direction, frontier, local, exchange,
+reduction seconds, bytes) go to the JSON.  ``--commbench`` first times each protocol's communicator
+inside a session: 64 MB alltoallv between ranks 0 and 1 (GB/s per direction), the one-element all-reduce
+and the engine's counters round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_multirank import _bench_rank  # noqa: E402
+
+
+def _commbench(engine, setup_s, sizes, reps):
+    import cupy as cp
+
+    comm = engine.comm
+    r, p = comm.rank, comm.size
+    res = {"rank": r}
+    one = np.zeros(1, np.int64)
+    for _ in range(50):
+        comm.allreduce(one)
+    t0 = time.perf_counter()
+    for _ in range(500):
+        comm.allreduce(one)
+    res["allreduce1_us"] = (time.perf_counter() - t0) / 500 * 1e6
+    cnt = np.zeros(2 * p, np.int64)
+    t0 = time.perf_counter()
+    for _ in range(500):
+        comm.allreduce(cnt)
+    res["counters_us"] = (time.perf_counter() - t0) / 500 * 1e6
+    small = cp.zeros(16, cp.uint64)
+    for _ in range(20):
+        comm.allgatherv(small, [16] * p)
+    t0 = time.perf_counter()
+    for _ in range(200):
+        comm.allgatherv(small, [16] * p)
+    res["allgatherv_small_us"] = (time.perf_counter() - t0) / 200 * 1e6
+    empty = cp.empty(0, cp.uint8)
+    res["pair"] = []
+    for nb in sizes:
+        buf = cp.ones(nb, cp.uint8)
+        send = [buf if {r, q} == {0, 1} else empty for q in range(p)]
+        for _ in range(3):
+            comm.alltoallv(send)
+        cp.cuda.Device().synchronize()
+        ts = []
+        for _ in range(reps):
+            comm.barrier()
+            t0 = time.perf_counter()
+            got = comm.alltoallv(send)
+            cp.cuda.Device().synchronize()
+            ts.append(time.perf_counter() - t0)
+        ok = bool((got[1 - r] == 1).all()) if r < 2 else True
+        med = float(np.median(ts))
+        res["pair"].append({"bytes": nb, "median_s": med, "GBps_per_direction": nb / med / 1e9, "ok": ok})
+    return res
+
+
+def summarize(out, rts, g, scale, protocol, session_s) -> dict:
+    rows0 = out[0]["rows"]
+    times = np.array([r["time"] for r in rows0])
+    nedge = np.array([r["nedge"] for r in rows0], np.float64)
+    teps = nedge / times
+    nroot = len(rows0)
+
+    def per_root(key):
+        return np.array([max(sum(lv.get(key, 0.0) for lv in o["rows"][i]["levels"]) for o in out) for i in range(nroot)])
+
+    local, exch, red = per_root("local_s"), per_root("exchange_s"), per_root("reduce_s")
+    nlev = np.array([len(r["levels"]) for r in rows0])
+    nbytes = np.array([sum(sum(lv["bytes_sent"] for lv in o["rows"][i]["levels"]) for o in out) for i in range(nroot)])
+    med = int(np.argsort(times)[len(times) // 2])
+    levels = [{"depth": lv["depth"], "direction": lv["direction"], "frontier": lv["frontier"], "found": lv["found"],
+               **{k: [o["rows"][med]["levels"][d][k] for o in out] for k in ("local_s", "exchange_s", "reduce_s",
+                                                                             "bytes_sent")}}
+              for d, lv in enumerate(rows0[med]["levels"])]
+    viol = [r["violations"] for r in rows0 if r["violations"] is not None]
+    # per-level exchange overhead: exchange seconds of levels that moved little data (latency-bound)
+    small = [max(o["rows"][i]["levels"][d]["exchange_s"] for o in out)
+             for i in range(nroot) for d in range(len(rows0[i]["levels"]))
+             if sum(o["rows"][i]["levels"][d]["bytes_sent"] for o in out) < (1 << 20)]
+    return {"scale": scale, "gpus": g.nparts, "protocol": protocol,
+            "roots": nroot, "validated_roots": len(viol), "valid": bool(viol) and all(not any(v.values()) for v in viol),
+            "construction_s": g.construction_time, "session_s": session_s,
+            "harmonic_mean_teps": float(len(teps) / np.sum(1.0 / teps)),
+            "median_teps": float(np.median(teps)), "median_time_s": float(np.median(times)),
+            "median_local_s": float(np.median(local)), "median_exchange_s": float(np.median(exch)),
+            "median_reduce_s": float(np.median(red)), "median_levels": float(np.median(nlev)),
+            "median_exchange_per_level_us": float(np.median(exch / nlev) * 1e6),
+            "median_small_level_exchange_us": float(np.median(small) * 1e6) if small else None,
+            "exchange_share": float(np.median(exch / times)), "median_bytes_sent_total": float(np.median(nbytes)),
+            "per_root": [{"root": r["root"], "time_s": r["time"], "nedge": r["nedge"], "violations": r["violations"],
+                          "per_rank_levels": [o["rows"][i]["levels"] for o in out]} for i, r in enumerate(rows0)],
+            "median_root_levels": levels}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gpus", type=int, default=None, help="cluster workers (default: every GPU)")
+    ap.add_argument("--configs", nargs="+", default=["26:1", "26:2"], help="SCALE:GPUS")
+    ap.add_argument("--protocols", nargs="+", default=["nccl"])
+    ap.add_argument("--roots", type=int, default=64)
+    ap.add_argument("--validate", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--commbench", action="store_true")
+    ap.add_argument("--json", required=True)
+    args = ap.parse_args()
+    import cupy as cp
+    from distributed import wait
+
+    from breadth.bfs import choose_roots, run_session
+    from breadth.pipeline import kronecker, prepare
+    from breadth.pipeline.cluster import local_cuda_cluster
+
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    out = {"benchmark": "multigpu_bfs", "teps_convention": "Graph500 (input tuples in component / time), harmonic mean",
+           "gpu": props["name"].decode(), "ngpus_visible": cp.cuda.runtime.getDeviceCount(), "args": vars(args),
+           "cupy": cp.__version__, "nccl": __import__("cupy.cuda.nccl").cuda.nccl.get_version(), "comm": [], "runs": [], "errors": []}
+
+    def dump():
+        with open(args.json + ".tmp", "w") as f:
+            json.dump(out, f, indent=1, default=float)
+        os.replace(args.json + ".tmp", args.json)
+
+    t0 = time.perf_counter()
+    client = local_cuda_cluster(workers=args.gpus, protocol="ucx")
+    out["cluster_start_s"] = time.perf_counter() - t0
+    print(f"cluster of {len(client.scheduler_info()['workers'])} GPU workers (ucx) in {out['cluster_start_s']:.1f} s",
+          flush=True)
+    print(f"{'scale':>5} {'gpus':>4} {'proto':>5} {'GTEPS(hm)':>9} {'med ms':>7} {'local':>6} {'exch':>6} {'red':>5} "
+          f"{'lev':>3} {'us/lev':>6} {'small':>6} {'prep s':>6} valid", flush=True)
+    cache = {}
+    for cfg in args.configs:
+        scale, p = (int(x) for x in cfg.split(":"))
+        try:
+            for k in list(cache):
+                if k != (scale, p):
+                    cache.pop(k).release()
+            if (scale, p) not in cache:
+                el = kronecker(scale, seed=args.seed, device="gpu")
+                g = prepare(el, client, nparts=p, device="gpu")
+                cache[(scale, p)] = g
+            g = cache[(scale, p)]
+            if args.commbench and p > 1 and not any(c["gpus"] == p for c in out["comm"]):
+                for proto in args.protocols:
+                    try:
+                        res = run_session(g, _commbench, [1 << 20, 1 << 24, 1 << 26], 10, protocol=proto, timeout=120.0)
+                        out["comm"].append({"gpus": p, "protocol": proto, "ranks": res})
+                        r0 = res[0]
+                        print(f"comm {proto} x{p}: allreduce {r0['allreduce1_us']:.1f} us, counters {r0['counters_us']:.1f} us, "
+                              f"allgatherv(small) {r0['allgatherv_small_us']:.1f} us, "
+                              + ", ".join(f"{q['bytes'] >> 20} MB {q['GBps_per_direction']:.0f} GB/s ok={q['ok']}"
+                                          for q in r0["pair"]), flush=True)
+                    except Exception as e:
+                        out["errors"].append({"comm": proto, "gpus": p, "error": traceback.format_exc()})
+                        print(f"comm {proto} x{p} FAILED: {e!r}", flush=True)
+                    dump()
+            rts = choose_roots(g, args.roots, args.seed + 1)
+            for proto in (args.protocols if p > 1 else ["self"]):
+                try:
+                    ts = time.perf_counter()
+                    res = run_session(g, _bench_rank, rts, args.validate, protocol=proto if p > 1 else "tcp",
+                                      timeout=300.0)
+                    r = summarize(res, rts, g, scale, proto, time.perf_counter() - ts)
+                    out["runs"].append(r)
+                    print(f"{scale:5d} {p:4d} {proto:>5} {r['harmonic_mean_teps'] / 1e9:9.1f} {r['median_time_s'] * 1e3:7.2f} "
+                          f"{r['median_local_s'] * 1e3:6.2f} {r['median_exchange_s'] * 1e3:6.2f} {r['median_reduce_s'] * 1e3:5.2f} "
+                          f"{r['median_levels']:3.0f} {r['median_exchange_per_level_us']:6.0f} "
+                          f"{(r['median_small_level_exchange_us'] or 0):6.0f} {g.construction_time:6.1f} {r['valid']}", flush=True)
+                except Exception as e:
+                    out["errors"].append({"config": cfg, "protocol": proto, "error": traceback.format_exc()})
+                    print(f"{cfg} {proto} FAILED: {e!r}", flush=True)
+                dump()
+        except Exception as e:
+            out["errors"].append({"config": cfg, "error": traceback.format_exc()})
+            print(f"{cfg} FAILED: {e!r}", flush=True)
+            dump()
+    out["total_s"] = time.perf_counter() - t0
+    dump()
+    base = {r["scale"]: r["harmonic_mean_teps"] for r in out["runs"] if r["gpus"] == 1}
+    for r in out["runs"]:
+        if r["gpus"] > 1 and 26 in base:
+            print(f"scale {r['scale']} x{r['gpus']} {r['protocol']}: {r['harmonic_mean_teps'] / base[26]:.2f}x the 1-GPU scale-26 TEPS"
+                  + (f"; strong {r['harmonic_mean_teps'] / base[r['scale']]:.2f}x" if r['scale'] in base and r['scale'] != 26 else ""),
+                  flush=True)
+    for k in list(cache):
+        cache.pop(k).release()
+    client.close()
+
+
+if __name__ == "__main__":
+    main()

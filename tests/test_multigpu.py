@@ -1,0 +1,144 @@
+"""Multi-GPU BFS (one dask-cuda worker per GPU, cluster protocol UCX): levels equal the single-rank
+levels, every rank's tree validates, the NCCL and UCX communicators move device arrays, and a worker
+killed mid-search ends the session with RankError while the other rank stops within a bounded time.
+
+Skipped (not faked) without CuPy, dask-cuda or at least two CUDA devices, as on CI; run on a GPU machine.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+cp = pytest.importorskip("cupy", reason="CuPy is not installed (multi-GPU tests run on a GPU machine)")
+pytest.importorskip("dask_cuda", reason="dask-cuda is not installed")
+try:
+    _NDEV = cp.cuda.runtime.getDeviceCount()
+except Exception:  # CuPy without a driver
+    _NDEV = 0
+pytestmark = pytest.mark.skipif(_NDEV < 2, reason="fewer than two CUDA devices visible")
+
+from breadth.bfs import choose_roots, run_session  # noqa: E402
+from breadth.bfs.session import RankError, WorkerDied  # noqa: E402
+from breadth.bfs.validate import validate_rank  # noqa: E402
+from breadth.pipeline import kronecker, prepare  # noqa: E402
+from breadth.pipeline.cluster import local_cuda_cluster  # noqa: E402
+
+PROTOCOLS = ["nccl", "ucx"]
+
+
+@pytest.fixture(scope="module")
+def client():
+    c = local_cuda_cluster(workers=2, protocol="ucx")
+    yield c
+    cluster = c.cluster
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def graphs(client):
+    el = kronecker(16, seed=3, device="gpu")
+    g1 = prepare(el, client, nparts=1, device="gpu")
+    g2 = prepare(el, client, nparts=2, device="gpu")
+    return g1, g2
+
+
+def _levels_body(engine, setup_s, roots):
+    out = []
+    for root in roots:
+        recs = engine.search(int(root))
+        out.append((cp.asnumpy(engine.level), validate_rank(engine, int(root)), sorted({r.direction for r in recs})))
+    return out
+
+
+def _levels(g, roots, protocol, **engine_kw):
+    parts = run_session(g, _levels_body, roots, protocol=protocol, timeout=60.0, engine_kw=engine_kw)
+    levels = [np.concatenate([p[i][0] for p in parts]) for i in range(len(roots))]
+    for p in parts:
+        for _, viol, _ in p:
+            assert all(v == 0 for v in viol.values()), viol
+    dirs = set().union(*(set(d) for p in parts for _, _, d in p))
+    return levels, dirs
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_two_gpu_levels_equal_single_rank_and_valid(client, graphs, protocol):
+    g1, g2 = graphs
+    roots = choose_roots(g1, 6, 7)
+    ref, _ = _levels(g1, roots, "tcp")
+    for kw, expect in (({}, {"td", "bu"}), ({"alpha": 0.0}, {"td"}), ({"alpha": 1e9, "beta": 1e-9}, {"bu"})):
+        got, dirs = _levels(g2, roots, protocol, **kw)
+        assert dirs == expect, (kw, dirs)
+        for a, b in zip(got, ref):
+            np.testing.assert_array_equal(a, b)
+
+
+def _comm_body(engine, setup_s):
+    comm = engine.comm
+    r, p = comm.rank, comm.size
+    send = [cp.full((r * p + d if (r + d) % 3 else 0, 2), 100 * r + d, cp.int64) for d in range(p)]
+    got = comm.alltoallv(send)
+    host = comm.allgather(np.full((2, 3, r + 1), r, np.float32))
+    v = comm.allgatherv(cp.arange(r + 2, dtype=cp.uint64), [q + 2 for q in range(p)])
+    red = [comm.allreduce(np.array([r + 1, -r], np.int64), op) for op in ("sum", "max", "min")]
+    return ([type(x).__module__.split(".")[0] for x in got], [cp.asnumpy(x) for x in got], host,
+            [cp.asnumpy(x) for x in v], red)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_communicator_device_arrays(client, graphs, protocol):
+    res = run_session(graphs[1], _comm_body, protocol=protocol, timeout=60.0)
+    p = 2
+    for r, (mods, got, host, v, red) in enumerate(res):
+        assert mods == ["cupy"] * p  # device arrays arrive as device arrays
+        for d in range(p):
+            n = d * p + r if (d + r) % 3 else 0
+            np.testing.assert_array_equal(got[d], np.full((n, 2), 100 * d + r, np.int64))
+            assert isinstance(host[d], np.ndarray) and host[d].shape == (2, 3, d + 1) and (host[d] == d).all()
+            np.testing.assert_array_equal(v[d], np.arange(d + 2, dtype=np.uint64))
+        np.testing.assert_array_equal(red[0], [3, -1])
+        np.testing.assert_array_equal(red[1], [2, 0])
+        np.testing.assert_array_equal(red[2], [1, -1])
+
+
+def _kill_rank1_mid_search(engine, setup_s, roots):
+    comm = engine.comm
+    if comm.rank == 1:  # SIGKILL this worker process while the ranks are inside searches
+        threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGKILL)).start()
+    t0, i = time.perf_counter(), 0
+    while comm.allreduce(np.array([time.perf_counter() - t0]), "max")[0] < 60.0:
+        engine.search(int(roots[i % len(roots)]))
+        i += 1
+    return i
+
+
+@pytest.mark.parametrize("protocol", ["nccl"])
+def test_worker_killed_mid_search_raises_rankerror(client, graphs, protocol):
+    """Last in the module: the killed worker's GPU is gone from this cluster afterwards."""
+    g2 = graphs[1]
+    roots = choose_roots(graphs[0], 8, 1)
+    w0 = g2.workers[0]
+    t0 = time.monotonic()
+    with pytest.raises(RankError) as info:
+        run_session(g2, _kill_rank1_mid_search, roots, protocol=protocol, timeout=60.0)
+    took = time.monotonic() - t0
+    assert info.value.rank == 1 and isinstance(info.value.cause, WorkerDied), info.value
+    assert took < 20.0, took  # far below the 60 s search loop and the 60 s timeout
+    # rank 0's worker has one thread: a task runs there only once rank 0 stopped searching
+    f = client.submit(lambda: time.monotonic(), workers=[w0], allow_other_workers=False, pure=False)
+    try:
+        free_at = f.result(timeout=20)
+    except Exception:  # where is rank 0 stuck? (to the worker's stderr)
+        import faulthandler
+        import sys
+
+        client.run(lambda: faulthandler.dump_traceback(sys.stderr, all_threads=True), workers=[w0])
+        raise
+    assert free_at - t0 < 20.0, free_at - t0
+    print(f"\nkill test ({protocol}): RankError after {took:.2f} s; rank 0's worker free after {free_at - t0:.2f} s")
