@@ -130,7 +130,8 @@ class TCPCommunicator(Communicator):
         deadline = time.monotonic() + timeout
         left = lambda: max(0.01, deadline - time.monotonic())  # noqa: E731
         host = _worker_host()
-        lsock = socket.create_server((host, 0), backlog=max(size, 8))
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET  # workers may advertise IPv6 addresses
+        lsock = socket.create_server((host, 0), family=family, backlog=max(size, 8))
         digest = _digest(session)
         client = get_client()
         mine = Variable(f"{session}-tcp-{rank}", client=client)
