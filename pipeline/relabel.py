@@ -2,9 +2,15 @@
 
 No process ever holds a dict of ids.  Each raw chunk computes its sorted unique ids; those are merged
 in a Dask tree (fan-in ``MERGE_FANIN``, sorted-array unions) into the sorted array of all ids, which *is*
-the map back (``id_map[dense] == original``).  Each chunk is then mapped with ``searchsorted`` against
-that array, broadcast once to the workers.  The sorted order makes the dense ids of integer inputs keep
-their relative order, and lets :func:`breadth.bfs.search.to_dense` look roots up by binary search.
+the map back (``id_map[dense] == original``).  Each chunk is then mapped to dense ids.  The sorted order
+makes the dense ids of integer inputs keep their relative order, and lets
+:func:`breadth.bfs.search.to_dense` look roots up by binary search.
+
+Integer ids whose span (max - min + 1) is at most ``DENSE_SPAN_FACTOR`` times the number of values (or
+``DENSE_SPAN_MIN``), the common case of SNAP/Kronecker files, take linear-time paths: a presence bitmap
+for the unique ids and unions, and a lookup table (built once per input on a worker) for the mapping.
+Sort-based ``np.unique`` and ``searchsorted`` cost 10-50x more there (random binary searches over a
+multi-megabyte map) and remain the path for sparse 64-bit, uint64 and string ids.
 
 The raw chunks are delayed ``(edges, ChunkStats)`` pairs produced by the readers in :mod:`breadth.io`;
 ``edges`` is ``(k, 2)`` of int64, uint64 or object (str) ids.
@@ -14,12 +20,107 @@ from __future__ import annotations
 
 import operator
 
+import numba
 import numpy as np
 
 from .edges import EdgeList
 
 MERGE_FANIN = 8
 INT64_MAX = np.iinfo(np.int64).max
+DENSE_SPAN_FACTOR = 4
+DENSE_SPAN_MIN = 1 << 24
+
+
+def _dense_span(lo: int, hi: int, count: int) -> int:
+    """``hi - lo + 1`` when a bitmap / lookup table of that many entries is worth it for ``count`` values, else 0."""
+    span = int(hi) - int(lo) + 1
+    return span if span <= max(DENSE_SPAN_MIN, DENSE_SPAN_FACTOR * int(count)) else 0
+
+
+@numba.njit(nogil=True, cache=True)
+def _minmax(a):
+    lo = a[0]
+    hi = a[0]
+    for i in range(1, a.size):
+        x = a[i]
+        if x < lo:
+            lo = x
+        elif x > hi:
+            hi = x
+    return lo, hi
+
+
+@numba.njit(nogil=True, cache=True)
+def _mark(seen, a, lo):
+    for i in range(a.size):
+        seen[a[i] - lo] = 1
+
+
+@numba.njit(nogil=True, cache=True)
+def _collect(seen, lo):
+    n = 0
+    for j in range(seen.size):
+        n += seen[j]
+    out = np.empty(n, np.int64)
+    k = 0
+    for j in range(seen.size):
+        if seen[j]:
+            out[k] = lo + j
+            k += 1
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _union2(a, b):
+    """Sorted union of two sorted unique arrays."""
+    out = np.empty(a.size + b.size, a.dtype)
+    i = j = k = 0
+    while i < a.size and j < b.size:
+        if a[i] < b[j]:
+            out[k] = a[i]
+            i += 1
+        elif b[j] < a[i]:
+            out[k] = b[j]
+            j += 1
+        else:
+            out[k] = a[i]
+            i += 1
+            j += 1
+        k += 1
+    while i < a.size:
+        out[k] = a[i]
+        i += 1
+        k += 1
+    while j < b.size:
+        out[k] = b[j]
+        j += 1
+        k += 1
+    return out[:k].copy()
+
+
+@numba.njit(nogil=True, cache=True)
+def _build_lut(id_map, lo, lut):
+    for i in range(id_map.size):
+        lut[id_map[i] - lo] = i
+
+
+@numba.njit(nogil=True, cache=True)
+def _map_lut(edges, lo, lut, out):
+    for i in range(edges.shape[0]):
+        out[i, 0] = lut[edges[i, 0] - lo]
+        out[i, 1] = lut[edges[i, 1] - lo]
+
+
+def _unique_ids(a: np.ndarray) -> np.ndarray:
+    """Sorted unique values of a 1-D id array (bitmap for dense int64 ids, sort otherwise)."""
+    if a.dtype == np.int64 and a.size:
+        lo, hi = _minmax(a)
+        span = _dense_span(lo, hi, a.size)
+        if span:
+            seen = np.zeros(span, np.uint8)
+            _mark(seen, a, lo)
+            return _collect(seen, lo)
+    return np.unique(a)
 
 
 def _kind(a: np.ndarray) -> str:
@@ -57,7 +158,7 @@ def normalize_ids(edges: np.ndarray, where: str) -> np.ndarray:
 
 def _chunk_unique(part) -> tuple[np.ndarray, int, object]:
     edges, stats = part
-    return np.unique(edges.ravel()), int(edges.shape[0]), stats
+    return _unique_ids(np.ascontiguousarray(edges).ravel()), int(edges.shape[0]), stats
 
 
 def _merge(*uniques) -> np.ndarray:
@@ -71,11 +172,40 @@ def _merge(*uniques) -> np.ndarray:
         arrs = [a.astype(np.uint64) for a in arrs]
     if len(arrs) == 1:
         return arrs[0]
+    if all(a.dtype == np.int64 for a in arrs):  # sorted unique int64 arrays: linear unions
+        lo = min(int(a[0]) for a in arrs if a.size)
+        hi = max(int(a[-1]) for a in arrs if a.size)
+        span = _dense_span(lo, hi, sum(a.size for a in arrs))
+        if span:
+            seen = np.zeros(span, np.uint8)
+            for a in arrs:
+                _mark(seen, a, lo)
+            return _collect(seen, lo)
+        while len(arrs) > 1:
+            arrs = [_union2(arrs[i], arrs[i + 1]) if i + 1 < len(arrs) else arrs[i] for i in range(0, len(arrs), 2)]
+        return arrs[0]
     return np.unique(np.concatenate(arrs))
 
 
-def _densify(part, id_map: np.ndarray) -> np.ndarray:
+def _map_table(id_map: np.ndarray):
+    """What :func:`_densify` maps with: ``("lut", lo, table)`` for dense int64 ids, else the sorted map."""
+    if id_map.dtype == np.int64 and id_map.size:
+        lo, hi = int(id_map[0]), int(id_map[-1])
+        span = _dense_span(lo, hi, id_map.size)
+        if span:
+            lut = np.empty(span, np.int32 if id_map.size < (1 << 31) else np.int64)
+            _build_lut(id_map, lo, lut)
+            return ("lut", lo, lut)
+    return ("sorted", id_map)
+
+
+def _densify(part, table) -> np.ndarray:
     edges = part[0]
+    if table[0] == "lut":  # every chunk's ids are int64 here (_merge would have made uint64 or str otherwise)
+        out = np.empty(edges.shape, np.int64)
+        _map_lut(np.ascontiguousarray(edges, np.int64), np.int64(table[1]), table[2], out)
+        return out
+    id_map = table[1]
     if _kind(id_map) == "uint" and edges.dtype != np.uint64:
         edges = edges.astype(np.uint64)
     return np.searchsorted(id_map, edges).astype(np.int64)
@@ -129,8 +259,9 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
                 for i in range(0, len(uniq), MERGE_FANIN)]
     id_map = uniq[0].result()
     if relabel:
-        idm_fut = client.scatter(id_map, broadcast=True)
-        blocks = [da.from_delayed(dask.delayed(_densify, pure=True)(p, idm_fut), shape=(r, 2), dtype=np.int64)
+        # built once on the worker that holds the merged ids; Dask copies it to the others on demand
+        table = client.submit(_map_table, uniq[0], pure=False)
+        blocks = [da.from_delayed(dask.delayed(_densify, pure=True)(p, table), shape=(r, 2), dtype=np.int64)
                   for p, r in zip(parts, rows) if r]
         n = int(id_map.size)
         out_map = id_map

@@ -162,3 +162,23 @@ def test_from_dask_dataframe(lclient):
 
     with pytest.raises(MissingColumnError, match="no column 'nope'"):
         from_dask_dataframe(ddf, src="nope", dst="d", client=lclient)
+
+
+@pytest.mark.parametrize("hi", [50, 2**24 + 10, 2**40, 2**63 - 1])  # bitmap/lookup-table paths and sorted paths
+def test_relabel_paths_match_sort_and_searchsorted(hi):
+    from breadth.pipeline.relabel import _chunk_unique, _densify, _map_table, _merge
+
+    rng = np.random.default_rng(hi % 1000)
+    pool = rng.integers(hi // 3, hi, size=3_000, dtype=np.int64)  # chunks share ids: unions must deduplicate
+    chunks = [rng.choice(pool, size=(n, 2)) for n in (1, 700, 5_000, 0, 3)]
+    chunks[2][0, 0] = hi  # both span ends present
+    uniq = [_chunk_unique((c, None))[0] for c in chunks]
+    for c, u in zip(chunks, uniq):
+        np.testing.assert_array_equal(u, np.unique(c))
+    id_map = _merge(_merge(*uniq[:3]), _merge(*uniq[3:]))
+    expect = np.unique(np.concatenate([c.ravel() for c in chunks]))
+    np.testing.assert_array_equal(id_map, expect)
+    table = _map_table(id_map)
+    assert table[0] == ("lut" if hi < 2**30 else "sorted")
+    for c in chunks:
+        np.testing.assert_array_equal(_densify((c, None), table), np.searchsorted(expect, c))
