@@ -39,6 +39,15 @@ def count_newlines(buf):
 
 
 @numba.njit(nogil=True, cache=True)
+def find_byte(buf, b):
+    """Index of the first ``b`` in ``buf``, or -1."""
+    for i in range(buf.size):
+        if buf[i] == b:
+            return i
+    return -1
+
+
+@numba.njit(nogil=True, cache=True)
 def _parse_int(buf, fs, fe, base, limit):
     """(value, kind) of the decimal integer in buf[fs:fe] (no surrounding blanks)."""
     if fs >= fe:
@@ -253,25 +262,30 @@ def byte_ranges(path: str, data_start: int, chunk_bytes: int) -> list[tuple[int,
 
 def read_range(path: str, start: int, end: int, opts: TextOptions, data_start: int = 0):
     """Parse the lines that start in ``[start, end)`` of an uncompressed file -> ``(edges, ChunkStats)``."""
-    with open(path, "rb") as f:
+    with open(path, "rb") as f:  # read straight into one array (no bytes/bytearray copies of the block)
         lo = start - 1 if start > data_start else start
         f.seek(lo)
-        buf = bytearray(f.read(max(0, end - lo)))
-        if buf and buf[-1] != 10:  # the line running past `end` belongs to this range
+        want = max(0, end - lo)
+        buf = np.empty(want + (1 << 16), np.uint8)
+        n = f.readinto(memoryview(buf)[:want])
+        if n == want and n and buf[n - 1] != 10:  # the line running past `end` belongs to this range
             while True:
-                more = f.read(1 << 16)
-                if not more:
+                if n == buf.size:
+                    buf = np.concatenate([buf, np.empty(max(1 << 16, buf.size // 4), np.uint8)])
+                k = f.readinto(memoryview(buf)[n:])
+                if not k:
                     break
-                k = more.find(b"\n")
-                if k >= 0:
-                    buf += more[:k + 1]
+                j = find_byte(buf[n:n + k], 10)
+                if j >= 0:
+                    n += j + 1
                     break
-                buf += more
+                n += k
+        buf = buf[:n]
     skip_head = 0
     if start > data_start:  # lines starting before `start` belong to the previous range
-        k = buf.find(b"\n")
-        skip_head = len(buf) if k < 0 else k + 1
-    arr = np.frombuffer(bytes(buf), np.uint8)[skip_head:]
+        k = find_byte(buf, 10)
+        skip_head = n if k < 0 else k + 1
+    arr = buf[skip_head:]
     base_off = lo + skip_head
     line_of = lambda pos: _newlines_before(path, base_off + pos) + 1  # noqa: E731
     return _parse_block(arr, opts, path, line_of)
