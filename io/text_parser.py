@@ -26,6 +26,7 @@ from .errors import (KIND_FEW_FIELDS, KIND_EXTRA_FIELDS, KIND_NEGATIVE, KIND_NON
 
 INT64_MAX = np.iinfo(np.int64).max
 DEFAULT_CHUNK_BYTES = 64 << 20
+STREAM_BLOCK_BYTES = 8 << 20  # decompressed bytes per block of a compressed stream (read ahead by a thread)
 MAX_REPORTED = 5  # bad lines per chunk described in warnings / the report
 
 
@@ -42,6 +43,15 @@ def count_newlines(buf):
 def find_byte(buf, b):
     """Index of the first ``b`` in ``buf``, or -1."""
     for i in range(buf.size):
+        if buf[i] == b:
+            return i
+    return -1
+
+
+@numba.njit(nogil=True, cache=True)
+def rfind_byte(buf, b):
+    """Index of the last ``b`` in ``buf``, or -1."""
+    for i in range(buf.size - 1, -1, -1):
         if buf[i] == b:
             return i
     return -1
@@ -296,43 +306,52 @@ def read_stream(path: str, opts: TextOptions, chunk_bytes: int = DEFAULT_CHUNK_B
     """Parse a whole (compressed) stream block by block -> ``(edges, ChunkStats)``.
 
     ``skip_lines`` leading lines (a header) are dropped.  A cut gzip raises :class:`TruncatedInputError`.
+    Blocks of at most ``STREAM_BLOCK_BYTES`` are decompressed by a helper thread while the previous
+    block is parsed (both release the GIL), so decompression and parsing overlap.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     import pyarrow as pa
 
     parts, stats = [], ChunkStats()
     lines_before = 0
-    carry = b""
+    carry = np.empty(0, np.uint8)
+    block_bytes = max(1, min(chunk_bytes, STREAM_BLOCK_BYTES))
     try:
         stream = pa.input_stream(path, compression=compression)
     except (OSError, pa.ArrowException) as e:
         raise TruncatedInputError(f"{path}: cannot open compressed stream: {e}", path=path) from None
-    with stream:
+    with stream, ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(stream.read, block_bytes)
         eof = False
         while not eof:
             try:
-                block = stream.read(chunk_bytes)
+                block = pending.result()
             except (OSError, pa.ArrowException) as e:
-                done = lines_before + carry.count(b"\n")
+                done = lines_before + count_newlines(carry)
                 raise TruncatedInputError(f"{path}: compressed stream is damaged or truncated after line "
                                           f"{done}: {e}", path=path) from None
             eof = not block
-            data = carry + bytes(block)
             if not eof:
-                k = data.rfind(b"\n")
+                pending = pool.submit(stream.read, block_bytes)
+            blk = np.frombuffer(block, np.uint8)
+            data = np.concatenate([carry, blk]) if carry.size else blk
+            if not eof:
+                k = rfind_byte(data, 10)
                 if k < 0:
-                    carry = data
+                    carry = data.copy()
                     continue
-                data, carry = data[:k + 1], data[k + 1:]
+                data, carry = data[:k + 1], data[k + 1:].copy()
             else:
-                carry = b""
-            while skip_lines and data:
-                k = data.find(b"\n")
-                data = b"" if k < 0 else data[k + 1:]
+                carry = np.empty(0, np.uint8)
+            while skip_lines and data.size:
+                k = find_byte(data, 10)
+                data = data[:0] if k < 0 else data[k + 1:]
                 skip_lines -= 1
                 lines_before += 1
-            if not data:
+            if not data.size:
                 continue
-            arr = np.frombuffer(data, np.uint8)
+            arr = data
             lb = lines_before
             e, s = _parse_block(arr, opts, path, lambda pos: lb + count_newlines(arr[:pos]) + 1)
             parts.append(e)

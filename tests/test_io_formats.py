@@ -182,3 +182,20 @@ def test_relabel_paths_match_sort_and_searchsorted(hi):
     assert table[0] == ("lut" if hi < 2**30 else "sorted")
     for c in chunks:
         np.testing.assert_array_equal(_densify((c, None), table), np.searchsorted(expect, c))
+
+
+@pytest.mark.parametrize("block", [5, 64, 1 << 20])  # header and lines cut across decompressed blocks
+def test_gzip_stream_blocks_with_header(tmp_path, block, monkeypatch):
+    from breadth.io import text_parser
+    from breadth.io.text_parser import TextOptions, read_stream
+
+    monkeypatch.setattr(text_parser, "STREAM_BLOCK_BYTES", block)
+    rng = np.random.default_rng(block)
+    e = rng.integers(0, 10**6, size=(2_000, 2))
+    path = tmp_path / "h.csv.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("source_id,target_id\r\n" + "".join(f"{u},{v}\r\n" for u, v in e))
+    opts = TextOptions(sep=ord(","), max_fields=2, comments=b"#")
+    edges, stats = read_stream(str(path), opts, chunk_bytes=1 << 20, skip_lines=1)
+    np.testing.assert_array_equal(edges, e)
+    assert stats.edges == len(e)
