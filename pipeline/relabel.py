@@ -161,6 +161,10 @@ def _chunk_unique(part) -> tuple[np.ndarray, int, object]:
     return _unique_ids(np.ascontiguousarray(edges).ravel()), int(edges.shape[0]), stats
 
 
+def _meta(unique_part) -> tuple:
+    return unique_part[1], unique_part[2]
+
+
 def _merge(*uniques) -> np.ndarray:
     arrs = [u for u in uniques if u.size] or list(uniques[:1])
     kinds = {_kind(a) for a in arrs}
@@ -242,7 +246,14 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
     submit = (lambda f, *a: client.submit(f, *a, pure=False)) if persist else \
         (lambda f, *a: client.compute(dask.delayed(f, pure=True)(*a)))
     level = [submit(_chunk_unique, p) for p in parts]
-    meta = client.gather([client.submit(lambda t: (t[1], t[2]), u, pure=False) for u in level])
+    # the merge tree (and the mapping table) run while the chunk summaries come back: one round trip
+    uniq = [client.submit(operator.getitem, u, 0, pure=False) for u in level]
+    while len(uniq) > 1:
+        uniq = [client.submit(_merge, *uniq[i:i + MERGE_FANIN], pure=False)
+                for i in range(0, len(uniq), MERGE_FANIN)]
+    # built once on the worker that holds the merged ids; Dask copies it to the others on demand
+    table = client.submit(_map_table, uniq[0], pure=False) if relabel else None
+    meta, id_map = client.gather([[client.submit(_meta, u, pure=False) for u in level], uniq[0]])
     rows = [m[0] for m in meta]
     stats = [m[1] for m in meta]
     total = int(sum(rows))
@@ -253,14 +264,7 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
         raise EmptyInputError(f"no edges in {source.get('path', 'the input')}"
                               + (f" ({skipped} bad line(s) skipped)" if skipped else ""),
                               path=source.get("path"))
-    uniq = [client.submit(operator.getitem, u, 0, pure=False) for u in level]
-    while len(uniq) > 1:
-        uniq = [client.submit(_merge, *uniq[i:i + MERGE_FANIN], pure=False)
-                for i in range(0, len(uniq), MERGE_FANIN)]
-    id_map = uniq[0].result()
     if relabel:
-        # built once on the worker that holds the merged ids; Dask copies it to the others on demand
-        table = client.submit(_map_table, uniq[0], pure=False)
         blocks = [da.from_delayed(dask.delayed(_densify, pure=True)(p, table), shape=(r, 2), dtype=np.int64)
                   for p, r in zip(parts, rows) if r]
         n = int(id_map.size)
