@@ -6,9 +6,10 @@ the map back (``id_map[dense] == original``).  Each chunk is then mapped to dens
 makes the dense ids of integer inputs keep their relative order, and lets
 :func:`breadth.bfs.search.to_dense` look roots up by binary search.
 
-Integer ids whose span (max - min + 1) is at most ``DENSE_SPAN_FACTOR`` times the number of values (or
-``DENSE_SPAN_MIN``), the common case of SNAP/Kronecker files, take linear-time paths: a presence bitmap
-for the unique ids and unions, and a lookup table (built once per input on a worker) for the mapping.
+Integer ids whose span (max - min + 1) is small next to their number, the common case of SNAP/Kronecker
+files, take linear-time paths: a presence bitmap for the unique ids and unions (span at most
+``BITMAP_SPAN_FACTOR`` x the values, or ``BITMAP_SPAN_MIN``), and a lookup table built once per input on
+a worker for the mapping (span at most ``DENSE_SPAN_FACTOR`` x the ids, or ``DENSE_SPAN_MIN``).
 Sort-based ``np.unique`` and ``searchsorted`` cost 10-50x more there (random binary searches over a
 multi-megabyte map) and remain the path for sparse 64-bit, uint64 and string ids.
 
@@ -27,14 +28,20 @@ from .edges import EdgeList
 
 MERGE_FANIN = 8
 INT64_MAX = np.iinfo(np.int64).max
-DENSE_SPAN_FACTOR = 4
-DENSE_SPAN_MIN = 1 << 24
+DENSE_SPAN_FACTOR = 4  # lookup table (int32/int64 per id in the span; sent to every worker)
+DENSE_SPAN_MIN = 1 << 22
+BITMAP_SPAN_FACTOR = 16  # presence bytes (transient, one task)
+BITMAP_SPAN_MIN = 1 << 26
 
 
-def _dense_span(lo: int, hi: int, count: int) -> int:
-    """``hi - lo + 1`` when a bitmap / lookup table of that many entries is worth it for ``count`` values, else 0."""
+def _dense_span(lo: int, hi: int, count: int, factor: int = DENSE_SPAN_FACTOR, least: int = DENSE_SPAN_MIN) -> int:
+    """``hi - lo + 1`` when a table of that many entries is worth it for ``count`` values, else 0."""
     span = int(hi) - int(lo) + 1
-    return span if span <= max(DENSE_SPAN_MIN, DENSE_SPAN_FACTOR * int(count)) else 0
+    return span if span <= max(least, factor * int(count)) else 0
+
+
+def _bitmap_span(lo: int, hi: int, count: int) -> int:
+    return _dense_span(lo, hi, count, BITMAP_SPAN_FACTOR, BITMAP_SPAN_MIN)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -115,7 +122,7 @@ def _unique_ids(a: np.ndarray) -> np.ndarray:
     """Sorted unique values of a 1-D id array (bitmap for dense int64 ids, sort otherwise)."""
     if a.dtype == np.int64 and a.size:
         lo, hi = _minmax(a)
-        span = _dense_span(lo, hi, a.size)
+        span = _bitmap_span(lo, hi, a.size)
         if span:
             seen = np.zeros(span, np.uint8)
             _mark(seen, a, lo)
@@ -179,7 +186,7 @@ def _merge(*uniques) -> np.ndarray:
     if all(a.dtype == np.int64 for a in arrs):  # sorted unique int64 arrays: linear unions
         lo = min(int(a[0]) for a in arrs if a.size)
         hi = max(int(a[-1]) for a in arrs if a.size)
-        span = _dense_span(lo, hi, sum(a.size for a in arrs))
+        span = _bitmap_span(lo, hi, sum(a.size for a in arrs))
         if span:
             seen = np.zeros(span, np.uint8)
             for a in arrs:

@@ -164,7 +164,7 @@ def test_from_dask_dataframe(lclient):
         from_dask_dataframe(ddf, src="nope", dst="d", client=lclient)
 
 
-@pytest.mark.parametrize("hi", [50, 2**24 + 10, 2**40, 2**63 - 1])  # bitmap/lookup-table paths and sorted paths
+@pytest.mark.parametrize("hi", [50, 3_000_000, 2**25, 2**40, 2**63 - 1])  # bitmap / lookup table / sorted paths
 def test_relabel_paths_match_sort_and_searchsorted(hi):
     from breadth.pipeline.relabel import _chunk_unique, _densify, _map_table, _merge
 
@@ -179,7 +179,7 @@ def test_relabel_paths_match_sort_and_searchsorted(hi):
     expect = np.unique(np.concatenate([c.ravel() for c in chunks]))
     np.testing.assert_array_equal(id_map, expect)
     table = _map_table(id_map)
-    assert table[0] == ("lut" if hi < 2**30 else "sorted")
+    assert table[0] == ("lut" if hi <= 3_000_000 else "sorted")
     for c in chunks:
         np.testing.assert_array_equal(_densify((c, None), table), np.searchsorted(expect, c))
 
