@@ -5,13 +5,15 @@
 
 For each file it times, in one process:
   * ``breadth.read``   -- ``read_snap`` to a dense-relabeled EdgeList, parsed chunks materialised
-                          (parse + per-chunk unique + tree merge + searchsorted), on a local Dask cluster;
+                          (parse + per-chunk unique + tree merge + dense-id mapping), on a local Dask cluster;
   * ``breadth.ingest`` -- the same plus ``prepare`` (CSR shards) and ``write_store`` (npy + sha256);
   * ``pandas.read_csv`` (C engine, comment='#', whitespace separated) -> int64 columns;
   * ``pyarrow.csv.read_csv`` (tab delimiter; comment lines skipped by the invalid-row handler is not
     possible in pyarrow, so it is given ``skip_rows`` = the header lines, which favours it).
-The pandas/pyarrow figures only parse (no relabeling, no shards). The Kronecker file is written to
-/tmp (never into the repository) once and reused when it exists with the same size.
+The pandas/pyarrow figures only parse (no relabeling, no shards); pyarrow uses all cores, pandas one.
+Each is run ``--repeat`` times and the best time is reported (``first_s``: the first run).  The machine's
+load average is recorded: on a shared machine compare figures of the same run only.  The Kronecker file
+is written to /tmp (never into the repository) once and reused when it exists.
 """
 
 from __future__ import annotations
@@ -74,16 +76,20 @@ def write_kronecker_text(path: str, scale: int, edgefactor: int = 16) -> int:
 
 
 def _timed(fn, repeat=1):
-    best = None
+    """(best seconds, first seconds, last result) of ``repeat`` runs; the first run of a fresh worker
+    includes loading the cached Numba kernels."""
+    best = first = None
     for _ in range(repeat):
+        out = None  # drop the previous result (and its worker memory) before the next run
         t0 = time.perf_counter()
         out = fn()
         t = time.perf_counter() - t0
+        first = t if first is None else first
         best = t if best is None else min(best, t)
-    return best, out
+    return best, first, out
 
 
-def bench_file(path: str, client, header_lines: int, store_dir: str) -> dict:
+def bench_file(path: str, client, header_lines: int, store_dir: str, repeat: int = 2) -> dict:
     import pandas as pd
     import pyarrow as pa
     from pyarrow import csv
@@ -92,7 +98,11 @@ def bench_file(path: str, client, header_lines: int, store_dir: str) -> dict:
     from breadth.io.shard_store import write_store
     from breadth.pipeline import prepare
 
-    res = {"file": os.path.abspath(path), "bytes": os.path.getsize(path)}
+    res = {"file": os.path.abspath(path), "bytes": os.path.getsize(path), "repeat": repeat,
+           "loadavg_before": os.getloadavg()}
+
+    def record(name, t, first, m, **extra):
+        res[name] = {"s": t, "edges_per_s": m / t, "first_s": first, **extra}
 
     def breadth_read():
         el = read_snap(path, client=client)
@@ -102,10 +112,10 @@ def bench_file(path: str, client, header_lines: int, store_dir: str) -> dict:
         wait(el.edges)
         return el
 
-    t, el = _timed(breadth_read)
+    t, first, el = _timed(breadth_read, repeat)
     m = el.num_edges
     res.update({"edges": m, "vertices": el.num_vertices})
-    res["breadth.read"] = {"s": t, "edges_per_s": m / t}
+    record("breadth.read", t, first, m)
     del el
 
     def breadth_ingest():
@@ -116,17 +126,17 @@ def bench_file(path: str, client, header_lines: int, store_dir: str) -> dict:
         g.release()
         return g
 
-    t, g = _timed(breadth_ingest)
-    res["breadth.ingest"] = {"s": t, "edges_per_s": m / t, "construction_s": g.construction_time}
+    t, first, g = _timed(breadth_ingest, repeat)
+    record("breadth.ingest", t, first, m, construction_s=g.construction_time)
 
     def pandas_read():
         df = pd.read_csv(path, sep="\t", comment="#", header=None, names=["u", "v"], dtype=np.int64,
                          engine="c")
         return len(df)
 
-    t, n = _timed(pandas_read)
+    t, first, n = _timed(pandas_read, repeat)
     assert n == m, (n, m)
-    res["pandas.read_csv"] = {"s": t, "edges_per_s": m / t, "version": pd.__version__}
+    record("pandas.read_csv", t, first, m, version=pd.__version__)
 
     def arrow_read():
         tab = csv.read_csv(pa.input_stream(path, compression="gzip" if path.endswith(".gz") else None),
@@ -135,9 +145,10 @@ def bench_file(path: str, client, header_lines: int, store_dir: str) -> dict:
                            convert_options=csv.ConvertOptions(column_types={"u": pa.int64(), "v": pa.int64()}))
         return tab.num_rows
 
-    t, n = _timed(arrow_read)
+    t, first, n = _timed(arrow_read, repeat)
     assert n == m, (n, m)
-    res["pyarrow.csv"] = {"s": t, "edges_per_s": m / t, "version": pa.__version__}
+    record("pyarrow.csv", t, first, m, version=pa.__version__)
+    res["loadavg_after"] = os.getloadavg()
     return res
 
 
@@ -160,6 +171,7 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--json", default=None)
+    p.add_argument("--repeat", type=int, default=2, help="runs per reader; the best is reported (and the first)")
     p.add_argument("--keep", action="store_true", help="keep the generated text file in /tmp")
     args = p.parse_args(argv)
 
@@ -180,18 +192,21 @@ def main(argv=None) -> int:
     try:
         results = []
         for path in (os.path.join(DATA, "cnr-2000.txt.gz"), big):
-            r = bench_file(path, client, _header_lines(path), store_dir)
+            r = bench_file(path, client, _header_lines(path), store_dir, args.repeat)
             results.append(r)
             print(f"{os.path.basename(path)}: {r['bytes'] / 2**20:,.0f} MiB, {r['edges']:,} edges")
             for k in ("breadth.read", "breadth.ingest", "pandas.read_csv", "pyarrow.csv"):
-                print(f"  {k:16s} {r[k]['s']:8.2f} s  {r[k]['edges_per_s'] / 1e6:8.2f} M edges/s")
+                print(f"  {k:16s} {r[k]['s']:8.2f} s  {r[k]['edges_per_s'] / 1e6:8.2f} M edges/s  "
+                      f"(first run {r[k]['first_s']:.2f} s)")
+            print(f"  load average {r['loadavg_before'][0]:.2f} -> {r['loadavg_after'][0]:.2f} "
+                  f"on {os.cpu_count()} cpus (shared machine)")
     finally:
         client.close()
         shutil.rmtree(store_dir, ignore_errors=True)
         if not args.keep and os.path.exists(big):
             os.remove(big)
     out = {"benchmark": "ingest", "results": results, "kronecker_text": {"scale": args.scale, "write_s": gen_s},
-           "workers": args.workers, "threads": args.threads,
+           "workers": args.workers, "threads": args.threads, "repeat": args.repeat,
            "machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
                        "processor": platform.processor() or platform.machine()},
            "versions": {"numpy": np.__version__, "numba": numba.__version__, "pandas": pd.__version__,
