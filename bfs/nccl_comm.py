@@ -11,18 +11,27 @@ the two tiny copies; ``allgatherv`` with sizes the caller knows is one grouped s
 of arrays whose shapes the receiver does not know is two (a fixed-size header alltoall, then the
 payloads).
 
+Small host vectors (all-reduce operands, alltoallv shape headers) go through pinned host buffers with
+asynchronous copies, so an all-reduce or a header round costs one wait, not three synchronisations.
+
 Failure model: NCCL itself would wait forever for a dead peer.  Every collective therefore ends by
-polling a CUDA event (never a blocking synchronize); while it polls it peeks at the peers' TCP sockets.
-A peer whose process died closes them (EOF): once its collective has not completed within a short grace
-the communicator aborts NCCL (``ncclCommAbort``) and raises :class:`CommError` naming the peer.  A peer
-that stays alive but silent is given up after ``timeout`` seconds the same way.
+polling a CUDA event (never a blocking synchronize).  The poll first spins on the event (``_SPIN_S``):
+``time.sleep(0)`` costs ~55 µs on Linux (the default 50 µs timer slack), which was most of a small
+collective's latency.  Past the spin it yields the CPU between queries and peeks at the peers' TCP
+sockets every ``_PEEK_EVERY_S``.  A peer whose process died closes them (EOF): once its collective has
+not completed within a short grace the communicator aborts NCCL (``ncclCommAbort``, on a helper thread
+joined for at most ``_ABORT_WAIT_S``) and raises :class:`CommError` naming the peer.  Inside a Dask task
+it also stops once the client cancelled the session (``run_session`` does when a rank's worker died),
+whatever the sockets say.  A peer that stays alive but silent is given up after ``timeout`` seconds.
 """
 
 from __future__ import annotations
 
+import os
 import select
 import socket
 import sys
+import threading
 import time
 from typing import Any
 
@@ -34,6 +43,10 @@ _MAXDIM = 8
 _HDR = 3 + _MAXDIM  # dtype code, device flag, ndim, shape[8]
 _EOF_GRACE_S = 1.0  # a peer that closed its sockets may have finished the collective we are waiting on
 _PEEK_EVERY_S = 0.005
+_SPIN_S = 0.002  # busy-poll the event this long before yielding the CPU between queries
+_CANCEL_EVERY_S = 0.2  # how often a long wait asks the Dask worker whether the session was cancelled
+_ABORT_WAIT_S = 5.0  # ncclCommAbort runs on a helper thread; the failing rank waits at most this long
+_STAGE = 1 << 16  # bytes of pinned host / device staging for small host vectors (grows on demand)
 
 
 def _dtype_code(dt: np.dtype) -> int:
@@ -66,6 +79,11 @@ class NCCLCommunicator(Communicator):
         self._failed: CommError | None = None
         self._hdr_send = cp.zeros((self.size, _HDR), cp.int64)
         self._hdr_recv = cp.zeros((self.size, _HDR), cp.int64)
+        self._pin = self._pin_recv = self._dstage = None
+        self._stage(_STAGE)
+        # BREADTH_NCCL_POLL=sleep restores the old wait (time.sleep(0) between queries), for measurements
+        self._spin_s = 0.0 if os.environ.get("BREADTH_NCCL_POLL", "spin") == "sleep" else _SPIN_S
+        self._cancelled = _task_cancelled_probe()
 
     @classmethod
     def connect(cls, rank: int, size: int, session: str, timeout: float = 60.0) -> "NCCLCommunicator":
@@ -98,13 +116,21 @@ class NCCLCommunicator(Communicator):
     def _fail(self, err: CommError):
         self._failed = err
         t0 = time.monotonic()
-        try:
-            self._comm.abort()  # ends the NCCL kernels still waiting for the lost peer
-        except Exception:
-            pass
-        print(f"breadth nccl rank {self.rank}: {err}; NCCL aborted in {time.monotonic() - t0:.3f} s",
+        # ncclCommAbort ends the NCCL kernels still waiting for the lost peer; it has been seen to take
+        # long, so it runs on a helper thread and this rank reports the failure after a bounded wait.
+        th = threading.Thread(target=self._abort, name=f"breadth-nccl-abort-{self.rank}", daemon=True)
+        th.start()
+        th.join(_ABORT_WAIT_S)
+        state = "still running" if th.is_alive() else "done"
+        print(f"breadth nccl rank {self.rank}: {err}; NCCL abort {state} after {time.monotonic() - t0:.3f} s",
               file=sys.stderr, flush=True)
         raise err
+
+    def _abort(self):
+        try:
+            self._comm.abort()
+        except Exception as e:
+            print(f"breadth nccl rank {self.rank}: ncclCommAbort failed: {e!r}", file=sys.stderr, flush=True)
 
     def _check(self):
         if self._closed:
@@ -121,7 +147,7 @@ class NCCLCommunicator(Communicator):
             readable, _, _ = select.select(socks, [], [], 0)
         except (OSError, ValueError):
             readable = socks
-        now = time.monotonic()
+        now = time.perf_counter()
         for s in readable:
             p = next(q for q, t in self._socks.items() if t is s)
             try:
@@ -140,10 +166,14 @@ class NCCLCommunicator(Communicator):
         ev.record()
         if ev.done:
             return
-        t0 = time.monotonic()
-        next_peek = t0 + _PEEK_EVERY_S
+        t0 = time.perf_counter()
+        spin_until = t0 + self._spin_s
+        while time.perf_counter() < spin_until:  # the common case: a few µs to a few hundred
+            if ev.done:
+                return
+        next_peek = next_cancel = t0
         while not ev.done:
-            now = time.monotonic()
+            now = time.perf_counter()
             if now >= next_peek:
                 next_peek = now + _PEEK_EVERY_S
                 for p in self._closed_peers():
@@ -153,6 +183,11 @@ class NCCLCommunicator(Communicator):
                 if now - t0 > self.timeout and not ev.done:
                     self._fail(CommError(f"rank {self.rank}: {what} did not complete within {self.timeout:g} s",
                                          peer=None))
+            if self._cancelled is not None and now >= next_cancel:
+                next_cancel = now + _CANCEL_EVERY_S
+                if self._cancelled() and not ev.done:
+                    self._fail(CommError(f"rank {self.rank}: the session was cancelled during {what} (a peer "
+                                         "failed or its worker died)", peer=None))
             time.sleep(0)
 
     # -- NCCL primitives ---------------------------------------------------------------------------
@@ -176,6 +211,26 @@ class NCCLCommunicator(Communicator):
             nccl.groupEnd()
         if payload:
             self._sent += sum(a.nbytes for p, a in sends.items() if a is not None and p != self.rank)
+
+    def _stage(self, nbytes: int) -> None:
+        """Pinned host buffers (send side, receive side) and a device buffer of at least ``nbytes``."""
+        if self._dstage is not None and self._dstage.nbytes >= nbytes:
+            return
+        cp = self._cp
+        n = max(_STAGE, 1 << (int(nbytes) - 1).bit_length())
+        self._pin, self._pin_recv = cp.cuda.alloc_pinned_memory(n), cp.cuda.alloc_pinned_memory(n)
+        self._dstage = cp.empty(n, cp.uint8)
+
+    def _h2d(self, host: np.ndarray, dev_ptr: int, st: int) -> None:
+        """Queue the copy of small host array ``host`` to ``dev_ptr`` through the pinned send buffer."""
+        n = host.nbytes
+        np.frombuffer(self._pin, np.uint8, n)[:] = host.reshape(-1).view(np.uint8)
+        self._cp.cuda.runtime.memcpyAsync(dev_ptr, self._pin.ptr, n, self._cp.cuda.runtime.memcpyHostToDevice, st)
+
+    def _d2h(self, dev_ptr: int, nbytes: int, st: int) -> None:
+        """Queue the copy of ``nbytes`` at ``dev_ptr`` into the pinned receive buffer (read after a wait)."""
+        self._cp.cuda.runtime.memcpyAsync(self._pin_recv.ptr, dev_ptr, nbytes,
+                                          self._cp.cuda.runtime.memcpyDeviceToHost, st)
 
     def _device(self, arr: Any) -> tuple[Any, bool]:
         cp = self._cp
@@ -201,11 +256,14 @@ class NCCLCommunicator(Communicator):
                 raise ValueError(f"arrays of at most {_MAXDIM} dimensions can be sent, got {b.ndim}")
             hdr[p, :3] = (_dtype_code(b.dtype), int(d), b.ndim)
             hdr[p, 3:3 + b.ndim] = b.shape
-        self._hdr_send.set(hdr)
+        st = self._stream()
+        self._stage(hdr.nbytes)
+        self._h2d(hdr, self._hdr_send.data.ptr, st)
         peers = [p for p in range(self.size) if p != self.rank]
         self._exchange({p: self._hdr_send[p] for p in peers}, {p: self._hdr_recv[p] for p in peers}, payload=False)
-        self._wait("alltoallv (shapes)")
-        rh = self._hdr_recv.get()
+        self._d2h(self._hdr_recv.data.ptr, hdr.nbytes, st)
+        self._wait("alltoallv (shapes)")  # one wait: header copy in, exchange, copy out
+        rh = np.frombuffer(self._pin_recv, np.int64, hdr.size).reshape(hdr.shape).copy()
         out: list[Any] = [None] * self.size
         for p in peers:
             dt, d, nd = _code_dtype(rh[p, 0]), int(rh[p, 1]), int(rh[p, 2])
@@ -253,12 +311,16 @@ class NCCLCommunicator(Communicator):
         if v.dtype not in self._TYPES:
             raise TypeError(f"allreduce of {v.dtype} is not supported")
         nccl = self._nccl
-        buf = self._cp.asarray(v)
-        if buf.size:
-            self._comm.allReduce(buf.data.ptr, buf.data.ptr, buf.size, getattr(nccl, self._TYPES[v.dtype]),
-                                 getattr(nccl, self._OPS[op]), self._stream())
+        v = np.ascontiguousarray(v)
+        if not v.size:
+            return v.copy()
+        self._stage(v.nbytes)
+        st, ptr = self._stream(), self._dstage.data.ptr
+        self._h2d(v, ptr, st)  # pinned copies queued on the stream: the whole all-reduce is one wait
+        self._comm.allReduce(ptr, ptr, v.size, getattr(nccl, self._TYPES[v.dtype]), getattr(nccl, self._OPS[op]), st)
+        self._d2h(ptr, v.nbytes, st)
         self._wait("allreduce")
-        return buf.get()
+        return np.frombuffer(self._pin_recv, v.dtype, v.size).reshape(v.shape).copy()
 
     def bytes_sent(self) -> int:
         """Payload bytes this rank has sent to its peers so far (headers not counted)."""
@@ -276,3 +338,25 @@ class NCCLCommunicator(Communicator):
             pass
         finally:
             self._tcp.close()
+
+
+def _task_cancelled_probe():
+    """A callable telling whether the Dask task running this thread was cancelled (``None`` outside a
+    task): the client cancels a session's rank tasks once a rank failed or its worker died, a signal that
+    reaches the surviving ranks even when no socket of theirs closes."""
+    try:
+        from distributed import get_worker
+        from distributed.worker import thread_state
+
+        worker, key = get_worker(), thread_state.key
+    except Exception:  # a plain process, or not on a task thread
+        return None
+
+    def cancelled() -> bool:
+        try:
+            ts = worker.state.tasks.get(key)
+        except Exception:
+            return False
+        return ts is None or ts.state in ("cancelled", "released", "forgotten")
+
+    return cancelled
