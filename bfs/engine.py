@@ -80,16 +80,24 @@ class Engine:
 
     def _exchange_pairs(self, rv, rp, depth: int):
         """Send reached remote vertices with their parents to their owners; claim what arrives."""
-        xp = self.b.xp
-        pairs, offs = self.b.pairs_by_owner(rv, rp, self.shard.block, self.comm.size)
-        offs = self.b.to_host(offs)
-        recv = self.comm.alltoallv([pairs[offs[r]:offs[r + 1]] for r in range(self.comm.size)])
+        xp, size, rank = self.b.xp, self.comm.size, self.comm.rank
+        if size == 2:  # every remote vertex has the one other owner: nothing to group, no offsets to learn
+            pairs = xp.stack([rv, rp], axis=1)
+            send = [pairs[:0], pairs[:0]]
+            send[1 - rank] = pairs
+        else:
+            pairs, offs = self.b.pairs_by_owner(rv, rp, self.shard.block, size)
+            offs = self.b.to_host(offs)
+            send = [pairs[offs[r]:offs[r + 1]] for r in range(size)]
+        recv = self.comm.alltoallv(send)
         got = [p for p in recv if p.shape[0]]
         if not got:
             return xp.empty(0, np.int64)
         allp = xp.concatenate(got)
+        # a backend that can learns the claimed vertices' degree sum in the claim's own synchronisation
+        kw = {"offsets": self.shard.offsets} if hasattr(self.b, "note_degree_sum") else {}
         return self.b.claim_remote(xp.ascontiguousarray(allp[:, 0]), xp.ascontiguousarray(allp[:, 1]),
-                                   self.shard.lo, self.parent, self.level, np.int32(depth))
+                                   self.shard.lo, self.parent, self.level, np.int32(depth), **kw)
 
     def _allreduce(self, *values: int) -> np.ndarray:
         return self.comm.allreduce(np.array(values, np.int64))
@@ -157,9 +165,14 @@ class Engine:
                 nxt, rv, rp, _ = b.top_down_step(s.offsets, s.columns, s.lo, s.hi, queue, self.parent, self.level,
                                                  np.int32(depth), self.sent, self.nchunks)
                 t1 = time.perf_counter()
+                deg = int(b.degree_sum(s.offsets, nxt))  # known to the GPU step: no synchronisation
                 if comm.size > 1:
-                    nxt = xp.concatenate([nxt, self._exchange_pairs(rv, rp, depth)])
-                deg = int(b.degree_sum(s.offsets, nxt))
+                    claimed = self._exchange_pairs(rv, rp, depth)
+                    deg += int(b.degree_sum(s.offsets, claimed))
+                    nxt = xp.concatenate([nxt, claimed])
+                    note = getattr(b, "note_degree_sum", None)
+                    if note is not None:
+                        note(nxt, s.offsets, deg)
                 tr = time.perf_counter()
                 cnt = self._counters(int(nxt.size), deg)
                 found, next_scout, counts = int(cnt[:, 0].sum()), int(cnt[:, 1].sum()), cnt[:, 0]

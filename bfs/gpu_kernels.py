@@ -340,10 +340,12 @@ extern "C" __global__ void popcounts(const u64* __restrict__ bits, i64 nwords, i
         cnt[w] = __popcll(bits[w]);
 }
 
-// Received (v global, p) pairs: claim unvisited owned vertices (atomicOr on visited), append local ids.
+// Received (v global, p) pairs: claim unvisited owned vertices (atomicOr on visited), append local ids;
+// ctr[0] counts them, ctr[1] sums their out-degrees in ``offsets`` (the next top-down step's work).
 extern "C" __global__ void claim_remote(const i64* __restrict__ v, const i64* __restrict__ p, i64 n, i64 lo,
                                         i64* __restrict__ parent, int* __restrict__ level, int depth,
-                                        u32* visited, i64* __restrict__ out, i64* ctr) {
+                                        u32* visited, i64* __restrict__ out, i64* ctr,
+                                        const i64* __restrict__ offsets, int with_deg) {
     const int lane = threadIdx.x & 31;
     const u32 lanemask_lt = (1u << lane) - 1u;
     const i64 stride = (i64)gridDim.x * blockDim.x;
@@ -367,7 +369,26 @@ extern "C" __global__ void claim_remote(const i64* __restrict__ v, const i64* __
             if (lane == 0) pos = atomicAdd((u64*)&ctr[0], (u64)__popc(b));
             pos = __shfl_sync(FULL, pos, 0);
             if (win) out[pos + __popc(b & lanemask_lt)] = j;
+            const i64 d = with_deg ? warp_sum(win ? offsets[j + 1] - offsets[j] : (i64)0) : 0;
+            if (lane == 0 && d) atomicAdd((u64*)&ctr[1], (u64)d);
         }
+    }
+}
+
+// (v global, p) pairs to their owners v / block: owner_counts counts per owner, owner_scatter writes each
+// pair at its owner's next free slot (cursor starts at the owners' exclusive prefix; order within an
+// owner is arbitrary).  out is (n, 2).
+extern "C" __global__ void owner_counts(const i64* __restrict__ v, i64 n, i64 block, i64* cnt) {
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
+        atomicAdd((u64*)&cnt[v[i] / block], 1ull);
+}
+
+extern "C" __global__ void owner_scatter(const i64* __restrict__ v, const i64* __restrict__ p, i64 n, i64 block,
+                                         i64* cursor, i64* __restrict__ out) {
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+        const i64 k = (i64)atomicAdd((u64*)&cursor[v[i] / block], 1ull);
+        out[2 * k] = v[i];
+        out[2 * k + 1] = p[i];
     }
 }
 
@@ -423,7 +444,8 @@ extern "C" __global__ void row_rules(const i64* __restrict__ offsets, const col_
 """
 
 _KERNELS = ("queue_degrees", "degree_sum", "td_expand", "bu_step", "zero_degree_bits", "set_bits", "bits_to_ids",
-            "popcounts", "claim_remote", "row_rules", "init_search", "queue_prefix_small", "bu_order_keys")
+            "popcounts", "claim_remote", "row_rules", "init_search", "queue_prefix_small", "bu_order_keys",
+            "owner_counts", "owner_scatter")
 _SMALL_QUEUE = 16384  # frontiers up to this many vertices get their prefix sum from one block
 
 
@@ -625,27 +647,41 @@ class GpuBackend:
             self._deg_of = (out, self._bits_of[3], self._bits_of[2])
         return out
 
-    def claim_remote(self, v, p, lo: int, parent, level, depth):
-        """Apply received (vertex, parent) pairs; return the newly claimed local ids."""
+    def claim_remote(self, v, p, lo: int, parent, level, depth, offsets=None):
+        """Apply received (vertex, parent) pairs; return the newly claimed local ids.  With ``offsets`` the
+        same synchronisation also learns their degree sum (``degree_sum`` of the result is then free)."""
         self._ensure_visited(parent.size)
         n = int(v.size)
         out = cp.empty(n, cp.int64)
-        ctr = cp.zeros(1, cp.int64)
+        ctr = cp.zeros(2, cp.int64)
         if n:
             self._kern(None)["claim_remote"](_grid(n), (_THREADS,),
                                              (v, p, _i64(n), _i64(lo), parent, level, np.int32(depth),
-                                              self._visited, out, ctr))
-        return out[:int(ctr.get()[0])]
+                                              self._visited, out, ctr, offsets if offsets is not None else ctr,
+                                              np.int32(offsets is not None)))
+        c = ctr.get()
+        out = out[:int(c[0])]
+        if offsets is not None:
+            self._deg_of = (out, offsets, int(c[1]))
+        return out
+
+    def note_degree_sum(self, queue, offsets, total: int) -> None:
+        """Record ``total`` as the degree sum of ``queue`` (the engine knows it for a concatenation)."""
+        self._deg_of = (queue, offsets, int(total))
 
     @staticmethod
     def pairs_by_owner(v, p, block: int, nparts: int):
-        """Sort (vertex, parent) pairs by owner ``v // block``: ``(k, 2)`` int64 and ``nparts + 1`` offsets."""
-        owner = v // block
-        order = cp.argsort(owner, kind="stable") if nparts > 1 else cp.arange(v.size)
-        out = cp.stack([v[order], p[order]], axis=1)
+        """(vertex, parent) pairs grouped by owner ``v // block``: ``(k, 2)`` int64 and ``nparts + 1``
+        offsets (device), by an atomic counting scatter: no sort and no synchronisation."""
+        n = int(v.size)
+        out = cp.empty((n, 2), cp.int64)
         offs = cp.zeros(nparts + 1, cp.int64)
-        if v.size:
-            cp.cumsum(cp.bincount(owner, minlength=nparts), out=offs[1:])
+        if n:
+            k = _module("int32")
+            k["owner_counts"](_grid(n), (_THREADS,), (v, _i64(n), _i64(block), offs[1:]))
+            offs = cp.cumsum(offs)
+            cursor = offs[:-1].copy()
+            k["owner_scatter"](_grid(n), (_THREADS,), (v, p, _i64(n), _i64(block), cursor, out))
         return out, offs
 
     @staticmethod
