@@ -74,6 +74,13 @@ def _commbench(engine, setup_s, sizes, reps):
     return res
 
 
+def _set_env(env: dict) -> None:
+    """On a worker: the BREADTH_* variables of one benchmark variant (others unset)."""
+    for k in [k for k in os.environ if k.startswith("BREADTH_") and k not in env]:
+        del os.environ[k]
+    os.environ.update(env)
+
+
 def summarize(out, rts, g, scale, protocol, session_s) -> dict:
     rows0 = out[0]["rows"]
     times = np.array([r["time"] for r in rows0])
@@ -121,6 +128,9 @@ def main() -> None:
     ap.add_argument("--validate", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--commbench", action="store_true")
+    ap.add_argument("--env-variants", nargs="+", default=[""],
+                    help="multi-GPU sessions run once per variant: 'VAR=VAL,VAR=VAL' set on every worker "
+                         "(BREADTH_* variables not named are unset); '' is the defaults")
     ap.add_argument("--json", required=True)
     args = ap.parse_args()
     import cupy as cp
@@ -174,17 +184,21 @@ def main() -> None:
                         print(f"comm {proto} x{p} FAILED: {e!r}", flush=True)
                     dump()
             rts = choose_roots(g, args.roots, args.seed + 1)
-            for proto in (args.protocols if p > 1 else ["self"]):
+            for proto, variant in [(q, v) for q in (args.protocols if p > 1 else ["self"])
+                                   for v in (args.env_variants if p > 1 else [""])]:
                 try:
+                    env = dict(kv.split("=", 1) for kv in variant.split(",") if kv)
+                    client.run(_set_env, env)
                     ts = time.perf_counter()
                     res = run_session(g, _bench_rank, rts, args.validate, protocol=proto if p > 1 else "tcp",
                                       timeout=300.0)
                     r = summarize(res, rts, g, scale, proto, time.perf_counter() - ts)
+                    r["variant"] = variant
                     out["runs"].append(r)
                     print(f"{scale:5d} {p:4d} {proto:>5} {r['harmonic_mean_teps'] / 1e9:9.1f} {r['median_time_s'] * 1e3:7.2f} "
                           f"{r['median_local_s'] * 1e3:6.2f} {r['median_exchange_s'] * 1e3:6.2f} {r['median_reduce_s'] * 1e3:5.2f} "
                           f"{r['median_levels']:3.0f} {r['median_exchange_per_level_us']:6.0f} "
-                          f"{(r['median_small_level_exchange_us'] or 0):6.0f} {g.construction_time:6.1f} {r['valid']}", flush=True)
+                          f"{(r['median_small_level_exchange_us'] or 0):6.0f} {g.construction_time:6.1f} {r['valid']} {variant}", flush=True)
                 except Exception as e:
                     out["errors"].append({"config": cfg, "protocol": proto, "error": traceback.format_exc()})
                     print(f"{cfg} {proto} FAILED: {e!r}", flush=True)
@@ -198,7 +212,8 @@ def main() -> None:
     base = {r["scale"]: r["harmonic_mean_teps"] for r in out["runs"] if r["gpus"] == 1}
     for r in out["runs"]:
         if r["gpus"] > 1 and 26 in base:
-            print(f"scale {r['scale']} x{r['gpus']} {r['protocol']}: {r['harmonic_mean_teps'] / base[26]:.2f}x the 1-GPU scale-26 TEPS"
+            print(f"scale {r['scale']} x{r['gpus']} {r['protocol']} [{r.get('variant', '')}]: "
+                  f"{r['harmonic_mean_teps'] / base[26]:.2f}x the 1-GPU scale-26 TEPS"
                   + (f"; strong {r['harmonic_mean_teps'] / base[r['scale']]:.2f}x" if r['scale'] in base and r['scale'] != 26 else ""),
                   flush=True)
     for k in list(cache):

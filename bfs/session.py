@@ -7,6 +7,7 @@ sees the session start and end, never a level.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import uuid
@@ -43,6 +44,7 @@ def _rank_main(shard, rank: int, size: int, session: str, protocol: str, timeout
     # (5 ms by default), which measured as milliseconds per level on two GPUs.  Hand it back sooner.
     interval = sys.getswitchinterval()
     sys.setswitchinterval(min(interval, _SWITCH_S))
+    affinity = _widen_affinity() if os.environ.get("BREADTH_RANK_AFFINITY") == "all" else None
     try:
         comm = make_communicator(rank, size, session, protocol, timeout)
         try:
@@ -53,9 +55,22 @@ def _rank_main(shard, rank: int, size: int, session: str, protocol: str, timeout
             comm.close()
     finally:
         sys.setswitchinterval(interval)
+        if affinity is not None:
+            os.sched_setaffinity(0, affinity)
 
 
 _SWITCH_S = 2e-5
+
+
+def _widen_affinity():
+    """Let the rank thread (and the threads it starts, e.g. NCCL's) run on every CPU the process may use
+    (dask-cuda pins a worker to the CPUs near its GPU); returns the previous set, or None if unchanged."""
+    try:
+        old = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, range(os.cpu_count() or 1))  # the kernel keeps the cgroup's CPUs of these
+        return old
+    except (AttributeError, OSError):
+        return None
 
 
 def run_session(graph, body: Callable, *args, protocol: str = "tcp", timeout: float = 60.0,
