@@ -118,8 +118,6 @@ def _kill_rank1_mid_search(engine, setup_s, roots):
     return i
 
 
-@pytest.mark.xfail(strict=True, reason="known bug (issue 5, open): after a peer is killed, the surviving NCCL "
-                   "rank was seen polling in NCCL's _wait for > 20 s on nvidia-h200-x2")
 @pytest.mark.parametrize("protocol", ["nccl"])
 def test_worker_killed_mid_search_raises_rankerror(client, graphs, protocol):
     """Last in the module: the killed worker's GPU is gone from this cluster afterwards."""
