@@ -3,7 +3,7 @@
     python benchmarks/bench_multigpu.py --gpus 4 --configs 26:1 26:2 26:4 28:4 --protocols nccl \\
         --roots 64 --json $OUT/multigpu.json
 
-One dask-cuda cluster (one worker per GPU, ``protocol="ucx"``) serves every configuration: ``SCALE:P``
+One dask-cuda cluster (one worker per GPU, ``--cluster-protocol``, tcp by default) serves every configuration: ``SCALE:P``
 prepares the Kronecker graph of that scale on the GPUs into ``P`` shards (on the first ``P`` workers) and
 runs ``--roots`` Graph500 searches (warm-up first, each timed between barriers, max over ranks), every
 one validated on the device (the five rules).  TEPS follow Graph500 (input tuples in the root's component
@@ -128,6 +128,10 @@ def main() -> None:
     ap.add_argument("--validate", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--commbench", action="store_true")
+    ap.add_argument("--cluster-protocol", default="tcp", choices=("tcp", "ucx"),
+                    help="Dask's own protocol (graph preparation); tcp by default: a UCX cluster keeps a "
+                         "progress thread busy in every worker and sets CU_CTX_SYNC_MEMOPS, which made each "
+                         "synchronisation of a NCCL rank 2-4x slower (benchmarks/diag_sync.py)")
     ap.add_argument("--env-variants", nargs="+", default=[""],
                     help="multi-GPU sessions run once per variant: 'VAR=VAL,VAR=VAL' set on every worker "
                          "(BREADTH_* variables not named are unset); '' is the defaults")
@@ -151,9 +155,10 @@ def main() -> None:
         os.replace(args.json + ".tmp", args.json)
 
     t0 = time.perf_counter()
-    client = local_cuda_cluster(workers=args.gpus, protocol="ucx")
+    client = local_cuda_cluster(workers=args.gpus, protocol=args.cluster_protocol)
     out["cluster_start_s"] = time.perf_counter() - t0
-    print(f"cluster of {len(client.scheduler_info()['workers'])} GPU workers (ucx) in {out['cluster_start_s']:.1f} s",
+    print(f"cluster of {len(client.scheduler_info()['workers'])} GPU workers ({args.cluster_protocol}) in "
+          f"{out['cluster_start_s']:.1f} s",
           flush=True)
     print(f"{'scale':>5} {'gpus':>4} {'proto':>5} {'GTEPS(hm)':>9} {'med ms':>7} {'local':>6} {'exch':>6} {'red':>5} "
           f"{'lev':>3} {'us/lev':>6} {'small':>6} {'prep s':>6} valid", flush=True)
