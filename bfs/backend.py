@@ -7,13 +7,22 @@ from types import SimpleNamespace
 import numpy as np
 
 
+def _parent_dtype(num_vertices: int) -> np.dtype:
+    """32-bit parents when every global id fits: half the bytes that bottom-up reads per vertex."""
+    return np.dtype(np.int32) if num_vertices <= np.iinfo(np.int32).max else np.dtype(np.int64)
+
+
 def cpu_backend() -> SimpleNamespace:
-    """NumPy arrays, Numba kernels."""
+    """NumPy arrays, Numba kernels.  Each call makes a new instance: its top-down workspace (buffers that
+    grow to the largest level seen and are then reused, so no level page-faults fresh memory) belongs to
+    one engine."""
+    from functools import partial
+
     from . import bottom_up, frontier, top_down
 
     return SimpleNamespace(
-        name="cpu", xp=np,
-        top_down_step=top_down.top_down_step, claim_remote=top_down.claim_remote,
+        name="cpu", xp=np, parent_dtype=_parent_dtype, start_search=top_down.start_search,
+        top_down_step=partial(top_down.top_down_step, workspace={}), claim_remote=top_down.claim_remote,
         degree_sum=top_down.degree_sum, bottom_up_step=bottom_up.bottom_up_step,
         queue_to_bits=frontier.queue_to_bits, bits_to_queue=frontier.bits_to_queue,
         pairs_by_owner=frontier.pairs_by_owner, to_host=np.asarray,

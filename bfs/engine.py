@@ -51,7 +51,8 @@ class Engine:
         self.alpha, self.beta = alpha, beta
         self.nchunks = nchunks or 8 * (os.cpu_count() or 1)
         n = shard.num_vertices
-        self.parent = xp.full(shard.num_local, -1, np.int64)
+        pdt = self.b.parent_dtype(n) if hasattr(self.b, "parent_dtype") else np.int64
+        self.parent = xp.full(shard.num_local, -1, pdt)
         self.level = xp.full(shard.num_local, -1, np.int32)
         self.nwords = num_words(shard.num_local)
         self.sent = xp.zeros(num_words(n) if self.comm.size > 1 else 0, np.uint64)

@@ -38,7 +38,7 @@ def _bfs_rank(engine, setup_s, roots):
     out = []
     for r in roots:
         engine.search(int(r))
-        out.append((engine.b.to_host(engine.parent).copy(), engine.b.to_host(engine.level).copy()))
+        out.append((engine.b.to_host(engine.parent).astype(np.int64), engine.b.to_host(engine.level).copy()))
     return out
 
 

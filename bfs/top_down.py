@@ -13,6 +13,29 @@ import numpy as np
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
+def _reset(parent, level):
+    for i in numba.prange(parent.size):
+        parent[i] = -1
+        level[i] = -1
+
+
+def start_search(parent, level, root_local: int) -> None:
+    """Engine hook: ``parent = level = -1`` on all threads (the engine then writes the root)."""
+    _reset(parent, level)
+
+
+def _buffer(workspace: dict | None, name: str, size: int, dtype=np.int64) -> np.ndarray:
+    """A ``size``-element view of a buffer kept in ``workspace`` and grown by half again when too small."""
+    if workspace is None:
+        return np.empty(size, dtype)
+    buf = workspace.get(name)
+    if buf is None or buf.size < size:
+        buf = np.empty(max(size, int(1.5 * (buf.size if buf is not None else 0))), dtype)
+        workspace[name] = buf
+    return buf[:size]
+
+
+@numba.njit(parallel=True, nogil=True, cache=True)
 def degree_sum(offsets, queue):
     """Sum of the out-degrees of local ids ``queue``."""
     s = 0
@@ -64,7 +87,7 @@ def _gather(buf, pre, bounds, cnt, out):
 
 
 def top_down_step(offsets, cols, lo: int, hi: int, queue: np.ndarray, parent: np.ndarray, level: np.ndarray,
-                  depth: int, sent: np.ndarray, nchunks: int):
+                  depth: int, sent: np.ndarray, nchunks: int, workspace: dict | None = None):
     """One top-down level.
 
     ``queue``: int64 local ids of the frontier.  Returns ``(next_queue, remote_v, remote_parent, scanned)``:
@@ -79,9 +102,9 @@ def top_down_step(offsets, cols, lo: int, hi: int, queue: np.ndarray, parent: np
     bounds = np.searchsorted(pre, np.linspace(0, total, nchunks + 1)).astype(np.int64)
     bounds[0], bounds[-1] = 0, queue.size
     bounds = np.unique(bounds)
-    nxt = np.empty(total, np.int64)
-    rv = np.empty(total if sent.size else 0, np.int64)  # one rank owns everything: nothing is remote
-    rp = np.empty(rv.size, np.int64)
+    nxt = _buffer(workspace, "next", total)
+    rv = _buffer(workspace, "remote_v", total if sent.size else 0)  # one rank owns everything: nothing is remote
+    rp = _buffer(workspace, "remote_p", rv.size)
     cnt_l = np.zeros(bounds.size - 1, np.int64)
     cnt_r = np.zeros(bounds.size - 1, np.int64)
     _expand(offsets, cols, lo, hi, queue, parent, level, depth, sent, bounds, pre, nxt, rv, rp, cnt_l, cnt_r)
