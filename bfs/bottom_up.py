@@ -19,23 +19,31 @@ def bottom_up_step(offsets, cols, frontier_bits, parent, level, depth, next_bits
     ``next_bits``: uint64 words over this rank's local ids, overwritten with the vertices found now.
     Returns ``(awake, awake_edges)``: vertices found and the sum of their degrees.
     """
-    nloc = offsets.size - 1
+    # Indices are unsigned on purpose: Numba adds a negative-index (wraparound) check to every signed
+    # index, which costs this loop a third of its time.
+    one = np.uint64(1)
+    nloc = np.uint64(offsets.size - 1)
     awake = 0
     awake_edges = 0
     for w in numba.prange(next_bits.size):
         word = np.uint64(0)
-        end = min(nloc, (w + 1) * 64)
-        for i in range(w * 64, end):
-            if parent[i] >= 0:
-                continue
-            for k in range(offsets[i], offsets[i + 1]):
-                u = np.int64(cols[k])
-                if (frontier_bits[u >> 6] >> np.uint64(u & 63)) & np.uint64(1):
-                    parent[i] = u
-                    level[i] = depth
-                    word |= np.uint64(1) << np.uint64(i - w * 64)
-                    awake += 1
-                    awake_edges += offsets[i + 1] - offsets[i]
-                    break
+        base = np.uint64(w) * np.uint64(64)
+        end = min(nloc, base + np.uint64(64))
+        i = base
+        while i < end:
+            if parent[i] < 0:
+                k = np.uint64(offsets[i])
+                stop = np.uint64(offsets[i + one])
+                while k < stop:
+                    u = np.uint64(cols[k])
+                    if (frontier_bits[u >> np.uint64(6)] >> (u & np.uint64(63))) & one:
+                        parent[i] = u
+                        level[i] = depth
+                        word |= one << (i - base)
+                        awake += 1
+                        awake_edges += stop - np.uint64(offsets[i])
+                        break
+                    k += one
+            i += one
         next_bits[w] = word
     return awake, awake_edges

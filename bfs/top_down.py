@@ -47,31 +47,39 @@ def degree_sum(offsets, queue):
 
 @numba.njit(parallel=True, nogil=True, cache=True)
 def _expand(offsets, cols, lo, hi, queue, parent, level, depth, sent, bounds, pre, nxt, rv, rp, cnt_l, cnt_r):
+    # Unsigned indices: Numba checks every signed index for wraparound (see bottom_up.py).
+    one = np.uint64(1)
+    ulo = np.uint64(lo)
+    nloc = np.uint64(hi - lo)
     for c in numba.prange(bounds.size - 1):
-        base = pre[bounds[c]]
-        kl = 0
-        kr = 0
+        base = np.uint64(pre[bounds[c]])
+        kl = np.uint64(0)
+        kr = np.uint64(0)
         for idx in range(bounds[c], bounds[c + 1]):
-            u = queue[idx]
-            ug = u + lo
-            for k in range(offsets[u], offsets[u + 1]):
-                v = np.int64(cols[k])
-                if lo <= v < hi:
-                    if parent[v - lo] < 0:
-                        parent[v - lo] = ug
-                        level[v - lo] = depth
-                        nxt[base + kl] = v - lo
-                        kl += 1
+            u = np.uint64(queue[idx])
+            ug = u + ulo
+            k = np.uint64(offsets[u])
+            stop = np.uint64(offsets[u + one])
+            while k < stop:
+                v = np.uint64(cols[k])
+                j = v - ulo  # wraps to a huge value below lo: one comparison tests both bounds
+                if j < nloc:
+                    if parent[j] < 0:
+                        parent[j] = ug
+                        level[j] = depth
+                        nxt[base + kl] = j
+                        kl += one
                 else:
                     # Sender-side filter: each remote vertex goes out once per search.  A lost bit
                     # (racing read-modify-write) only means a duplicate message.
-                    w = v >> 6
-                    bit = np.uint64(1) << np.uint64(v & 63)
+                    w = v >> np.uint64(6)
+                    bit = one << (v & np.uint64(63))
                     if (sent[w] & bit) == 0:
                         sent[w] |= bit
                         rv[base + kr] = v
                         rp[base + kr] = ug
-                        kr += 1
+                        kr += one
+                k += one
         cnt_l[c] = kl
         cnt_r[c] = kr
 
