@@ -2,9 +2,13 @@
 
 This is gapbs' builder in three passes over the owner's entries, which arrive as pieces from every edge
 chunk; no piece is concatenated with another, so peak memory is the pieces plus one column array.
+Scattering is split among threads by row range (each thread reads every entry and writes only its
+rows), which needs no atomics.
 """
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
@@ -16,33 +20,71 @@ from .partition import Piece
 
 @numba.njit(nogil=True, cache=True)
 def _count_rows(entries, lo, deg):
+    # unsigned indices: Numba checks signed ones for wraparound on every access (see bfs/bottom_up.py)
+    ulo = np.uint64(lo)
     for i in range(entries.shape[0]):
-        deg[entries[i, 0] - lo] += 1
+        deg[np.uint64(entries[i, 0]) - ulo] += 1
 
 
 @numba.njit(nogil=True, cache=True)
-def _scatter_rows(entries, lo, cursor, cols):
+def _scatter_rows(entries, lo, r0, r1, cursor, cols):
+    """Scatter the entries whose local row is in ``[r0, r1)``; threads own disjoint row ranges."""
+    base = np.uint64(lo) + np.uint64(r0)
+    nrows = np.uint64(r1 - r0)
     for i in range(entries.shape[0]):
-        r = entries[i, 0] - lo
-        cols[cursor[r]] = entries[i, 1]
-        cursor[r] += 1
+        r = np.uint64(entries[i, 0]) - base  # rows below the range wrap to huge values
+        if r < nrows:
+            r += np.uint64(r0)
+            cols[np.uint64(cursor[r])] = entries[i, 1]
+            cursor[r] += 1
+
+
+def _scatter_parallel(entries: list[np.ndarray], lo: int, nrows: int, cursor: np.ndarray, cols: np.ndarray) -> None:
+    """Each thread reads every entry and writes only its own rows: no atomics, no per-thread copies."""
+    nt = max(1, min(numba.get_num_threads(), nrows))
+    cuts = np.linspace(0, nrows, nt + 1).astype(np.int64)
+
+    def work(t: int) -> None:
+        for e in entries:
+            _scatter_rows(e, lo, cuts[t], cuts[t + 1], cursor, cols)
+
+    if nt == 1:
+        work(0)
+    else:
+        with ThreadPoolExecutor(nt) as ex:
+            list(ex.map(work, range(nt)))
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _insertion_sort(a, lo, hi):
+    i = lo + np.uint64(1)
+    while i < hi:
+        x = a[i]
+        j = i
+        while j > lo and a[j - np.uint64(1)] > x:
+            a[j] = a[j - np.uint64(1)]
+            j -= np.uint64(1)
+        a[j] = x
+        i += np.uint64(1)
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
 def _sort_unique_rows(offsets, cols, uniq):
-    n = offsets.size - 1
-    for r in numba.prange(n):
-        a, b = offsets[r], offsets[r + 1]
-        if b - a == 0:
-            uniq[r] = 0
-            continue
-        row = np.sort(cols[a:b])
-        k = 0
-        for j in range(b - a):
-            if j == 0 or row[j] != row[j - 1]:
-                cols[a + k] = row[j]
-                k += 1
-        uniq[r] = k
+    one = np.uint64(1)
+    for r in numba.prange(offsets.size - 1):
+        a, b = np.uint64(offsets[r]), np.uint64(offsets[r + 1])
+        if b - a <= np.uint64(16):  # most rows are short: sort in place, nothing allocated
+            _insertion_sort(cols, a, b)
+        else:
+            cols[a:b].sort()
+        k = a
+        j = a
+        while j < b:
+            if j == a or cols[j] != cols[j - one]:
+                cols[k] = cols[j]
+                k += one
+            j += one
+        uniq[r] = k - a
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
@@ -68,8 +110,7 @@ def csr_from_entries(entries: list[np.ndarray], lo: int, num_local: int, num_ver
     np.cumsum(deg, out=offsets[1:])
     cols = np.empty(int(offsets[-1]), np.int64)
     cursor = offsets[:-1].copy()
-    for e in entries:
-        _scatter_rows(e, lo, cursor, cols)
+    _scatter_parallel(entries, lo, num_local, cursor, cols)
     uniq = np.empty(num_local, np.int64)
     _sort_unique_rows(offsets, cols, uniq)
     new_offsets = np.zeros(num_local + 1, np.int64)
