@@ -47,6 +47,9 @@ class Engine:
         self.b = get_backend(backend)
         xp = self.b.xp
         self.shard = shard.to(xp) if backend != "cpu" else shard
+        if "bu_columns" in self.shard.meta and hasattr(self.b, "use_bottom_up_columns"):
+            s = self.shard
+            self.b.use_bottom_up_columns(s.in_columns if s.directed else s.columns, s.meta["bu_columns"])
         self.comm = comm or SelfCommunicator()
         self.alpha, self.beta = alpha, beta
         self.nchunks = nchunks or 8 * (os.cpu_count() or 1)

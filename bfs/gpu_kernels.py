@@ -475,6 +475,28 @@ def _i64(x: int) -> np.int64:
     return np.int64(x)
 
 
+def degree_ordered_columns(offsets, cols):
+    """``cols`` with each row's neighbours by decreasing degree bucket: bottom-up then meets a frontier
+    neighbour after fewer probes (any frontier neighbour is a valid parent, so the order changes which
+    one is found, never the levels).  The sorted rows stay as they are (validation binary-searches them).
+    Returns ``None`` when ids are too wide for the packed sort keys or device memory is short."""
+    nloc, nnz = offsets.size - 1, int(cols.size)
+    cbits = max(1, int(nloc - 1).bit_length())
+    rbits = max(1, int(nloc - 1).bit_length())
+    pool = cp.get_default_memory_pool()
+    free = cp.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
+    if rbits + 6 + cbits > 64 or free < 3 * 8 * nnz + cols.nbytes:  # keys + sort scratch + result
+        return None
+    keys = cp.empty(nnz, cp.uint64)
+    _module("int64" if cols.dtype == np.int64 else "int32")["bu_order_keys"](
+        _grid(nloc, _THREADS // 32), (_THREADS,), (offsets, cols, _i64(nloc), np.int32(cbits), keys))
+    keys.sort()
+    ordered = (keys & np.uint64((1 << cbits) - 1)).astype(cols.dtype)
+    del keys
+    pool.free_all_blocks()
+    return ordered
+
+
 class GpuBackend:
     """The engine's kernel set on CuPy arrays, plus per-engine device state (visited bitmap, known counts).
 
@@ -523,31 +545,22 @@ class GpuBackend:
         return self._skip[1]
 
     def _bottom_up_columns(self, offsets, cols, one_rank: bool):
-        """Bottom-up's copy of ``cols`` with each row's neighbours by decreasing degree bucket (any frontier
-        neighbour is a valid parent, so the order changes which one is found, never the levels).  The
-        shard's own sorted rows stay untouched (validation binary-searches them).  Falls back to ``cols``
-        for several ranks (a remote neighbour's degree is not known here) or when memory is short."""
+        """Bottom-up's copy of ``cols`` ordered by neighbour degree (see :func:`degree_ordered_columns`),
+        normally built with the shard (:meth:`use_bottom_up_columns`); built here only for a shard that
+        came without it.  Falls back to ``cols`` for several ranks (a remote neighbour's degree is not
+        known here) or when memory is short."""
         if not (self.degree_order and one_rank):
             return cols
         if self._bu_cols is not None and self._bu_cols[0] is cols:
             return self._bu_cols[1]
-        nloc, nnz = offsets.size - 1, int(cols.size)
-        cbits = max(1, int(nloc - 1).bit_length())
-        rbits = max(1, int(nloc - 1).bit_length())
-        pool = cp.get_default_memory_pool()
-        free = cp.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
-        if rbits + 6 + cbits > 64 or free < 3 * 8 * nnz + cols.nbytes:  # keys + sort scratch + result
-            self._bu_cols = (cols, cols)
-            return cols
-        keys = cp.empty(nnz, cp.uint64)
-        self._kern(cols)["bu_order_keys"](_grid(nloc, _THREADS // 32), (_THREADS,),
-                                          (offsets, cols, _i64(nloc), np.int32(cbits), keys))
-        keys.sort()
-        ordered = (keys & np.uint64((1 << cbits) - 1)).astype(cols.dtype)
-        del keys
-        pool.free_all_blocks()
+        ordered = degree_ordered_columns(offsets, cols)
+        self._bu_cols = (cols, cols if ordered is None else ordered)
+        return self._bu_cols[1]
+
+    def use_bottom_up_columns(self, cols, ordered) -> None:
+        """Engine hook: the shard's prebuilt degree-ordered copy of ``cols`` (built during preparation, so
+        that Graph500's construction time includes it)."""
         self._bu_cols = (cols, ordered)
-        return ordered
 
     def _ensure_visited(self, nloc: int) -> None:
         if self._visited is None:

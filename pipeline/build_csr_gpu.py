@@ -124,5 +124,15 @@ def build_shard_gpu(rank: int, nparts: int, num_vertices: int, pieces: list[Piec
         self_loops = cp.bincount(cp.concatenate(loops) - lo, minlength=hi - lo)
     else:
         self_loops = cp.zeros(hi - lo, cp.int64)
-    return Shard(rank, nparts, num_vertices, lo, hi, offsets, columns,
-                 deg_out.astype(cp.int32), self_loops.astype(cp.int32), in_offsets, in_columns)
+    shard = Shard(rank, nparts, num_vertices, lo, hi, offsets, columns,
+                  deg_out.astype(cp.int32), self_loops.astype(cp.int32), in_offsets, in_columns)
+    if nparts == 1:
+        # Bottom-up's degree-ordered copy of its rows is part of the structure a search uses, so it is
+        # built here and counted in construction time (one rank: every neighbour's degree is local).
+        from breadth.bfs.gpu_kernels import degree_ordered_columns
+
+        bu_off, bu_col = (in_offsets, in_columns) if directed else (offsets, columns)
+        ordered = degree_ordered_columns(bu_off, bu_col)
+        if ordered is not None:
+            shard.meta["bu_columns"] = ordered
+    return shard
