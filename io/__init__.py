@@ -11,9 +11,10 @@ from .errors import (BadLineError, CorruptStoreError, EmptyInputError, IdRangeEr
 from .formats import detect_format, read_edges
 from .matrix_market import read_mtx
 from .parquet_edges import read_parquet
+from .shard_store import load_store, write_store
 from .snap_text import read_snap
 
 __all__ = ["BadLineError", "CorruptStoreError", "EmptyInputError", "IdRangeError", "IncompleteStoreError",
            "IngestError", "MissingColumnError", "NegativeIdError", "NonNumericIdError", "StoreError",
            "TruncatedInputError", "UnknownFormatError", "detect_format", "read_csv", "read_edges", "read_mtx",
-           "read_parquet", "read_snap"]
+           "read_parquet", "read_snap", "load_store", "write_store"]
