@@ -70,6 +70,43 @@ class Communicator(ABC):
         self.close()
 
 
+REDUCE_OPS = {"sum": np.sum, "max": np.max, "min": np.min}
+
+
+class PeerCommunicator(Communicator):
+    """Collectives for transports that move one message to every peer per round (TCP sockets, UCX
+    endpoints).  Subclasses implement :meth:`_exchange` and count payload bytes in ``_sent``."""
+
+    _sent: int = 0
+
+    @abstractmethod
+    def _exchange(self, send: dict[int, Any]) -> dict[int, Any]:
+        """One round: ``send[p]`` goes to every peer ``p``; returns what each peer sent here."""
+
+    def alltoallv(self, send: list[Any]) -> list[Any]:
+        """``send[r]`` (an array of any dtype and shape) goes to rank ``r``; returns what each rank sent."""
+        if len(send) != self.size:
+            raise ValueError(f"alltoallv needs {self.size} arrays, got {len(send)}")
+        got = self._exchange({p: send[p] for p in range(self.size) if p != self.rank})
+        got[self.rank] = send[self.rank]
+        return [got[r] for r in range(self.size)]
+
+    def allgather(self, arr: Any) -> list[Any]:
+        """Every rank's ``arr`` in rank order (the array is sent once to each peer)."""
+        return self.alltoallv([arr] * self.size)
+
+    def allreduce(self, values: np.ndarray, op: str = "sum") -> np.ndarray:
+        """Element-wise ``sum``/``max``/``min`` of a small host vector over all ranks (same dtype back)."""
+        if op not in REDUCE_OPS:
+            raise ValueError(f"unknown op {op!r}: expected one of {sorted(REDUCE_OPS)}")
+        v = np.asarray(values)
+        return REDUCE_OPS[op](np.stack(self.allgather(v)), axis=0).astype(v.dtype, copy=False)
+
+    def bytes_sent(self) -> int:
+        """Payload bytes this rank has sent to its peers so far (headers not counted)."""
+        return self._sent
+
+
 class SelfCommunicator(Communicator):
     """The degenerate session of one rank: every collective is the identity."""
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .communicator import CommError, Communicator
+from .communicator import CommError, PeerCommunicator
 
 _MAGIC = b"BRDT"
 _MAXDIM = 8
@@ -36,7 +36,6 @@ _HEADER = struct.Struct(f"<4sQ16sBBQ{_MAXDIM}q")
 _HELLO = struct.Struct("<4s8sQ")
 _CHUNK = 1 << 22  # bytes per send/recv call: large enough to amortize the syscall, small enough to interleave
 
-_REDUCE = {"sum": np.sum, "max": np.max, "min": np.min}
 
 
 def _digest(session: str) -> bytes:
@@ -96,7 +95,7 @@ class _Peer:
         self.done_in = True
 
 
-class TCPCommunicator(Communicator):
+class TCPCommunicator(PeerCommunicator):
     """Collectives over a full mesh of TCP sockets among ``size`` ranks (see the module notes).
 
     Build it with :meth:`connect` inside a session's rank task.  ``timeout`` (seconds) bounds how long a
@@ -299,31 +298,8 @@ class TCPCommunicator(Communicator):
                 return False
             peer.pos += n
 
-    # -- collectives -----------------------------------------------------------------------------
-    def alltoallv(self, send: list[Any]) -> list[Any]:
-        """``send[r]`` (any numeric array, any shape) goes to rank ``r``; returns the arrays from each rank."""
-        if len(send) != self.size:
-            raise ValueError(f"alltoallv needs {self.size} arrays, got {len(send)}")
-        others = set(self._peers)
-        got = self._round({p: send[p] for p in others}, others)
-        got[self.rank] = send[self.rank]
-        return [got[r] for r in range(self.size)]
-
-    def allgather(self, arr: Any) -> list[Any]:
-        """Every rank's ``arr`` in rank order (the array is sent once to each peer)."""
-        return self.alltoallv([arr] * self.size)
-
-    def allreduce(self, values: np.ndarray, op: str = "sum") -> np.ndarray:
-        """Element-wise ``sum``/``max``/``min`` of a small host vector over all ranks (same dtype back)."""
-        if op not in _REDUCE:
-            raise ValueError(f"unknown op {op!r}: expected one of {sorted(_REDUCE)}")
-        v = np.asarray(values)
-        parts = self.allgather(v)
-        return _REDUCE[op](np.stack(parts), axis=0).astype(v.dtype, copy=False)
-
-    def bytes_sent(self) -> int:
-        """Payload bytes this rank has sent to its peers so far (headers not counted)."""
-        return self._sent
+    def _exchange(self, send: dict[int, Any]) -> dict[int, Any]:
+        return self._round(send, set(self._peers))
 
     def close(self) -> None:
         """Close every connection (idempotent); peers still waiting on this rank get ``CommError``."""

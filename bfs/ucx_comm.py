@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from .communicator import CommError, Communicator
-from .tcp_comm import _HEADER, _MAGIC, _MAXDIM, _REDUCE, _as_host_array, _digest, _worker_host
+from .communicator import CommError, PeerCommunicator
+from .tcp_comm import _HEADER, _MAGIC, _MAXDIM, _as_host_array, _digest, _worker_host
 
 
 def _import_ucxx():
@@ -82,7 +82,7 @@ def _event_loop() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
         return _LOOP
 
 
-class UCXCommunicator(Communicator):
+class UCXCommunicator(PeerCommunicator):
     """Collectives over UCX endpoints among ``size`` ranks; build it with :meth:`connect`.
 
     ``timeout`` (seconds) bounds each collective: a round not complete by then raises ``CommError``.
@@ -257,29 +257,8 @@ class UCXCommunicator(Communicator):
             self._failed = e
             raise
 
-    # -- collectives -----------------------------------------------------------------------------
-    def alltoallv(self, send: list[Any]) -> list[Any]:
-        """``send[r]`` (NumPy or CuPy array, any shape) goes to rank ``r``; returns what each rank sent."""
-        if len(send) != self.size:
-            raise ValueError(f"alltoallv needs {self.size} arrays, got {len(send)}")
-        got = self._round({p: send[p] for p in self._eps})
-        got[self.rank] = send[self.rank]
-        return [got[r] for r in range(self.size)]
-
-    def allgather(self, arr: Any) -> list[Any]:
-        """Every rank's ``arr`` in rank order."""
-        return self.alltoallv([arr] * self.size)
-
-    def allreduce(self, values: np.ndarray, op: str = "sum") -> np.ndarray:
-        """Element-wise ``sum``/``max``/``min`` of a small host vector over all ranks (same dtype back)."""
-        if op not in _REDUCE:
-            raise ValueError(f"unknown op {op!r}: expected one of {sorted(_REDUCE)}")
-        v = np.asarray(values)
-        return _REDUCE[op](np.stack(self.allgather(v)), axis=0).astype(v.dtype, copy=False)
-
-    def bytes_sent(self) -> int:
-        """Payload bytes this rank has sent to its peers so far (headers not counted)."""
-        return self._sent
+    def _exchange(self, send: dict[int, Any]) -> dict[int, Any]:
+        return self._round(send)
 
     def close(self) -> None:
         """Close the endpoints and the listener (idempotent); the process's event loop stays for later sessions."""

@@ -71,6 +71,18 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def report(res, json_path: str | None) -> int:
+    """Print a Graph500 result in the reference format, write its JSON, and return the exit status
+    (1 when any search failed validation)."""
+    print(res.report())
+    if json_path:
+        res.write_json(json_path)
+    if not res.valid:
+        print(f"breadth: validation FAILED for {len(res.failures())} root(s): {res.failures()[:3]}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _bench(args) -> int:
     from distributed import wait
 
@@ -100,15 +112,9 @@ def _bench(args) -> int:
         res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate, progress=True,
                        protocol=args.protocol,
                        header={"graph_generation": f"{gen_time:.17e}" if gen_time is not None else "fused"})
-        print(res.report())
-        if args.json:
-            res.write_json(args.json)
-        if not res.valid:
-            print(f"breadth: validation FAILED for {len(res.failures())} root(s): {res.failures()[:3]}",
-                  file=sys.stderr)
-            return 1
+        status = report(res, args.json)
         g.release()
-        return 0
+        return status
     finally:
         client.close()
         if args.scheduler is None and client.cluster is not None:

@@ -180,14 +180,9 @@ def bench_store(args) -> int:
         print(f"{g}; loaded in {g.source.get('load_time', 0):.2f} s", file=sys.stderr)
         res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate, progress=True,
                        protocol=args.protocol, header={"store": os.path.abspath(args.store)})
-        print(res.report())
-        if args.json:
-            res.write_json(args.json)
-        if not res.valid:
-            print(f"breadth: validation FAILED for {len(res.failures())} root(s): {res.failures()[:3]}",
-                  file=sys.stderr)
-            return 1
-    return 0
+        from .cli import report
+
+        return report(res, args.json)
 
 
 def run(args) -> int:
