@@ -139,7 +139,7 @@ class Engine:
         cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
         scout, counts = int(cnt[:, 1].sum()), cnt[:, 0]
         edges_to_check = self.total_edges
-        frontier_size, local_count, direction, bits, depth = 1, int(queue.size), "td", None, 1
+        frontier_size, direction, bits, depth = 1, "td", None, 1
         while True:
             bytes0 = comm.bytes_sent()
             t0 = time.perf_counter()
@@ -159,7 +159,7 @@ class Engine:
                 found, counts = int(cnt[:, 0].sum()), cnt[:, 0]
                 t3 = time.perf_counter()
                 local_s, exchange_s = t2 - t1, (t1 - t0) + (t3 - t2)
-                bits, local_count = nxt, int(awake)
+                bits = nxt
                 if found and found < frontier_size and found < s.num_vertices / self.beta:
                     direction, queue = "td", b.bits_to_queue(bits)
                     scout = int(self._allreduce(int(b.degree_sum(s.offsets, queue)))[0])
@@ -183,7 +183,7 @@ class Engine:
                 t2 = time.perf_counter()
                 records.append(LevelRecord(depth, "td", frontier_size, found, t1 - t0, t2 - t1,
                                            comm.bytes_sent() - bytes0, t2 - tr))
-                queue, local_count = nxt, int(nxt.size)
+                queue = nxt
                 edges_to_check = max(edges_to_check - scout, 0)
                 scout = next_scout
             frontier_size = found

@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from .errors import (KIND_FEW_FIELDS, KIND_EXTRA_FIELDS, KIND_NEGATIVE, KIND_NON_NUMERIC, KIND_OK,
-                     KIND_OUT_OF_RANGE, KIND_OVERFLOW, KINDS, BadLineError, TruncatedInputError)
+                     KIND_OUT_OF_RANGE, KIND_OVERFLOW, KINDS, TruncatedInputError)
 
 INT64_MAX = np.iinfo(np.int64).max
 DEFAULT_CHUNK_BYTES = 64 << 20
