@@ -22,6 +22,18 @@ def client():
     cluster.close()
 
 
+@pytest.fixture(scope="module")
+def lclient():
+    """Two in-process workers, one thread each: several chunks and owners without process start-up."""
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    c = Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
 def load_snap(name: str) -> np.ndarray:
     """A SNAP file of ../shared/data as an (m, 2) int64 array, read independently of breadth.io."""
     path = DATA / name

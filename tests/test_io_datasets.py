@@ -19,17 +19,6 @@ DATASETS = {
 }
 
 
-@pytest.fixture(scope="module")
-def lclient():
-    from distributed import Client, LocalCluster
-
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
-    c = Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
-
-
 @pytest.mark.parametrize("name", list(DATASETS))
 def test_counts_and_bfs_levels(name, lclient):
     from breadth.bfs import bfs

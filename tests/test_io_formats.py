@@ -10,17 +10,6 @@ import pytest
 from conftest import DATA, load_snap
 
 
-@pytest.fixture(scope="module")
-def lclient():
-    from distributed import Client, LocalCluster
-
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
-    c = Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
-
-
 def _shards(g):
     """(offsets, columns, in_offsets, in_columns, tuple_degree, self_loops) of every shard, on the client."""
     out = []
