@@ -282,10 +282,11 @@ extern "C" __global__ void queue_prefix_small(const i64* __restrict__ offsets, c
 
 // Sort keys that order each row's neighbours by decreasing degree (bucketed by bit length), so that
 // bottom-up meets a frontier vertex (hubs enter the frontier first) after fewer checks:
-// key = row << (cbits + 6) | (63 - bitlength(degree(col))) << cbits | col.  One-rank shards only (lo = 0,
-// so a column id indexes offsets).  A warp per row.
+// key = row << (cbits + 6) | bucket[col] << cbits | col, where bucket[c] = 63 - bitlength(degree(c))
+// (:func:`degree_buckets`, over every global id, so the order works for one rank or many).  A warp per row.
 extern "C" __global__ void bu_order_keys(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
-                                         i64 nloc, int cbits, u64* __restrict__ keys) {
+                                         i64 nloc, int cbits, const unsigned char* __restrict__ bucket,
+                                         u64* __restrict__ keys) {
     const int lane = threadIdx.x & 31;
     const i64 warp = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
     const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
@@ -293,9 +294,7 @@ extern "C" __global__ void bu_order_keys(const i64* __restrict__ offsets, const 
         const u64 hi = (u64)i << (cbits + 6);
         for (i64 k = offsets[i] + lane; k < offsets[i + 1]; k += 32) {
             const i64 c = (i64)cols[k];
-            const i64 d = offsets[c + 1] - offsets[c];
-            const u64 bucket = 63 - (d > 0 ? (u64)(64 - __clzll(d)) : 0ull);
-            keys[k] = hi | (bucket << cbits) | (u64)c;
+            keys[k] = hi | ((u64)bucket[c] << cbits) | (u64)c;
         }
     }
 }
@@ -475,13 +474,30 @@ def _i64(x: int) -> np.int64:
     return np.int64(x)
 
 
-def degree_ordered_columns(offsets, cols):
+_degree_bucket = cp.ElementwiseKernel(
+    "raw int64 off", "uint8 b",
+    "const long long d = off[i + 1] - off[i]; b = (unsigned char)(63 - (d > 0 ? 64 - __clzll(d) : 0));",
+    "breadth_degree_bucket")
+
+
+def degree_buckets(offsets):
+    """uint8 ``63 - bitlength(degree)`` per row of ``offsets`` (``(num_local,)``): the sort key that puts
+    high-degree neighbours first; owners exchange theirs so every rank can order by global degree."""
+    return _degree_bucket(offsets, size=int(offsets.size) - 1)
+
+
+def degree_ordered_columns(offsets, cols, buckets=None):
     """``cols`` with each row's neighbours by decreasing degree bucket: bottom-up then meets a frontier
     neighbour after fewer probes (any frontier neighbour is a valid parent, so the order changes which
     one is found, never the levels).  The sorted rows stay as they are (validation binary-searches them).
-    Returns ``None`` when ids are too wide for the packed sort keys or device memory is short."""
+    ``buckets``: :func:`degree_buckets` of every global id (uint8 ``(num_vertices,)``); ``None`` for a
+    one-rank shard, whose rows are all the ids.  Returns ``None`` when ids are too wide for the packed
+    sort keys or device memory is short."""
     nloc, nnz = offsets.size - 1, int(cols.size)
-    cbits = max(1, int(nloc - 1).bit_length())
+    if buckets is None:
+        buckets = degree_buckets(offsets)
+    buckets = cp.asarray(buckets, cp.uint8)
+    cbits = max(1, int(buckets.size - 1).bit_length())
     rbits = max(1, int(nloc - 1).bit_length())
     pool = cp.get_default_memory_pool()
     free = cp.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
@@ -489,7 +505,7 @@ def degree_ordered_columns(offsets, cols):
         return None
     keys = cp.empty(nnz, cp.uint64)
     _module("int64" if cols.dtype == np.int64 else "int32")["bu_order_keys"](
-        _grid(nloc, _THREADS // 32), (_THREADS,), (offsets, cols, _i64(nloc), np.int32(cbits), keys))
+        _grid(nloc, _THREADS // 32), (_THREADS,), (offsets, cols, _i64(nloc), np.int32(cbits), buckets, keys))
     keys.sort()
     ordered = (keys & np.uint64((1 << cbits) - 1)).astype(cols.dtype)
     del keys
@@ -546,13 +562,13 @@ class GpuBackend:
 
     def _bottom_up_columns(self, offsets, cols, one_rank: bool):
         """Bottom-up's copy of ``cols`` ordered by neighbour degree (see :func:`degree_ordered_columns`),
-        normally built with the shard (:meth:`use_bottom_up_columns`); built here only for a shard that
-        came without it.  Falls back to ``cols`` for several ranks (a remote neighbour's degree is not
-        known here) or when memory is short."""
-        if not (self.degree_order and one_rank):
-            return cols
+        normally built with the shard (:meth:`use_bottom_up_columns`); built here only for a one-rank shard
+        that came without it (several ranks need the other owners' degrees, which preparation gathers).
+        Falls back to ``cols`` when memory is short."""
         if self._bu_cols is not None and self._bu_cols[0] is cols:
             return self._bu_cols[1]
+        if not (self.degree_order and one_rank):
+            return cols
         ordered = degree_ordered_columns(offsets, cols)
         self._bu_cols = (cols, cols if ordered is None else ordered)
         return self._bu_cols[1]

@@ -136,3 +136,30 @@ def build_shard_gpu(rank: int, nparts: int, num_vertices: int, pieces: list[Piec
         if ordered is not None:
             shard.meta["bu_columns"] = ordered
     return shard
+
+
+def _bottom_up_rows(shard: Shard):
+    # bottom-up looks for parents among in-neighbours: the CSC rows of a directed graph
+    return (shard.in_offsets, shard.in_columns) if shard.directed else (shard.offsets, shard.columns)
+
+
+def shard_degree_buckets(shard: Shard) -> np.ndarray:
+    """Host uint8 ``(num_local,)``: the degree bucket of each owned vertex in bottom-up's rows
+    (:func:`breadth.bfs.gpu_kernels.degree_buckets`), to be gathered by every owner."""
+    from breadth.bfs.gpu_kernels import degree_buckets
+
+    return cp.asnumpy(degree_buckets(_bottom_up_rows(shard)[0]))
+
+
+def with_bottom_up_order(shard: Shard, buckets: list[np.ndarray]) -> Shard:
+    """Add bottom-up's degree-ordered rows to a shard of a several-rank graph: ``buckets`` are every
+    owner's :func:`shard_degree_buckets` in rank order (one byte per vertex of the graph).  Built during
+    preparation, as for one rank, so that Graph500's construction time includes it."""
+    from breadth.bfs.gpu_kernels import degree_ordered_columns
+
+    off, col = _bottom_up_rows(shard)
+    ordered = degree_ordered_columns(off, col, cp.asarray(np.concatenate(buckets)))
+    if ordered is not None:
+        shard.meta["bu_columns"] = ordered
+    return shard
+

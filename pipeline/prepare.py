@@ -33,6 +33,23 @@ def _summary(shard) -> tuple[int, int, int, int]:
     return (shard.num_local_edges, int(shard.self_loops.sum()), int(shard.tuple_degree.sum()), shard.nbytes())
 
 
+def _add_bottom_up_order(client, shards, workers, token):
+    """GPU shards of a several-rank graph: every owner gathers all owners' degree buckets (a byte per
+    vertex) and builds bottom-up's degree-ordered rows, which one rank builds alone."""
+    from distributed import wait
+
+    from .build_csr_gpu import shard_degree_buckets, with_bottom_up_order
+
+    where = [dict(workers=[workers[r % len(workers)]], allow_other_workers=False, pure=False)
+             for r in range(len(shards))]
+    buckets = [client.submit(shard_degree_buckets, s, key=f"buckets-{token}-{r}", **where[r])
+               for r, s in enumerate(shards)]
+    ordered = [client.submit(with_bottom_up_order, s, buckets, key=f"bu-shard-{token}-{r}", **where[r])
+               for r, s in enumerate(shards)]
+    wait(ordered)
+    return ordered
+
+
 def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: bool = False,
             directed: bool | None = None, device: str = "cpu", spill_dir: str | None = None,
             batch_entries: int = 1 << 25) -> ShardedGraph:
@@ -105,6 +122,8 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
         dask_progress(shards)
     wait(shards)
     del piece_futs, flat
+    if device == "gpu" and nparts > 1:
+        shards = _add_bottom_up_order(client, shards, workers, token)
     if spill_dir is not None:
         shutil.rmtree(root, ignore_errors=True)  # owners removed their files; this drops the empty tree
     summaries = client.gather([client.submit(_summary, s, workers=[workers[r % len(workers)]], pure=False)
