@@ -1,32 +1,59 @@
-"""The on-disk shard store: prepare once, search many times.
+"""The on-disk shard store: prepare once, search many times; written incrementally and resumable.
 
-Layout of a store directory::
+Layout of a complete store directory::
 
-    STORE/manifest.json            written last (temporary name + rename); its presence = complete store
-    STORE/id_map.npy | .parquet    dense -> original ids (npy for integers, Parquet for strings); optional
-    STORE/shard-00000/offsets.npy  int64 (hi-lo+1)      CSR (out-edges)
-                     columns.npy   int32/int64 (nnz)
+    STORE/manifest.json              written last (temporary name + rename); its presence = complete store
+    STORE/id_map.npy | .parquet      dense -> original ids (npy for integers, Parquet for strings); optional
+    STORE/shard-00000/shard.json     the shard's completion record (rank, rows, each file's size and sha256)
+                     offsets.npy     int64 (hi-lo+1)      CSR (out-edges)
+                     columns.npy     int32/int64 (nnz)
                      tuple_degree.npy, self_loops.npy   int32 (hi-lo)
                      in_offsets.npy, in_columns.npy     directed graphs only (CSC)
 
+A partial store (a write that failed or was killed after some shards) looks like::
+
+    STORE/progress.json              the in-progress record: parameters, shard count, command (written first)
+    STORE/id_map.npy
+    STORE/shard-00000/ ...           shards that were complete (each renamed into place only when whole)
+    STORE/shard-00002.tmp-3f2a9c1e/  a shard that was being written; removed by the next run
+                                     (no manifest.json: the store does not load)
+
+Writing (:func:`write_store`) goes: record the parameters in ``progress.json`` (or check them against
+the record of a partial store already there: a different set is refused unless ``overwrite``), remove
+temporary leftovers of an earlier interrupted run, write the id map, then let every worker write its
+own shards -- each into ``shard-NNNNN.tmp-<token>/``, every file fsynced, ``shard.json`` last, then
+renamed to ``shard-NNNNN/`` -- so a run that dies after k of P shards keeps those k.  Only when every
+shard is complete is ``manifest.json`` written (temporary name + rename) and ``progress.json``
+removed.  No file is ever half-written under its final name.  A rerun keeps a complete shard only
+when its files are intact (sha256 on disk) *and* identical to what this run would write (sha256 of
+the arrays in memory), so a resumed store is byte-for-byte the store an uninterrupted run writes.
+The shards themselves are built again by the rerun (:func:`~breadth.pipeline.prepare` builds every
+shard in memory); what resuming saves is writing the shards that were already complete.
+
 Arrays are plain ``.npy`` (``allow_pickle=False`` on load; never pickle).  The manifest records the
-format version, the counts, the source and parameters, and each file's size and sha256.  A store is
-written into ``STORE.tmp-<token>/`` and renamed to ``STORE`` only once complete, so a failed ingest
-leaves nothing at ``STORE``; each worker writes its own shard files (the path must be visible to the
-workers, as it is on one machine or on a shared file system).
+format version, the counts, the source and parameters, and each file's size and sha256.  Each worker
+writes its own shard files (the path must be visible to the workers, as it is on one machine or on a
+shared file system).
 
 Loading verifies every file against the manifest and refuses a store without a manifest
-(:class:`IncompleteStoreError`) or with a missing, resized or altered file (:class:`CorruptStoreError`).
-It loads onto any number of workers: when that differs from the stored shard count, each new shard is
-assembled from the row ranges of the stored shards that overlap its vertex block (columns are global
-ids, so rows move unchanged).
+(:class:`IncompleteStoreError`, naming the missing shards) or with a missing, resized or altered file
+(:class:`CorruptStoreError`).  It loads onto any number of workers: when that differs from the stored
+shard count, each new shard is assembled from the row ranges of the stored shards that overlap its
+vertex block (columns are global ids, so rows move unchanged).
+
+Test hook: when the environment variable ``BREADTH_STORE_TEST_HOOK`` is ``fail=R[,R...]`` or
+``pause=R[,R...]``, the shard writer of each listed rank, right after writing its first file into its
+temporary directory, raises ``RuntimeError`` (``fail``) or sleeps until the process is killed
+(``pause``): the tests use it to interrupt a write after some shards, in process or by killing the CLI.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 import uuid
@@ -38,29 +65,103 @@ from .errors import CorruptStoreError, IncompleteStoreError, StoreError
 FORMAT = "breadth-shard-store"
 VERSION = 1
 MANIFEST = "manifest.json"
+PROGRESS = "progress.json"
+SHARD_RECORD = "shard.json"
 ARRAYS = ("offsets", "columns", "tuple_degree", "self_loops", "in_offsets", "in_columns")
+TEST_HOOK_ENV = "BREADTH_STORE_TEST_HOOK"
+# Temporary names all end in ".tmp-<8 hex>" (being written) or ".old-<8 hex>" (being replaced): only
+# such names are removed as leftovers, never anything else a user may have put in the directory.
+_LEFTOVER = re.compile(r"^.+\.(tmp|old)-[0-9a-f]{8}$")
+_SHARD_DIR = re.compile(r"^shard-(\d{5,})$")
+
+
+def _token() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+def _shard_dir(rank: int) -> str:
+    return f"shard-{rank:05d}"
 
 
 class _HashingWriter:
-    """A write-only file that hashes what passes through (no second read of what was written)."""
+    """A write-only sink that hashes what passes through to ``f`` (``None``: hash only, write nothing)."""
 
-    def __init__(self, f):
+    def __init__(self, f=None):
         self.f, self.h, self.n = f, hashlib.sha256(), 0
 
     def write(self, b):
         self.h.update(b)
         self.n += len(b)
-        return self.f.write(b)
+        return self.f.write(b) if self.f is not None else len(b)
 
 
-def _save(path: str, arr: np.ndarray) -> dict:
+def _fsync_dir(path: str) -> None:
+    """Make renames/creations inside ``path`` durable (a no-op where directories cannot be fsynced)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _save(path: str, arr: np.ndarray, atomic: bool = False) -> dict:
+    """``arr`` -> ``path`` as ``.npy``, fsynced; returns its record (sha256, bytes, dtype, shape).
+
+    ``atomic``: write ``path.tmp-<token>`` and rename, for files whose directory is already final."""
     arr = np.ascontiguousarray(arr)
-    with open(path, "wb") as f:
-        w = _HashingWriter(f)
-        np.lib.format.write_array(w, arr, allow_pickle=False)
-        f.flush()
-        os.fsync(f.fileno())
+    target = f"{path}.tmp-{_token()}" if atomic else path
+    try:
+        with open(target, "wb") as f:
+            w = _HashingWriter(f)
+            np.lib.format.write_array(w, arr, allow_pickle=False)
+            f.flush()
+            os.fsync(f.fileno())
+        if atomic:
+            os.replace(target, path)
+    except BaseException:
+        if atomic and os.path.exists(target):
+            os.remove(target)
+        raise
     return {"sha256": w.h.hexdigest(), "bytes": w.n, "dtype": str(arr.dtype), "shape": list(arr.shape)}
+
+
+def _digest(arr: np.ndarray) -> tuple[str, int]:
+    """sha256 and size of the ``.npy`` bytes :func:`_save` would write for ``arr`` (nothing is written)."""
+    w = _HashingWriter()
+    np.lib.format.write_array(w, np.ascontiguousarray(arr), allow_pickle=False)
+    return w.h.hexdigest(), w.n
+
+
+def _write_json(path: str, obj: dict, atomic: bool = True) -> None:
+    """``obj`` -> ``path``, fsynced; through ``path.tmp-<token>`` + rename unless ``atomic`` is False."""
+    target = f"{path}.tmp-{_token()}" if atomic else path
+    try:
+        with open(target, "w") as f:
+            json.dump(obj, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        if atomic:
+            os.replace(target, path)
+            _fsync_dir(os.path.dirname(path))
+    except BaseException:
+        if atomic and os.path.exists(target):
+            os.remove(target)
+        raise
+
+
+def _read_json(path: str) -> dict | None:
+    """The JSON object in ``path``, or ``None`` when it is absent or unreadable."""
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return d if isinstance(d, dict) else None
 
 
 def sha256_file(path: str) -> str:
@@ -73,17 +174,88 @@ def sha256_file(path: str) -> str:
             h.update(b)
 
 
-def _write_shard(shard, directory: str) -> dict:
-    """Runs on the worker holding ``shard``: its arrays -> ``directory``; returns the file records."""
-    os.makedirs(directory, exist_ok=True)
-    files = {}
-    for name in ARRAYS:
-        a = getattr(shard, name)
-        if a is None:
-            continue
-        a = a.get() if hasattr(a, "get") else np.asarray(a)  # CuPy shards come to host for writing
-        files[name] = _save(os.path.join(directory, f"{name}.npy"), a)
-    return {"rank": shard.rank, "lo": shard.lo, "hi": shard.hi, "nnz": shard.num_local_edges, "files": files}
+def _test_hook(rank: int) -> None:
+    """The documented failure-injection hook (see the module docstring); inert unless the variable is set."""
+    spec = os.environ.get(TEST_HOOK_ENV)
+    if not spec:
+        return
+    action, _, ranks = spec.partition("=")
+    if rank not in {int(r) for r in ranks.split(",") if r.strip()}:
+        return
+    if action == "fail":
+        raise RuntimeError(f"{TEST_HOOK_ENV}: injected failure while writing shard {rank}")
+    if action == "pause":
+        while True:  # until the process is killed: an interruption in the middle of a shard
+            time.sleep(1)
+    raise ValueError(f"{TEST_HOOK_ENV}={spec!r}: expected fail=RANKS or pause=RANKS")
+
+
+def _host(a) -> np.ndarray:
+    return a.get() if hasattr(a, "get") else np.asarray(a)  # CuPy shards come to host for writing
+
+
+def _same_shard(final: str, head: dict, arrays: dict) -> bool:
+    """Whether the complete shard directory ``final`` holds exactly ``arrays`` (and ``head``'s rows):
+    its record matches, every file is intact on disk, and its sha256 equals the in-memory arrays'."""
+    rec = _read_json(os.path.join(final, SHARD_RECORD))
+    if rec is None or any(rec.get(k) != v for k, v in head.items()):
+        return False
+    files = rec.get("files")
+    if not isinstance(files, dict) or set(files) != set(arrays):
+        return False
+    try:
+        for name, a in arrays.items():
+            r = files[name]
+            if r.get("dtype") != str(a.dtype) or r.get("shape") != list(a.shape):
+                return False
+            if _digest(a) != (r.get("sha256"), r.get("bytes")):  # this run's data differs (input changed?)
+                return False
+            p = os.path.join(final, f"{name}.npy")
+            if os.path.getsize(p) != r["bytes"] or sha256_file(p) != r["sha256"]:  # damaged on disk
+                return False
+    except (OSError, KeyError, TypeError):
+        return False
+    return True
+
+
+def _write_shard(shard, store: str, nparts: int) -> tuple[dict, bool]:
+    """Runs on the worker holding ``shard``: write it to ``store/shard-NNNNN/`` unless an identical
+    complete copy is already there.  Returns ``(record, kept)``; ``kept`` is True when it was skipped.
+
+    The directory appears under its final name only once whole: files go to ``shard-NNNNN.tmp-<token>/``
+    (each fsynced), ``shard.json`` last, then one rename.  An incomplete or different old copy is moved
+    aside (``.old-<token>``) and removed after the rename."""
+    name = _shard_dir(shard.rank)
+    final = os.path.join(store, name)
+    arrays = {a: _host(getattr(shard, a)) for a in ARRAYS if getattr(shard, a) is not None}
+    head = {"format": FORMAT, "version": VERSION, "rank": int(shard.rank), "nparts": int(nparts),
+            "lo": int(shard.lo), "hi": int(shard.hi), "nnz": int(shard.num_local_edges), "dir": name}
+    if os.path.isdir(final) and _same_shard(final, head, arrays):
+        return _read_json(os.path.join(final, SHARD_RECORD)), True
+    tmp = f"{final}.tmp-{_token()}"
+    os.mkdir(tmp)
+    try:
+        files = {}
+        for i, (a, arr) in enumerate(arrays.items()):
+            files[a] = _save(os.path.join(tmp, f"{a}.npy"), arr)
+            if i == 0:
+                _test_hook(shard.rank)
+        rec = dict(head, files=files)
+        _write_json(os.path.join(tmp, SHARD_RECORD), rec, atomic=False)  # last: the directory is whole
+        _fsync_dir(tmp)
+        if os.path.lexists(final):
+            old = f"{final}.old-{_token()}"
+            os.rename(final, old)
+            os.rename(tmp, final)
+            with contextlib.suppress(OSError):
+                _remove(old)
+        else:
+            os.rename(tmp, final)
+        _fsync_dir(store)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return rec, False
 
 
 def _jsonable(d):
@@ -101,86 +273,325 @@ def _jsonable(d):
 
 
 def _write_id_map(id_map, directory: str) -> dict:
+    """The id map -> ``directory/id_map.npy`` (integers) or ``.parquet`` (strings), temp name + rename.
+    It is small next to the shards and written by the client, so every run writes it again."""
     idm = np.asarray(id_map)
     if idm.dtype.kind in "iu":
-        rec = _save(os.path.join(directory, "id_map.npy"), idm)
+        rec = _save(os.path.join(directory, "id_map.npy"), idm, atomic=True)
         rec["file"] = "id_map.npy"
-        return rec
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+        other = "id_map.parquet"
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
-    path = os.path.join(directory, "id_map.parquet")
-    pq.write_table(pa.table({"id": pa.array(idm.tolist(), pa.string())}), path)
-    return {"file": "id_map.parquet", "sha256": sha256_file(path), "bytes": os.path.getsize(path),
-            "dtype": "string", "shape": [int(idm.size)]}
+        path = os.path.join(directory, "id_map.parquet")
+        tmp = f"{path}.tmp-{_token()}"
+        try:
+            pq.write_table(pa.table({"id": pa.array(idm.tolist(), pa.string())}), tmp)
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
+        rec = {"file": "id_map.parquet", "sha256": sha256_file(path), "bytes": os.path.getsize(path),
+               "dtype": "string", "shape": [int(idm.size)]}
+        other = "id_map.npy"
+    with contextlib.suppress(FileNotFoundError):  # a stale map of the other kind (earlier, different run)
+        os.remove(os.path.join(directory, other))
+    return rec
 
 
-def write_store(graph, path: str, *, parameters: dict | None = None, overwrite: bool = False) -> dict:
-    """Write a prepared :class:`~breadth.bfs.sharded_graph.ShardedGraph` to the store directory ``path``.
+def _diff(old, new, where: str = "") -> list[str]:
+    """Readable differences between two JSON values: ``key: <old> before, <new> now`` (first few)."""
+    def show(v):
+        s = json.dumps(v)
+        return s if len(s) <= 70 else s[:67] + "..."
 
-    Returns the manifest.  ``overwrite`` replaces an existing store (the old one is removed only after
-    the new one is complete).
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for k in sorted(set(old) | set(new)):
+            key = f"{where}.{k}" if where else k
+            if k not in old:
+                out.append(f"{key}: absent before, {show(new[k])} now")
+            elif k not in new:
+                out.append(f"{key}: {show(old[k])} before, absent now")
+            else:
+                out += _diff(old[k], new[k], key)
+        return out
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [d for i, (a, b) in enumerate(zip(old, new)) for d in _diff(a, b, f"{where}[{i}]")][:3]
+    return [] if old == new else [f"{where or 'parameters'}: {show(old)} before, {show(new)} now"]
 
-    >>> from breadth.io.shard_store import write_store, load_store
-    >>> write_store(g, "/data/wiki.store")           # doctest: +SKIP
+
+def _normalized(parameters: dict | None) -> dict:
+    """``parameters`` as they read back from JSON (tuples -> lists, NumPy scalars -> numbers)."""
+    return json.loads(json.dumps(_jsonable(parameters or {})))
+
+
+def _complete_ranks(path: str, nparts: int) -> list[int]:
+    """Ranks whose ``shard-NNNNN/shard.json`` exists and names them (a cheap look, no checksums)."""
+    done = []
+    for r in range(nparts):
+        rec = _read_json(os.path.join(path, _shard_dir(r), SHARD_RECORD))
+        if rec is not None and rec.get("rank") == r and rec.get("nparts") == nparts:
+            done.append(r)
+    return done
+
+
+def _ranges(ranks: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``shard-00000..shard-00002, shard-00005`` (at most 8 items, then a count)."""
+    items, i = [], 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        items.append(_shard_dir(ranks[i]) if i == j else f"{_shard_dir(ranks[i])}..{_shard_dir(ranks[j])}")
+        i = j + 1
+    return ", ".join(items[:8]) + (f" and {len(items) - 8} more range(s)" if len(items) > 8 else "")
+
+
+def check_store(path: str, parameters: dict | None = None, nparts: int | None = None, *,
+                overwrite: bool = False) -> dict:
+    """What writing a store with ``parameters`` to ``path`` would find there; changes nothing.
+
+    Returns ``{"state": "absent" | "partial" | "complete", "nparts": int | None, "complete": [ranks],
+    "missing": [ranks], "parameters": dict | None}`` (the ranks only for a partial store, judged by
+    their ``shard.json`` alone; checksums are verified when writing).  Without ``overwrite`` it raises
+    :class:`StoreError` when a partial or complete store there was written with other ``parameters``,
+    or (``nparts`` given) a partial one with another shard count.  With or without ``overwrite`` it
+    refuses a path that is a file, or a non-empty directory that is not a shard store (it would not be
+    safe to delete).  The CLI calls it before preparing, so a mismatch is reported at once.
+
+    >>> check_store("/data/kron.store", {"command": "generate", "scale": 26})   # doctest: +SKIP
+    {'state': 'partial', 'nparts': 4, 'complete': [0, 1], 'missing': [2, 3], ...}
     """
     path = os.path.abspath(path)
-    if os.path.exists(path) and not overwrite:
-        raise StoreError(f"{path} already exists; pass overwrite=True (--overwrite) to replace it")
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-    os.makedirs(tmp)
+    out = {"state": "absent", "nparts": None, "complete": [], "missing": [], "parameters": None}
+    if not os.path.lexists(path):
+        return out
+    if not os.path.isdir(path):
+        raise StoreError(f"{path} exists and is not a directory; refusing to write a shard store there")
+    mpath, ppath = os.path.join(path, MANIFEST), os.path.join(path, PROGRESS)
+    if os.path.exists(mpath):
+        state, recpath = "complete", mpath
+    elif os.path.exists(ppath):
+        state, recpath = "partial", ppath
+    elif [e for e in os.listdir(path) if not _LEFTOVER.match(e)]:
+        raise StoreError(f"{path} is a non-empty directory without {MANIFEST} or {PROGRESS}, not a breadth "
+                         f"shard store; refusing to write into it (remove it or choose another path)")
+    else:
+        return out  # empty, or only temporary leftovers (a run killed before its progress record)
+    rec = _read_json(recpath)
+    if rec is None or rec.get("format") != FORMAT:
+        if overwrite:
+            return dict(out, state=state)
+        raise CorruptStoreError(f"{recpath}: unreadable or not a breadth shard store record; pass "
+                                f"overwrite=True (--overwrite) to replace the store")
+    out.update(state=state, nparts=rec.get("nparts"), parameters=rec.get("parameters"))
+    if state == "partial" and isinstance(out["nparts"], int):
+        out["complete"] = _complete_ranks(path, out["nparts"])
+        out["missing"] = sorted(set(range(out["nparts"])) - set(out["complete"]))
+    if overwrite:
+        return out
+    if rec.get("version") != VERSION:
+        raise StoreError(f"{recpath}: store format version {rec.get('version')} is not this version's "
+                         f"({VERSION}); pass overwrite=True (--overwrite) to replace it")
+    diffs = _diff(_normalized(rec.get("parameters")), _normalized(parameters))
+    what = "a complete store" if state == "complete" else "a partial store"
+    if diffs:
+        raise StoreError(f"{path} holds {what} written with different parameters ({'; '.join(diffs)}); "
+                         f"rerun with the same parameters to {'use' if state == 'complete' else 'resume'} "
+                         f"it, or pass overwrite=True (--overwrite) to replace it")
+    if state == "partial" and nparts is not None and out["nparts"] != nparts:
+        raise StoreError(f"{path} holds a partial store of {out['nparts']} shards, this graph has {nparts}; "
+                         f"prepare with nparts={out['nparts']} to resume it, or pass overwrite=True "
+                         f"(--overwrite) to start again")
+    return out
+
+
+@contextlib.contextmanager
+def _locked(path: str):
+    """Hold an exclusive lock on the store directory while writing: a second writer of the same store
+    would otherwise take the first one's temporary directories for leftovers and remove them."""
     try:
+        import fcntl
+    except ImportError:  # no flock (Windows): unlocked
+        yield
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StoreError(f"{path}: another process is writing this store") from None
+        except OSError:
+            pass  # file systems without flock (some NFS mounts): go on unlocked
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _remove(p: str) -> None:
+    if os.path.isdir(p) and not os.path.islink(p):
+        shutil.rmtree(p)
+    else:
+        os.remove(p)
+
+
+def _clean_leftovers(path: str) -> list[str]:
+    """Remove temporary files/directories an interrupted run left in ``path`` and, from stores of
+    earlier versions (written whole under ``STORE.tmp-<token>``), next to it.  Returns what went."""
+    gone = []
+    for e in os.listdir(path):
+        if _LEFTOVER.match(e):
+            _remove(os.path.join(path, e))
+            gone.append(e)
+    parent, base = os.path.split(path)
+    sibling = re.compile(rf"^{re.escape(base)}\.(tmp|old)-[0-9a-f]{{8}}$")
+    for e in os.listdir(parent):
+        if sibling.match(e):
+            _remove(os.path.join(parent, e))
+            gone.append(os.path.join("..", e))
+    return gone
+
+
+def _wipe(path: str) -> None:
+    """Empty a store directory for ``overwrite``: the manifest first (so that no moment shows a
+    complete-looking store with mixed contents), then the store's own entries; nothing else."""
+    for name in (MANIFEST, PROGRESS):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(path, name))
+    for e in os.listdir(path):
+        if _SHARD_DIR.match(e) or _LEFTOVER.match(e) or e in ("id_map.npy", "id_map.parquet"):
+            _remove(os.path.join(path, e))
+    _fsync_dir(path)
+
+
+def write_store(graph, path: str, *, parameters: dict | None = None, overwrite: bool = False,
+                command: str | None = None, extra: dict | None = None) -> dict:
+    """Write a prepared :class:`~breadth.bfs.sharded_graph.ShardedGraph` to the store directory ``path``,
+    shard by shard; resume a partial store written with the same ``parameters``.
+
+    Returns the manifest.  ``parameters`` (JSON-able) identify the graph: a partial store at ``path``
+    is resumed only when they equal those it was started with, and only with the same shard count;
+    otherwise :class:`StoreError`.  On resume, complete shards identical to this graph's (verified by
+    sha256, on disk and in memory) are kept untouched; the rest are written.  ``overwrite`` discards
+    whatever store is at ``path`` (complete or partial) and writes from scratch; without it an
+    existing complete store is an error.  ``command`` (e.g. the CLI line) is recorded so that the
+    error for an incomplete store can say what to rerun; ``extra`` (e.g. timings) goes into the
+    manifest without being compared.
+
+    A failed shard write raises :class:`StoreError` after every other shard has finished; the
+    complete shards stay on disk for the rerun.  The manifest's ``"resume"`` entry lists the ranks
+    kept from an earlier run and those written by this one.
+
+    >>> from breadth.io.shard_store import write_store, load_store
+    >>> write_store(g, "/data/wiki.store", parameters={"input": "wiki.txt"})   # doctest: +SKIP
+    """
+    from distributed import wait
+
+    path = os.path.abspath(path)
+    params = _normalized(parameters)
+    nparts = graph.nparts
+
+    def check():
+        st = check_store(path, params, nparts, overwrite=overwrite)
+        if st["state"] == "complete" and not overwrite:
+            raise StoreError(f"{path} already exists; pass overwrite=True (--overwrite) to replace it")
+        return st
+
+    check()  # before creating anything at path
+    os.makedirs(path, exist_ok=True)
+    with _locked(path):
+        st = check()  # again: another writer may have got here first
+        if overwrite and st["state"] != "absent":
+            _wipe(path)
+            st = dict(st, state="absent")
+        _clean_leftovers(path)
+        if st["state"] == "absent":
+            _write_json(os.path.join(path, PROGRESS), {
+                "format": FORMAT, "version": VERSION, "state": "in-progress",
+                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "parameters": params, "nparts": nparts,
+                "command": command})
+        id_map = None if graph.id_map is None else _write_id_map(graph.id_map, path)
         client = graph.client
-        futs = [client.submit(_write_shard, s, os.path.join(tmp, f"shard-{r:05d}"), workers=[w],
-                              allow_other_workers=False, pure=False)
-                for r, (s, w) in enumerate(zip(graph.shards, graph.workers))]
-        shards = client.gather(futs)
-        for rec in shards:
-            rec["dir"] = f"shard-{rec['rank']:05d}"
+        futs = [client.submit(_write_shard, s, path, nparts, workers=[w], allow_other_workers=False, pure=False)
+                for s, w in zip(graph.shards, graph.workers)]
+        wait(futs)  # every shard finishes (or fails) before we report: nothing is written after we return
+        failed = [r for r, f in enumerate(futs) if f.status != "finished"]
+        if failed:
+            try:
+                futs[failed[0]].result()
+                err = RuntimeError(f"status {futs[failed[0]].status}")
+            except Exception as e:  # the worker's exception, re-raised here
+                err = e
+            raise StoreError(f"{path}: writing {_ranges(failed)} failed ({type(err).__name__}: {err}); "
+                             f"{nparts - len(failed)} of {nparts} shards are complete and kept; rerun the "
+                             f"same command to resume") from err
+        results = client.gather(futs)
+        shards = []
+        for rec, _ in results:
+            rec = {k: v for k, v in rec.items() if k not in ("format", "version")}
+            shards.append(rec)
         manifest = {
             "format": FORMAT, "version": VERSION, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "num_vertices": graph.num_vertices, "num_input_edges": graph.num_input_edges,
             "num_edges": graph.num_edges, "num_self_loops": graph.num_self_loops,
-            "directed": graph.directed, "nparts": graph.nparts,
+            "directed": graph.directed, "nparts": nparts,
             "construction_time": graph.construction_time,
-            "source": _jsonable(graph.source), "parameters": _jsonable(parameters or {}),
-            "id_map": None if graph.id_map is None else _write_id_map(graph.id_map, tmp),
+            "source": _jsonable(graph.source), "parameters": params, "command": command,
+            "extra": _jsonable(extra or {}),
+            "resume": {"kept": [r for r, (_, k) in enumerate(results) if k],
+                       "written": [r for r, (_, k) in enumerate(results) if not k]},
+            "id_map": id_map,
             "shards": shards,
         }
-        mtmp = os.path.join(tmp, f"{MANIFEST}.tmp")
-        with open(mtmp, "w") as f:
-            json.dump(manifest, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(mtmp, os.path.join(tmp, MANIFEST))  # the manifest last: the store is now complete
-        if os.path.exists(path):
-            old = f"{path}.old-{uuid.uuid4().hex[:8]}"
-            os.replace(path, old)
-            os.replace(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
+        _write_json(os.path.join(path, MANIFEST), manifest)  # the manifest last: the store is now complete
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(path, PROGRESS))
+        _fsync_dir(path)
         return manifest
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+
+def _incomplete_message(path: str) -> str:
+    """One line for a store without a manifest: what is missing and how to finish it."""
+    prog = _read_json(os.path.join(path, PROGRESS))
+    if prog is None or not isinstance(prog.get("nparts"), int):
+        return (f"{path}: no {MANIFEST}; the store is incomplete (a failed or interrupted write, and no "
+                f"{PROGRESS} says how it was started) and cannot be loaded; write it again with --overwrite")
+    nparts = prog["nparts"]
+    missing = sorted(set(range(nparts)) - set(_complete_ranks(path, nparts)))
+    how = (f"rerun `{prog['command']}`" if prog.get("command")
+           else "rerun write_store with the same graph and parameters")
+    if not missing:
+        return (f"{path}: no {MANIFEST}; the store is incomplete: all {nparts} shard(s) are written but the "
+                f"manifest is not; {how} to finish it (the complete shards are kept)")
+    return (f"{path}: no {MANIFEST}; the store is incomplete: {len(missing)} of {nparts} shard(s) missing or "
+            f"incomplete ({_ranges(missing)}); {how} to resume it (the complete shards are kept)")
 
 
 def read_manifest(path: str) -> dict:
-    """The manifest of store ``path``; raises if it is absent, unreadable or of an unknown version."""
+    """The manifest of store ``path``; raises if it is absent (:class:`IncompleteStoreError`, naming the
+    missing shards of a partial store), unreadable or of an unknown version."""
+    path = os.path.abspath(path)
     mpath = os.path.join(path, MANIFEST)
     if not os.path.isdir(path):
         raise StoreError(f"{path}: no such shard store directory")
     if not os.path.exists(mpath):
-        raise IncompleteStoreError(f"{path}: no {MANIFEST}; the store is incomplete (a failed or interrupted "
-                                   f"write?) and cannot be loaded")
+        raise IncompleteStoreError(_incomplete_message(path))
     try:
         with open(mpath) as f:
             m = json.load(f)
     except (OSError, json.JSONDecodeError) as e:
         raise CorruptStoreError(f"{mpath}: unreadable manifest: {e}") from None
-    if m.get("format") != FORMAT:
-        raise CorruptStoreError(f"{mpath}: not a breadth shard store (format {m.get('format')!r})")
+    if not isinstance(m, dict) or m.get("format") != FORMAT:
+        raise CorruptStoreError(f"{mpath}: not a breadth shard store (format "
+                                f"{m.get('format') if isinstance(m, dict) else None!r})")
     if m.get("version") != VERSION:
         raise StoreError(f"{mpath}: store format version {m.get('version')} is not supported (need {VERSION})")
     return m
