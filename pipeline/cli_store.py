@@ -2,12 +2,18 @@
 
 Errors about the input (bad lines, missing files, corrupted stores) print one ``breadth: error:`` line
 and exit with status 1; argument errors exit with 2 (the parser's convention).
+
+``generate`` and ``ingest`` write the store shard by shard (:mod:`breadth.io.shard_store`): rerunning the
+same command after an interruption resumes it (preparation runs again; complete shards are kept), with
+the partial store's shard count whatever the number of workers now; other parameters are refused
+before any work unless ``--overwrite``; on a complete store with the same parameters it does nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 import time
 import uuid
@@ -39,25 +45,86 @@ def _summary_line(g, t: float, extra: str = "") -> str:
             f"{t:.2f} s ({g.num_input_edges / max(t, 1e-9):,.0f} edges/s){extra}")
 
 
+def _command_line(args, parts: list[str]) -> str:
+    """The ``breadth`` command line that rebuilds this store (recorded in it, quoted in the error for an
+    incomplete store): the arguments that identify the graph, then ``--out``; no cluster options."""
+    return " ".join(shlex.quote(str(p)) for p in ["breadth", args.cmd, *parts, "--out", args.out])
+
+
+def _begin(args, parameters: dict) -> dict | None:
+    """Check ``--out`` before any work (see :func:`~breadth.io.shard_store.check_store`): a store written
+    with other parameters is refused at once unless ``--overwrite``.  Returns the store's state, or
+    ``None`` when a complete store with these parameters is already there (nothing to do)."""
+    from breadth.io.shard_store import check_store
+
+    st = check_store(args.out, parameters, overwrite=args.overwrite)
+    if st["state"] == "complete" and not args.overwrite:
+        print(f"{args.out}: already complete with these parameters; nothing to do (--overwrite rebuilds it)")
+        return None
+    if st["state"] == "partial" and not args.overwrite:
+        print(f"{args.out}: resuming a partial store: {len(st['complete'])} of {st['nparts']} shard(s) already "
+              f"written; preparing again to write the rest", file=sys.stderr)
+    return st
+
+
+def _nparts(st: dict, client) -> int:
+    """Shard count: a partial store's own (so any number of workers can resume it), else one per worker."""
+    from .cluster import worker_addresses
+
+    if st["state"] == "partial" and isinstance(st["nparts"], int):
+        return st["nparts"]
+    return len(worker_addresses(client))
+
+
+def _resumed(m: dict) -> str:
+    kept = len(m.get("resume", {}).get("kept", []))
+    return f"; resumed: {kept} of {m['nparts']} shard(s) kept from the interrupted run" if kept else ""
+
+
 def generate(args) -> int:
-    """``breadth generate --scale S --out STORE``: a Kronecker graph, prepared and stored."""
+    """``breadth generate --scale S --out STORE``: a Kronecker graph, prepared and stored.
+
+    Rerunning it on a partial store (an interrupted run) resumes: the graph is generated and prepared
+    again (same seed, same graph), the complete shards already on disk are verified and kept, the
+    others written.  On a complete store with the same parameters it does nothing."""
     from breadth.io.shard_store import write_store
 
     from .kronecker import kronecker
     from .prepare import prepare
 
+    # chunk size is not a parameter of the graph: the generator gives the same edges for any chunking
+    params = {"command": "generate", "scale": args.scale, "edgefactor": args.edgefactor, "seed": args.seed}
+    st = _begin(args, params)
+    if st is None:
+        return 0
     with _client(args) as client:
         t0 = time.perf_counter()
-        g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=args.chunk_edges), client)
-        write_store(g, args.out, overwrite=args.overwrite,
-                    parameters={"command": "generate", "scale": args.scale, "edgefactor": args.edgefactor,
-                                "seed": args.seed})
-        print(f"{args.out}: " + _summary_line(g, time.perf_counter() - t0))
+        g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=args.chunk_edges), client,
+                    nparts=_nparts(st, client))
+        m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
+                        command=_command_line(args, ["--scale", args.scale, "--edgefactor", args.edgefactor,
+                                                     "--seed", args.seed]))
+        print(f"{args.out}: " + _summary_line(g, time.perf_counter() - t0, _resumed(m)))
     return 0
 
 
+def _fingerprint(paths: list[str]) -> list[list]:
+    """``[path, bytes, mtime_ns]`` of every input file: a changed input is a different graph."""
+    from breadth.io.paths import expand_paths
+
+    out = []
+    for f in expand_paths(paths):
+        s = os.stat(f)
+        out.append([os.path.abspath(f), s.st_size, s.st_mtime_ns])
+    return out
+
+
 def ingest(args) -> int:
-    """``breadth ingest PATH... --out STORE``: read edge files, relabel, prepare, store."""
+    """``breadth ingest PATH... --out STORE``: read edge files, relabel, prepare, store.
+
+    Rerunning it on a partial store resumes (the input is read and prepared again, complete shards
+    are kept); the input files' sizes and modification times are part of the parameters, so a changed
+    input is refused rather than mixed into a half-written store."""
     from breadth.io import read_edges
     from breadth.io.shard_store import write_store
 
@@ -70,20 +137,30 @@ def ingest(args) -> int:
         kw["header"] = False
     if args.extra_columns:
         kw["extra_columns"] = "ignore"
+    params = {"command": "ingest", "paths": [os.path.abspath(p) for p in args.paths],
+              "inputs": _fingerprint(args.paths), "format": args.format, "directed": args.directed,
+              "src": args.src, "dst": args.dst, "ids": args.ids, "no_header": args.no_header,
+              "extra_columns": args.extra_columns, "on_bad_lines": args.on_bad_lines}
+    st = _begin(args, params)
+    if st is None:
+        return 0
+    flags = [*args.paths, "--format", args.format, "--ids", args.ids, "--on-bad-lines", args.on_bad_lines]
+    flags += ["--directed"] * args.directed + ["--no-header"] * args.no_header
+    flags += ["--extra-columns"] * args.extra_columns
+    flags += (["--src", args.src] if args.src else []) + (["--dst", args.dst] if args.dst else [])
     with _client(args) as client:
         t0 = time.perf_counter()
         el = read_edges(args.paths, format=args.format, directed=True if args.directed else None, src=args.src,
                         dst=args.dst,
                         on_bad_lines=args.on_bad_lines, client=client, **kw)
         t_read = time.perf_counter() - t0
-        g = prepare(el, client)
-        write_store(g, args.out, overwrite=args.overwrite,
-                    parameters={"command": "ingest", "paths": [os.path.abspath(p) for p in args.paths],
-                                "format": args.format, "directed": args.directed, "src": args.src,
-                                "dst": args.dst, "on_bad_lines": args.on_bad_lines, "read_s": t_read})
+        g = prepare(el, client, nparts=_nparts(st, client))
+        m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
+                        command=_command_line(args, flags), extra={"read_s": t_read})
         skipped = el.source.get("skipped_lines", 0)
         print(f"{args.out}: " + _summary_line(g, time.perf_counter() - t0,
-                                              f"; {skipped:,} bad line(s) skipped" if skipped else ""))
+                                              (f"; {skipped:,} bad line(s) skipped" if skipped else "")
+                                              + _resumed(m)))
         for path, line, what, text in el.source.get("bad_lines", [])[:5]:
             print(f"  skipped {path}:{line}: {what}: {text!r}")
     return 0
@@ -205,8 +282,10 @@ def add_store_commands(sub, int_in, cluster_args) -> None:
     g.add_argument("--edgefactor", type=int_in("--edgefactor", 1), default=16)
     g.add_argument("--seed", type=int, default=1)
     g.add_argument("--chunk-edges", type=int_in("--chunk-edges", 1), default=1 << 22)
-    g.add_argument("--out", required=True, help="store directory to create")
-    g.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    g.add_argument("--out", required=True,
+                   help="store directory to create; rerunning the command on a partial one resumes it")
+    g.add_argument("--overwrite", action="store_true",
+                   help="replace an existing store, or start a partial one again (also one of other parameters)")
     cluster_args(g)
 
     i = sub.add_parser("ingest", help="read edge files (SNAP text, CSV, Matrix Market, Parquet) into a shard store")
@@ -221,8 +300,10 @@ def add_store_commands(sub, int_in, cluster_args) -> None:
                    help="snap: ignore columns after the first two (timestamps, weights)")
     i.add_argument("--on-bad-lines", choices=("error", "skip", "warn"), default="error",
                    help="malformed lines: stop with an error (default), or skip and count them")
-    i.add_argument("--out", required=True, help="store directory to create")
-    i.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    i.add_argument("--out", required=True,
+                   help="store directory to create; rerunning the command on a partial one resumes it")
+    i.add_argument("--overwrite", action="store_true",
+                   help="replace an existing store, or start a partial one again (also one of other parameters)")
     cluster_args(i)
 
     f = sub.add_parser("info", help="print a shard store's manifest")
