@@ -90,6 +90,13 @@ def test_corrupted_and_incomplete_stores_are_refused(store, cluster3, tmp_path):
                    .read_text()) if False else json.loads(open(os.path.join(path, "manifest.json")).read())
     assert m["format"] == "breadth-shard-store" and m["version"] == 1 and m["parameters"] == {"test": True}
     assert all(len(f["sha256"]) == 64 for s in m["shards"] for f in s["files"].values())
+    # written shard by shard: each shard directory holds its completion record; the progress record is
+    # gone once the manifest is written (see tests/test_store_resume.py for interrupted writes)
+    assert m["resume"] == {"kept": [], "written": [0, 1]}
+    assert sorted(os.listdir(path)) == ["id_map.npy", "manifest.json", "shard-00000", "shard-00001"]
+    for s in m["shards"]:
+        rec = json.loads(open(os.path.join(path, s["dir"], "shard.json")).read())
+        assert rec["files"] == s["files"] and (rec["rank"], rec["nparts"]) == (s["rank"], 2)
 
 
 def _cli(*args):
