@@ -47,7 +47,9 @@ class Engine:
         self.b = get_backend(backend)
         xp = self.b.xp
         self.shard = shard.to(xp) if backend != "cpu" else shard
-        if "bu_columns" in self.shard.meta and hasattr(self.b, "use_bottom_up_columns"):
+        # BREADTH_DEGREE_ORDER=0 ignores the shard's degree-ordered bottom-up rows (for A/B measurements)
+        if "bu_columns" in self.shard.meta and hasattr(self.b, "use_bottom_up_columns") and \
+                os.environ.get("BREADTH_DEGREE_ORDER", "1") != "0":
             s = self.shard
             self.b.use_bottom_up_columns(s.in_columns if s.directed else s.columns, s.meta["bu_columns"])
         self.comm = comm or SelfCommunicator()
@@ -63,6 +65,9 @@ class Engine:
         self.records: list[LevelRecord] = []
 
     # -- exchange helpers -------------------------------------------------------------------------
+    #: keyword arguments of the frontier's all-gather (the device engine leaves it queued, not waited for)
+    _gather_kw: dict = {}
+
     def _gather_frontier(self, bits, counts):
         """Global frontier bitmap from every rank's local words.  Rank ``r`` sends its vertex list instead
         of its bitmap when the list is smaller (Bisson et al.); ``counts[r]`` (its frontier size, known to
@@ -77,7 +82,7 @@ class Engine:
         sizes = [int(c) if lst else nw for c, lst, nw in zip(counts, is_list, nws)]
         r0 = self.comm.rank
         mine = self.b.bits_to_queue(bits).view(np.uint64) if is_list[r0] else bits  # int64 ids as words
-        parts = self.comm.allgatherv(mine, sizes)
+        parts = self.comm.allgatherv(mine, sizes, **self._gather_kw)
         out = [self.b.queue_to_bits(part.view(np.int64), nw) if lst else part
                for part, lst, nw in zip(parts, is_list, nws)]
         return xp.concatenate(out)
@@ -116,9 +121,9 @@ class Engine:
         return self.comm.allreduce(v.ravel()).reshape(size, -1) if size > 1 else v
 
     # -- the search -------------------------------------------------------------------------------
-    def search(self, root: int) -> list[LevelRecord]:
-        """Breadth-first search from global id ``root``; returns the per-level records."""
-        s, b, xp, comm = self.shard, self.b, self.b.xp, self.comm
+    def _start(self, root: int):
+        """Reset the search state for ``root``; returns this rank's first queue (the root if owned here)."""
+        s, b, xp = self.shard, self.b, self.b.xp
         if not 0 <= root < s.num_vertices:
             raise ValueError(f"root {root} outside [0, {s.num_vertices})")
         start = getattr(b, "start_search", None)
@@ -132,9 +137,13 @@ class Engine:
         if s.lo <= root < s.hi:
             self.parent[root - s.lo] = root
             self.level[root - s.lo] = 0
-            queue = xp.array([root - s.lo], np.int64)
-        else:
-            queue = xp.empty(0, np.int64)
+            return xp.array([root - s.lo], np.int64)
+        return xp.empty(0, np.int64)
+
+    def search(self, root: int) -> list[LevelRecord]:
+        """Breadth-first search from global id ``root``; returns the per-level records."""
+        s, b, xp, comm = self.shard, self.b, self.b.xp, self.comm
+        queue = self._start(root)
         records: list[LevelRecord] = []
         cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
         scout, counts = int(cnt[:, 1].sum()), cnt[:, 0]

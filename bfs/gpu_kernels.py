@@ -94,14 +94,15 @@ extern "C" __global__ void degree_sum(const i64* __restrict__ offsets, const i64
 //   pre: inclusive prefix sum of the frontier's degrees (qn entries); the edge count is pre[qn-1], read
 //        here, so the host never has to know it.
 //   Local neighbours are claimed by atomicOr on the visited bitmap; the winner writes parent (global id)
-//   and level, appends the local id to nxt (ctr[0] counts them) and adds its degree to ctr[2].
+//   and level, appends the local id to nxt (ctr[0] counts them) and adds its degree to ctr[1].
 //   Remote neighbours (has_sent) go out once per search through the sent bitmap (global ids, 64-bit words):
-//   (v, parent) appended to rv/rp, ctr[1] counts them.
+//   the pair (v, parent) is appended to rpairs (interleaved, the layout the exchange sends), ctr[2] counts
+//   them.  ctr[0..1] have the layout claim_remote appends to, so claimed vertices join the same queue.
 extern "C" __global__ void td_expand(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
                                      const i64* __restrict__ queue, const i64* __restrict__ pre, i64 qn,
                                      i64 lo, i64 hi, i64* __restrict__ parent, int* __restrict__ level, int depth,
                                      u32* visited, u64* sent, int has_sent,
-                                     i64* __restrict__ nxt, i64* __restrict__ rv, i64* __restrict__ rp, i64* ctr) {
+                                     i64* __restrict__ nxt, i64* __restrict__ rpairs, i64* ctr) {
     if (qn <= 0) return;
     const int lane = threadIdx.x & 31;
     const i64 warp = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
@@ -155,12 +156,12 @@ extern "C" __global__ void td_expand(const i64* __restrict__ offsets, const col_
         const u32 br = __ballot_sync(FULL, win_r);
         if (br) {
             u64 pos = 0;
-            if (lane == 0) pos = atomicAdd((u64*)&ctr[1], (u64)__popc(br));
+            if (lane == 0) pos = atomicAdd((u64*)&ctr[2], (u64)__popc(br));
             pos = __shfl_sync(FULL, pos, 0);
-            if (win_r) { const u64 j = pos + __popc(br & lanemask_lt); rv[j] = v; rp[j] = ug; }
+            if (win_r) { const u64 j = pos + __popc(br & lanemask_lt); rpairs[2 * j] = v; rpairs[2 * j + 1] = ug; }
         }
     }
-    block_add2(scout, 0, ctr, 2, 3);
+    block_add2(scout, 0, ctr, 1, 3);
 }
 
 // One bottom-up level.  A warp handles BU_WORDS consecutive words of 32 local vertices per iteration (one
@@ -339,12 +340,14 @@ extern "C" __global__ void popcounts(const u64* __restrict__ bits, i64 nwords, i
         cnt[w] = __popcll(bits[w]);
 }
 
-// Received (v global, p) pairs: claim unvisited owned vertices (atomicOr on visited), append local ids;
-// ctr[0] counts them, ctr[1] sums their out-degrees in ``offsets`` (the next top-down step's work).
-extern "C" __global__ void claim_remote(const i64* __restrict__ v, const i64* __restrict__ p, i64 n, i64 lo,
-                                        i64* __restrict__ parent, int* __restrict__ level, int depth,
-                                        u32* visited, i64* __restrict__ out, i64* ctr,
-                                        const i64* __restrict__ offsets, int with_deg) {
+// Received (v global, p) pairs (v[i * step], p[i * step]): claim unvisited owned vertices (atomicOr on
+// visited), append local ids; ctr[0] counts them, ctr[1] sums their out-degrees in ``offsets`` (the next
+// top-down step's work).  claim_remote_dn reads the pair count from the device (*np: a count that arrived
+// with the pairs), so the host never learns it.
+__device__ __forceinline__ void claim_body(const i64* __restrict__ v, const i64* __restrict__ p, i64 step, i64 n,
+                                           i64 lo, i64* __restrict__ parent, int* __restrict__ level, int depth,
+                                           u32* visited, i64* __restrict__ out, i64* ctr,
+                                           const i64* __restrict__ offsets, int with_deg) {
     const int lane = threadIdx.x & 31;
     const u32 lanemask_lt = (1u << lane) - 1u;
     const i64 stride = (i64)gridDim.x * blockDim.x;
@@ -354,11 +357,11 @@ extern "C" __global__ void claim_remote(const i64* __restrict__ v, const i64* __
         bool win = false;
         i64 j = 0;
         if (i < n) {
-            j = v[i] - lo;
+            j = v[i * step] - lo;
             const u32 bit = 1u << (j & 31);
             if (!(atomicOr(visited + (j >> 5), bit) & bit)) {
                 win = true;
-                parent[j] = p[i];
+                parent[j] = p[i * step];
                 level[j] = depth;
             }
         }
@@ -374,20 +377,52 @@ extern "C" __global__ void claim_remote(const i64* __restrict__ v, const i64* __
     }
 }
 
-// (v global, p) pairs to their owners v / block: owner_counts counts per owner, owner_scatter writes each
-// pair at its owner's next free slot (cursor starts at the owners' exclusive prefix; order within an
-// owner is arbitrary).  out is (n, 2).
-extern "C" __global__ void owner_counts(const i64* __restrict__ v, i64 n, i64 block, i64* cnt) {
-    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
-        atomicAdd((u64*)&cnt[v[i] / block], 1ull);
+extern "C" __global__ void claim_remote(const i64* __restrict__ v, const i64* __restrict__ p, i64 step, i64 n,
+                                        i64 lo, i64* __restrict__ parent, int* __restrict__ level, int depth,
+                                        u32* visited, i64* __restrict__ out, i64* ctr,
+                                        const i64* __restrict__ offsets, int with_deg) {
+    claim_body(v, p, step, n, lo, parent, level, depth, visited, out, ctr, offsets, with_deg);
 }
 
-extern "C" __global__ void owner_scatter(const i64* __restrict__ v, const i64* __restrict__ p, i64 n, i64 block,
-                                         i64* cursor, i64* __restrict__ out) {
+extern "C" __global__ void claim_remote_dn(const i64* __restrict__ v, const i64* __restrict__ p, i64 step,
+                                           const i64* __restrict__ np, i64 lo, i64* __restrict__ parent,
+                                           int* __restrict__ level, int depth, u32* visited, i64* __restrict__ out,
+                                           i64* ctr, const i64* __restrict__ offsets, int with_deg) {
+    claim_body(v, p, step, *np, lo, parent, level, depth, visited, out, ctr, offsets, with_deg);
+}
+
+// Interleaved (v global, p) pairs to their owners v / block: owner_counts counts per owner (the pair count
+// *np is read on the device, so it can follow td_expand without a synchronisation), owner_scatter writes
+// each pair at its owner's next free slot (cursor starts at the owners' exclusive prefix; order within an
+// owner is arbitrary).  out is (n, 2).
+extern "C" __global__ void owner_counts(const i64* __restrict__ pairs, const i64* __restrict__ np, i64 block,
+                                        i64* cnt) {
+    const i64 n = *np;
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
+        atomicAdd((u64*)&cnt[pairs[2 * i] / block], 1ull);
+}
+
+// owner_regions: the first *np pairs into fixed regions of ``cap`` pairs per owner (owner r's from row
+// r * cap), counting them in cnt[r]: grouping with no prefix sum, so no count has to reach the host.
+extern "C" __global__ void owner_regions(const i64* __restrict__ pairs, const i64* __restrict__ np, i64 block,
+                                         i64 cap, i64* cnt, i64* __restrict__ out) {
+    const i64 n = *np;
     for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
-        const i64 k = (i64)atomicAdd((u64*)&cursor[v[i] / block], 1ull);
-        out[2 * k] = v[i];
-        out[2 * k + 1] = p[i];
+        const i64 v = pairs[2 * i];
+        const i64 r = v / block;
+        const i64 k = r * cap + (i64)atomicAdd((u64*)&cnt[r], 1ull);
+        out[2 * k] = v;
+        out[2 * k + 1] = pairs[2 * i + 1];
+    }
+}
+
+extern "C" __global__ void owner_scatter(const i64* __restrict__ pairs, i64 n, i64 block, i64* cursor,
+                                         i64* __restrict__ out) {
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+        const i64 v = pairs[2 * i];
+        const i64 k = (i64)atomicAdd((u64*)&cursor[v / block], 1ull);
+        out[2 * k] = v;
+        out[2 * k + 1] = pairs[2 * i + 1];
     }
 }
 
@@ -444,7 +479,7 @@ extern "C" __global__ void row_rules(const i64* __restrict__ offsets, const col_
 
 _KERNELS = ("queue_degrees", "degree_sum", "td_expand", "bu_step", "zero_degree_bits", "set_bits", "bits_to_ids",
             "popcounts", "claim_remote", "row_rules", "init_search", "queue_prefix_small", "bu_order_keys",
-            "owner_counts", "owner_scatter")
+            "owner_counts", "owner_scatter", "owner_regions", "claim_remote_dn")
 _SMALL_QUEUE = 16384  # frontiers up to this many vertices get their prefix sum from one block
 
 
@@ -602,6 +637,27 @@ class GpuBackend:
 
     def top_down_step(self, offsets, cols, lo: int, hi: int, queue, parent, level, depth, sent, nchunks=None):
         """One top-down level; returns ``(next_queue, remote_v, remote_parent, scanned)`` like the CPU's."""
+        total = self._known_degree_sum(offsets, queue)
+        if total is None:
+            total = self.degree_sum(offsets, queue)
+        nxt, rpairs, ctr = self.top_down_async(offsets, cols, lo, hi, queue, parent, level, depth, sent, total)
+        c = ctr.get()  # the level's one synchronisation
+        out = nxt[:int(c[0])]
+        self._deg_of = (out, offsets, int(c[1]))
+        rem = rpairs[:int(c[2])]
+        return out, cp.ascontiguousarray(rem[:, 0]), cp.ascontiguousarray(rem[:, 1]), total
+
+    def top_down_async(self, offsets, cols, lo: int, hi: int, queue, parent, level, depth, sent, total: int,
+                       nparts: int = 0, block: int = 0, count_owners: bool = True):
+        """Queue one top-down level on the stream, with no synchronisation.
+
+        ``total``: the degree sum of ``queue`` (host int, known from the last counters).  Returns device
+        arrays ``(next, rpairs, ctr)``: ``next`` (``num_local``,) int64 whose first ``ctr[0]`` entries are
+        the claimed local ids (their degree sum in ``ctr[1]``), ``rpairs`` ``(k, 2)`` int64 whose first
+        ``ctr[2]`` rows are (remote vertex, parent) pairs, and ``ctr`` int64 ``(4 + nparts,)`` whose
+        ``ctr[4 + r]`` counts the pairs owned by rank ``r`` (``nparts > 0``; owner ``v // block``; left at
+        zero for :meth:`pairs_to_regions` with ``count_owners=False``).
+        """
         self._ensure_visited(parent.size)
         k = self._kern(cols)
         qn = int(queue.size)
@@ -609,34 +665,34 @@ class GpuBackend:
         has_sent = int(sent.size > 0)
         nxt = cp.empty(nloc, cp.int64)  # each owned vertex is claimed at most once per search
         nrem = sent.size * 64 - nloc if has_sent else 0  # each remote vertex goes out at most once
-        rv = cp.empty(max(nrem, 0), cp.int64)
-        rp = cp.empty(max(nrem, 0), cp.int64)
-        total = self._known_degree_sum(offsets, queue)
-        if qn and total != 0:
+        rpairs = cp.empty((max(nrem, 0), 2), cp.int64)
+        ctr = cp.zeros(4 + nparts, cp.int64)
+        if qn and total:
             if qn <= _SMALL_QUEUE:
-                ctr = cp.empty(4, cp.int64)  # zeroed by the prefix kernel
                 pre = cp.empty(qn, cp.int64)
                 k["queue_prefix_small"]((1,), (1024,), (offsets, queue, _i64(qn), pre, ctr))
             else:
-                ctr = cp.zeros(4, cp.int64)
                 deg = cp.empty(qn, cp.int64)
                 k["queue_degrees"](_grid(qn), (_THREADS,), (offsets, queue, _i64(qn), deg))
                 pre = cp.cumsum(deg)
             k["td_expand"](_grid(total), (_THREADS,),
                            (offsets, cols, queue, pre, _i64(qn), _i64(lo), _i64(hi), parent, level, np.int32(depth),
-                            self._visited, sent if has_sent else nxt, np.int32(has_sent), nxt, rv, rp, ctr))
-            c = ctr.get()  # the level's one synchronisation
-        else:
-            c = np.zeros(4, np.int64)
-        out = nxt[:int(c[0])]
-        self._deg_of = (out, offsets, int(c[2]))
-        if total is None:
-            total = int(pre[-1].get()) if qn else 0
-        return out, rv[:int(c[1])], rp[:int(c[1])], total
+                            self._visited, sent if has_sent else nxt, np.int32(has_sent), nxt, rpairs, ctr))
+            if nparts and has_sent and count_owners:
+                k["owner_counts"](_grid(None), (_THREADS,), (rpairs, ctr[2:3], _i64(block), ctr[4:]))
+        return nxt, rpairs, ctr
 
     def bottom_up_step(self, offsets, cols, frontier_bits, parent, level, depth, next_bits):
         """One bottom-up level; ``next_bits`` (uint64 words over the owned vertices) is overwritten.
         Returns ``(awake, awake_edges)`` as host ints."""
+        c = self.bottom_up_async(offsets, cols, frontier_bits, parent, level, depth, next_bits).get()
+        awake, awake_edges = int(c[0]), int(c[1])
+        self.note_bits(next_bits, awake, awake_edges, offsets)
+        return awake, awake_edges
+
+    def bottom_up_async(self, offsets, cols, frontier_bits, parent, level, depth, next_bits):
+        """:meth:`bottom_up_step` queued on the stream: returns the device counters ``[awake, awake_edges]``
+        (int64) without a synchronisation."""
         self._ensure_visited(parent.size)
         k = self._kern(cols)
         nloc = offsets.size - 1
@@ -647,10 +703,12 @@ class GpuBackend:
         k["bu_step"](_grid(-(-nw32 // 4), _THREADS // 32), (_THREADS,),
                      (offsets, bu_cols, frontier_bits.view(cp.uint32), self._visited, self._skip_bits(offsets), parent,
                       level, np.int32(depth), next_bits.view(cp.uint32), _i64(nw32), _i64(nloc), ctr))
-        c = ctr.get()
-        awake, awake_edges = int(c[0]), int(c[1])
-        self._bits_of = (next_bits, awake, awake_edges, offsets)
-        return awake, awake_edges
+        return ctr
+
+    def note_bits(self, bits, count: int, degree_sum: int, offsets) -> None:
+        """Record that ``bits`` has ``count`` set bits whose degrees in ``offsets`` sum to ``degree_sum``
+        (learned from the counters), so :meth:`bits_to_queue` and :meth:`degree_sum` need no round trip."""
+        self._bits_of = (bits, int(count), int(degree_sum), offsets)
 
     def queue_to_bits(self, queue, nwords: int):
         """uint64 bitmap of ``nwords`` words with the bits of local ids ``queue`` set."""
@@ -679,20 +737,49 @@ class GpuBackend:
     def claim_remote(self, v, p, lo: int, parent, level, depth, offsets=None):
         """Apply received (vertex, parent) pairs; return the newly claimed local ids.  With ``offsets`` the
         same synchronisation also learns their degree sum (``degree_sum`` of the result is then free)."""
-        self._ensure_visited(parent.size)
         n = int(v.size)
         out = cp.empty(n, cp.int64)
         ctr = cp.zeros(2, cp.int64)
-        if n:
-            self._kern(None)["claim_remote"](_grid(n), (_THREADS,),
-                                             (v, p, _i64(n), _i64(lo), parent, level, np.int32(depth),
-                                              self._visited, out, ctr, offsets if offsets is not None else ctr,
-                                              np.int32(offsets is not None)))
+        self._claim(v, p, 1, n, lo, parent, level, depth, out, ctr, offsets)
         c = ctr.get()
         out = out[:int(c[0])]
         if offsets is not None:
             self._deg_of = (out, offsets, int(c[1]))
         return out
+
+    def claim_pairs_async(self, pairs, lo: int, parent, level, depth, out, ctr, offsets, count=None) -> None:
+        """Claim received ``(k, 2)`` (vertex, parent) pairs on the stream, appending the winners to ``out``
+        and counting them (and their degree sum) in ``ctr[0..1]``: the layout of :meth:`top_down_async`'s
+        outputs, so remote claims join the level's own queue with no synchronisation.  ``count``: a
+        one-element int64 device array holding how many of the ``k`` rows are pairs (it arrived with them;
+        ``k`` is then only a bound), else all ``k`` are."""
+        flat = pairs.reshape(-1)
+        if count is None:
+            self._claim(flat, flat[1:], 2, int(pairs.shape[0]), lo, parent, level, depth, out, ctr, offsets)
+        elif pairs.shape[0]:
+            self._ensure_visited(parent.size)
+            self._kern(None)["claim_remote_dn"](_grid(int(pairs.shape[0])), (_THREADS,),
+                                                (flat, flat[1:], _i64(2), count, _i64(lo), parent, level,
+                                                 np.int32(depth), self._visited, out, ctr, offsets, np.int32(1)))
+
+    @staticmethod
+    def pairs_to_regions(rpairs, ctr, block: int, nparts: int, cap: int):
+        """The first ``ctr[2]`` rows of ``rpairs`` into ``(nparts * cap, 2)`` regions, owner ``r``'s from row
+        ``r * cap``, counted in ``ctr[4 + r]`` (zero before): :meth:`top_down_async`'s pairs grouped with no
+        synchronisation, when ``cap`` bounds every owner's count (the frontier's degree sum does)."""
+        out = cp.empty((nparts * cap, 2), cp.int64)
+        if cap:
+            _module("int32")["owner_regions"](_grid(int(rpairs.shape[0])), (_THREADS,),
+                                              (rpairs, ctr[2:3], _i64(block), _i64(cap), ctr[4:], out))
+        return out
+
+    def _claim(self, v, p, stride: int, n: int, lo, parent, level, depth, out, ctr, offsets) -> None:
+        self._ensure_visited(parent.size)
+        if n:
+            self._kern(None)["claim_remote"](_grid(n), (_THREADS,),
+                                             (v, p, _i64(stride), _i64(n), _i64(lo), parent, level, np.int32(depth),
+                                              self._visited, out, ctr, offsets if offsets is not None else ctr,
+                                              np.int32(offsets is not None)))
 
     def note_degree_sum(self, queue, offsets, total: int) -> None:
         """Record ``total`` as the degree sum of ``queue`` (the engine knows it for a concatenation)."""
@@ -702,16 +789,23 @@ class GpuBackend:
     def pairs_by_owner(v, p, block: int, nparts: int):
         """(vertex, parent) pairs grouped by owner ``v // block``: ``(k, 2)`` int64 and ``nparts + 1``
         offsets (device), by an atomic counting scatter: no sort and no synchronisation."""
-        n = int(v.size)
-        out = cp.empty((n, 2), cp.int64)
+        pairs = cp.stack([v, p], axis=1)
         offs = cp.zeros(nparts + 1, cp.int64)
-        if n:
-            k = _module("int32")
-            k["owner_counts"](_grid(n), (_THREADS,), (v, _i64(n), _i64(block), offs[1:]))
+        if pairs.shape[0]:
+            _module("int32")["owner_counts"](_grid(int(pairs.shape[0])), (_THREADS,),
+                                             (pairs, cp.array([pairs.shape[0]], cp.int64), _i64(block), offs[1:]))
             offs = cp.cumsum(offs)
-            cursor = offs[:-1].copy()
-            k["owner_scatter"](_grid(n), (_THREADS,), (v, p, _i64(n), _i64(block), cursor, out))
-        return out, offs
+        return GpuBackend.group_pairs(pairs, int(pairs.shape[0]), offs[:-1], block), offs
+
+    @staticmethod
+    def group_pairs(pairs, n: int, starts, block: int):
+        """The first ``n`` rows of ``pairs`` grouped by owner, owner ``r``'s from ``starts[r]`` on (device
+        or host exclusive prefix of the owners' counts)."""
+        out = cp.empty((n, 2), cp.int64)
+        if n:
+            cursor = cp.array(starts, cp.int64)  # a copy: the scatter advances it
+            _module("int32")["owner_scatter"](_grid(n), (_THREADS,), (pairs, _i64(n), _i64(block), cursor, out))
+        return out
 
     @staticmethod
     def to_host(a):

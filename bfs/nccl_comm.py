@@ -195,22 +195,47 @@ class NCCLCommunicator(Communicator):
         return self._cp.cuda.get_current_stream().ptr
 
     def _exchange(self, sends: dict[int, Any], recvs: dict[int, Any], payload: bool = True) -> None:
-        """One grouped round of point-to-point byte transfers (``sends[p]``/``recvs[p]`` contiguous device
-        arrays; empty ones skipped, as both sides know the sizes)."""
+        """One grouped round of point-to-point byte transfers (``sends[p]``/``recvs[p]`` a contiguous device
+        array or a list of them, matched in order; empty ones skipped, as both sides know the sizes)."""
         nccl, st = self._nccl, self._stream()
         nccl.groupStart()
         try:
             for p in sorted(set(sends) | set(recvs)):
-                a = sends.get(p)
-                if a is not None and a.nbytes:
+                for a in _arrays(sends.get(p)):
                     self._comm.send(a.data.ptr, a.nbytes, nccl.NCCL_UINT8, p, st)
-                b = recvs.get(p)
-                if b is not None and b.nbytes:
+                for b in _arrays(recvs.get(p)):
                     self._comm.recv(b.data.ptr, b.nbytes, nccl.NCCL_UINT8, p, st)
         finally:
             nccl.groupEnd()
         if payload:
-            self._sent += sum(a.nbytes for p, a in sends.items() if a is not None and p != self.rank)
+            self._sent += sum(a.nbytes for p, x in sends.items() if p != self.rank for a in _arrays(x))
+
+    # -- device-resident rounds (breadth.bfs.device_engine): no host staging, at most one wait ---------
+    #: the engine may keep its counters on the device and use the two methods below
+    device_counters = True
+
+    def gather_device(self, vec) -> np.ndarray:
+        """Every rank's int64 device vector ``vec`` (``(k,)``, the same ``k`` everywhere) as a host
+        ``(size, k)`` matrix: one ``ncclAllGather`` queued behind whatever produced ``vec`` on the stream,
+        one copy to pinned memory, and one wait, the round's only synchronisation."""
+        self._check()
+        cp, nccl = self._cp, self._nccl
+        k = int(vec.size)
+        nbytes = 8 * k * self.size
+        self._stage(nbytes)
+        st = self._stream()
+        self._comm.allGather(cp.ascontiguousarray(vec, cp.int64).data.ptr, self._dstage.data.ptr, k,
+                             nccl.NCCL_INT64, st)
+        self._d2h(self._dstage.data.ptr, nbytes, st)
+        self._wait("counters")
+        return np.frombuffer(self._pin_recv, np.int64, k * self.size).reshape(self.size, k).copy()
+
+    def exchange_device(self, sends: dict[int, Any], recvs: dict[int, Any]) -> None:
+        """Device arrays ``sends[p]`` to peer ``p`` and ``recvs[p]`` from it, sizes known to both sides:
+        one grouped round queued on the stream and not waited for (kernels queued after it see the data;
+        a lost peer shows at the next wait, within the same bounds)."""
+        self._check()
+        self._exchange(sends, recvs)
 
     def _stage(self, nbytes: int) -> None:
         """Pinned host buffers (send side, receive side) and a device buffer of at least ``nbytes``."""
@@ -280,9 +305,10 @@ class NCCLCommunicator(Communicator):
         """Every rank's ``arr`` in rank order (shapes may differ between ranks)."""
         return self.alltoallv([arr] * self.size)
 
-    def allgatherv(self, arr: Any, counts: list[int]) -> list[Any]:
+    def allgatherv(self, arr: Any, counts: list[int], wait: bool = True) -> list[Any]:
         """Every rank's 1-D CuPy ``arr`` of ``counts[r]`` elements, all of ``arr``'s dtype: one round, no
-        header (the caller knows the sizes, e.g. from the last counters)."""
+        header (the caller knows the sizes, e.g. from the last counters).  ``wait=False`` leaves the round
+        queued on the stream (see :meth:`exchange_device`)."""
         self._check()
         cp = self._cp
         a, _ = self._device(arr)
@@ -293,7 +319,8 @@ class NCCLCommunicator(Communicator):
         for p in peers:
             out[p] = cp.empty(int(counts[p]), a.dtype)
         self._exchange({p: a for p in peers}, {p: out[p] for p in peers})
-        self._wait("allgatherv")
+        if wait:
+            self._wait("allgatherv")
         out[self.rank] = arr
         return out
 
@@ -338,6 +365,13 @@ class NCCLCommunicator(Communicator):
             pass
         finally:
             self._tcp.close()
+
+
+def _arrays(x) -> list:
+    """The non-empty arrays of one peer's entry in a round (``None``, an array, or a list of arrays)."""
+    if x is None:
+        return []
+    return [a for a in (x if isinstance(x, (list, tuple)) else [x]) if a.nbytes]
 
 
 def _task_cancelled_probe():

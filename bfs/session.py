@@ -36,6 +36,17 @@ def make_communicator(rank: int, size: int, session: str, protocol: str, timeout
     raise ValueError(f"unknown protocol {protocol!r}: expected 'tcp', 'ucx' or 'nccl'")
 
 
+def _engine_class(backend: str, comm) -> type:
+    """The device-counter engine for GPU ranks whose communicator has device rounds (NCCL), unless
+    ``BREADTH_DEVICE_COUNTERS=0`` (kept for A/B measurements); the host-counter engine otherwise."""
+    if backend == "gpu" and getattr(comm, "device_counters", False) and \
+            os.environ.get("BREADTH_DEVICE_COUNTERS", "1") != "0":
+        from .device_engine import DeviceEngine
+
+        return DeviceEngine
+    return Engine
+
+
 def _rank_main(shard, rank: int, size: int, session: str, protocol: str, timeout: float, backend: str,
                engine_kw: dict, body: Callable, args: tuple) -> Any:
     t0 = time.perf_counter()
@@ -48,7 +59,7 @@ def _rank_main(shard, rank: int, size: int, session: str, protocol: str, timeout
     try:
         comm = make_communicator(rank, size, session, protocol, timeout)
         try:
-            engine = Engine(shard, comm, backend=backend, **engine_kw)
+            engine = _engine_class(backend, comm)(shard, comm, backend=backend, **engine_kw)
             setup = time.perf_counter() - t0
             return body(engine, setup, *args)
         finally:

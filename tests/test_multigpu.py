@@ -67,16 +67,50 @@ def _levels(g, roots, protocol, **engine_kw):
     return levels, dirs
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
+def _set_env(env: dict) -> None:
+    for k in [k for k in os.environ if k.startswith("BREADTH_")]:
+        del os.environ[k]
+    os.environ.update(env)
+
+
+def _engine_name(engine, setup_s):
+    return type(engine).__name__
+
+
+# "nccl" runs the device-counter engine (breadth.bfs.device_engine), "nccl-host" the host-counter one
+@pytest.mark.parametrize("protocol", ["nccl", "nccl-host", "ucx"])
 def test_two_gpu_levels_equal_single_rank_and_valid(client, graphs, protocol):
     g1, g2 = graphs
     roots = choose_roots(g1, 6, 7)
     ref, _ = _levels(g1, roots, "tcp")
-    for kw, expect in (({}, {"td", "bu"}), ({"alpha": 0.0}, {"td"}), ({"alpha": 1e9, "beta": 1e-9}, {"bu"})):
-        got, dirs = _levels(g2, roots, protocol, **kw)
-        assert dirs == expect, (kw, dirs)
-        for a, b in zip(got, ref):
-            np.testing.assert_array_equal(a, b)
+    proto = protocol.split("-")[0]
+    client.run(_set_env, {"BREADTH_DEVICE_COUNTERS": "0"} if protocol == "nccl-host" else {})
+    try:
+        engines = set(run_session(g2, _engine_name, protocol=proto, timeout=60.0))
+        assert engines == {"DeviceEngine" if protocol == "nccl" else "Engine"}, engines
+        for kw, expect in (({}, {"td", "bu"}), ({"alpha": 0.0}, {"td"}), ({"alpha": 1e9, "beta": 1e-9}, {"bu"})):
+            got, dirs = _levels(g2, roots, proto, **kw)
+            assert dirs == expect, (kw, dirs)
+            for a, b in zip(got, ref):
+                np.testing.assert_array_equal(a, b)
+    finally:
+        client.run(_set_env, {})
+
+
+def test_two_gpu_shards_have_degree_ordered_bottom_up_rows(client, graphs):
+    """Preparation gathers the owners' degree buckets so that several ranks get the ordered rows too: each
+    row of the copy is a permutation of the sorted row, and the order differs (the levels test above
+    checks that searches over them stay exact)."""
+    def check(shard):
+        ordered = shard.meta["bu_columns"]
+        off = cp.asnumpy(shard.offsets)
+        cols, oc = cp.asnumpy(shard.columns), cp.asnumpy(ordered)
+        return all(np.array_equal(np.sort(oc[a:b]), cols[a:b]) for a, b in zip(off[:-1], off[1:])) and \
+            not np.array_equal(oc, cols)
+
+    g2 = graphs[1]
+    assert all(client.gather([client.submit(check, s, workers=[w], pure=False)
+                              for s, w in zip(g2.shards, g2.workers)]))
 
 
 def _comm_body(engine, setup_s):
