@@ -77,17 +77,21 @@ def _engine_name(engine, setup_s):
     return type(engine).__name__
 
 
-# "nccl" runs the device-counter engine (breadth.bfs.device_engine), "nccl-host" the host-counter one
-@pytest.mark.parametrize("protocol", ["nccl", "nccl-host", "ucx"])
+# "nccl" runs the device-counter engine (breadth.bfs.device_engine), "nccl-exact" the same with every
+# top-down level sized by a counters round first, "nccl-host" the host-counter engine
+_VARIANT_ENV = {"nccl-exact": {"BREADTH_SPEC_PAIRS": "0"}, "nccl-host": {"BREADTH_DEVICE_COUNTERS": "0"}}
+
+
+@pytest.mark.parametrize("protocol", ["nccl", "nccl-exact", "nccl-host", "ucx"])
 def test_two_gpu_levels_equal_single_rank_and_valid(client, graphs, protocol):
     g1, g2 = graphs
     roots = choose_roots(g1, 6, 7)
     ref, _ = _levels(g1, roots, "tcp")
     proto = protocol.split("-")[0]
-    client.run(_set_env, {"BREADTH_DEVICE_COUNTERS": "0"} if protocol == "nccl-host" else {})
+    client.run(_set_env, _VARIANT_ENV.get(protocol, {}))
     try:
         engines = set(run_session(g2, _engine_name, protocol=proto, timeout=60.0))
-        assert engines == {"DeviceEngine" if protocol == "nccl" else "Engine"}, engines
+        assert engines == {"Engine" if protocol in ("nccl-host", "ucx") else "DeviceEngine"}, engines
         for kw, expect in (({}, {"td", "bu"}), ({"alpha": 0.0}, {"td"}), ({"alpha": 1e9, "beta": 1e-9}, {"bu"})):
             got, dirs = _levels(g2, roots, proto, **kw)
             assert dirs == expect, (kw, dirs)
