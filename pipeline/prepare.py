@@ -11,6 +11,7 @@ The task graph has three layers:
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import os
 import shutil
@@ -27,6 +28,47 @@ from .cluster import resolve_device, worker_addresses
 from .edges import EdgeList
 from .partition import split_by_owner
 from .spill import build_shard_spilled, spill_chunk
+from .stages import summarize
+
+
+def _batch_rows(num_tuples: int, nparts: int, block: int, batch_entries: int) -> int:
+    """Rows per batch so that a batch holds about ``batch_entries`` adjacency entries (each tuple is two
+    entries, spread over ``nparts`` owners), at least 64 rows and at most an owner's block."""
+    entries_per_owner = max(1, 2 * num_tuples // nparts)
+    return int(max(64, min(block, block * batch_entries // entries_per_owner)))
+
+
+@contextlib.contextmanager
+def _task_stream(client, on: bool):
+    """Dask's task stream (start and stop of every task) while ``on``; ``None`` otherwise."""
+    if not on:
+        yield None
+        return
+    from distributed import get_task_stream
+
+    with get_task_stream(client) as ts:
+        yield ts
+
+
+def _source_seconds(records: list[dict], chunks: list, ours: set) -> tuple[list[float], float]:
+    """Compute seconds of the task that produced each edge chunk (generator or reader), in chunk order,
+    and the sum over the source's other tasks, from Dask's task-stream ``records``; ``ours``: the keys
+    of preparation's own tasks, which are not the source's."""
+    index = {c.key: i for i, c in enumerate(chunks)}
+    per_chunk = [0.0] * len(chunks)
+    other = 0.0
+    for rec in records:
+        key = rec["key"]
+        secs = sum(s["stop"] - s["start"] for s in rec["startstops"] if s["action"] == "compute")
+        if key in index:
+            per_chunk[index[key]] += secs
+        elif key not in ours:
+            other += secs
+    return per_chunk, other
+
+
+def _owner_stages(shard) -> dict:
+    return shard.meta.get("prepare_stages", {})
 
 
 def _summary(shard) -> tuple[int, int, int, int]:
@@ -52,7 +94,7 @@ def _add_bottom_up_order(client, shards, workers, token):
 
 def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: bool = False,
             directed: bool | None = None, device: str = "cpu", spill_dir: str | None = None,
-            batch_entries: int = 1 << 25) -> ShardedGraph:
+            batch_entries: int = 1 << 25, stages: dict | None = None) -> ShardedGraph:
     """Turn an edge list into per-worker CSR shards held in the workers' memory.
 
     ``nparts`` (default: the number of workers) owners each get a contiguous block of vertex ids;
@@ -67,6 +109,11 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     worker can reach) and owners build their rows in batches of about ``batch_entries`` adjacency
     entries, so a worker's peak memory is a chunk, a batch and its final shard, whatever the input size
     (see :mod:`breadth.pipeline.spill`).
+
+    ``stages``: a dict that, when given, is filled with where the preparation's time went
+    (:func:`breadth.pipeline.stages.summarize`): wall seconds of the chunk and build phases, each chunk
+    task's and each owner's stage seconds (generate/read, split, sort, write; read, build, assemble...),
+    bytes spilled, and each owner process's peak RSS.  Measuring costs a few floats per task.
 
     >>> from distributed import Client
     >>> from breadth.pipeline import kronecker, prepare
@@ -95,33 +142,44 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     t0 = time.perf_counter()
     chunks = edges.edges.to_delayed().ravel().tolist()
     token = uuid.uuid4().hex[:8]
-    if spill_dir is not None:
-        if device == "gpu":
-            raise ValueError("spill_dir (out-of-core preparation) is implemented for device='cpu' only")
-        root = os.path.join(spill_dir, f"breadth-spill-{token}")
-        entries_per_owner = max(1, 2 * edges.num_edges // nparts)
-        batch_rows = int(max(64, min(block, block * batch_entries // entries_per_owner)))
-        flat = client.compute([dask.delayed(spill_chunk, pure=False)(c, i, n, nparts, directed, batch_rows, root)
-                               for i, c in enumerate(chunks)])
-        shards = [client.submit(build_shard_spilled, r, nparts, n, directed, batch_rows, root, flat,
-                                key=f"shard-{token}-{r}", workers=[workers[r % len(workers)]],
-                                allow_other_workers=False, pure=False)
-                  for r in range(nparts)]
-        piece_futs = None
-    else:
-        split = [dask.delayed(split_fn, pure=True)(c, n, block, nparts, directed) for c in chunks]
-        flat = client.compute([dask.delayed(operator.getitem, pure=True)(s, r)
-                               for r in range(nparts) for s in split])
-        piece_futs = [flat[r * len(split):(r + 1) * len(split)] for r in range(nparts)]
-        shards = [client.submit(build_fn, r, nparts, n, piece_futs[r], directed, key=f"shard-{token}-{r}",
-                                workers=[workers[r % len(workers)]], allow_other_workers=False, pure=False)
-                  for r in range(nparts)]
-    if progress:
-        from distributed import progress as dask_progress
+    where = [dict(workers=[workers[r % len(workers)]], allow_other_workers=False, pure=False) for r in range(nparts)]
+    chunk_stage_futs = t_chunks = None
+    with _task_stream(client, stages is not None) as stream:
+        if spill_dir is not None:
+            if device == "gpu":
+                raise ValueError("spill_dir (out-of-core preparation) is implemented for device='cpu' only")
+            root = os.path.join(spill_dir, f"breadth-spill-{token}")
+            batch_rows = _batch_rows(edges.num_edges, nparts, block, batch_entries)
+            flat = client.compute([dask.delayed(spill_chunk, pure=False)(c, i, n, nparts, directed, batch_rows, root)
+                                   for i, c in enumerate(chunks)])
+            if progress:
+                from distributed import progress as dask_progress
 
-        dask_progress(shards)
-    wait(shards)
-    del piece_futs, flat
+                dask_progress(flat)
+            wait(flat)  # owners need every chunk's offsets anyway; waiting here times the chunk phase
+            t_chunks = time.perf_counter()
+            chunk_stage_futs = flat
+            shards = [client.submit(build_shard_spilled, r, nparts, n, directed, batch_rows, root, flat,
+                                    key=f"shard-{token}-{r}", **where[r]) for r in range(nparts)]
+            piece_futs = None
+        else:
+            split = [dask.delayed(split_fn, pure=True)(c, n, block, nparts, directed) for c in chunks]
+            flat = client.compute([dask.delayed(operator.getitem, pure=True)(s, r)
+                                   for r in range(nparts) for s in split])
+            piece_futs = [flat[r * len(split):(r + 1) * len(split)] for r in range(nparts)]
+            shards = [client.submit(build_fn, r, nparts, n, piece_futs[r], directed, key=f"shard-{token}-{r}",
+                                    **where[r]) for r in range(nparts)]
+        if progress:
+            from distributed import progress as dask_progress
+
+            dask_progress(shards)
+        wait(shards)
+        t_build = time.perf_counter()
+    ours = {f.key for f in flat} | {f.key for f in shards}
+    if spill_dir is None:
+        ours |= {d.key for d in split}
+    chunk_records = [c.stages for c in client.gather(chunk_stage_futs)] if chunk_stage_futs else []
+    del piece_futs, flat, chunk_stage_futs
     if device == "gpu" and nparts > 1:
         shards = _add_bottom_up_order(client, shards, workers, token)
     if spill_dir is not None:
@@ -130,6 +188,15 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
                                for r, s in enumerate(shards)])
     construction = time.perf_counter() - t0
     nnz, loops, tdeg, _ = (int(x) for x in np.sum(summaries, axis=0))
+    if stages is not None:
+        owners = client.gather([client.submit(_owner_stages, s, workers=[workers[r % len(workers)]], pure=False)
+                                for r, s in enumerate(shards)])
+        source_s, other_s = _source_seconds(stream.data, chunks, ours)
+        wall = ({"chunks": t_chunks - t0, "build": t_build - t_chunks} if t_chunks is not None
+                else {"chunks_and_build": t_build - t0})
+        wall["finish"] = construction - (t_build - t0)
+        path = "spill" if spill_dir is not None else "in_memory"
+        summarize(stages, path, wall, chunk_records, owners, source_s, other_s)
     return ShardedGraph(
         client=client, shards=shards, workers=[workers[r % len(workers)] for r in range(nparts)],
         num_vertices=n, num_input_edges=edges.num_edges, num_edges=nnz if directed else nnz // 2,

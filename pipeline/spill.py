@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -25,6 +27,7 @@ from breadth.bfs.shard import Shard, block_size, column_dtype
 
 from .build_csr import csr_from_entries
 from .partition import split_by_owner
+from .stages import StageTimes, owner_record
 
 
 def _atomic_save(path: str, arr: np.ndarray) -> None:
@@ -68,38 +71,61 @@ def _local_dtype(n: int) -> np.dtype:
     return np.dtype(np.int32) if n <= np.iinfo(np.int32).max else np.dtype(np.int64)
 
 
+class SpilledChunk(NamedTuple):
+    """What a chunk task sends back: the batch offsets of its files and the seconds of its stages."""
+
+    offsets: np.ndarray  # int64 (nparts, kinds, nbatches + 1): entry offsets of each row batch per file
+    stages: dict  # split_s, sort_s, write_s, bytes_written, entries (see breadth.pipeline.stages)
+
+
 def spill_chunk(edges: np.ndarray, chunk_id: int, n: int, nparts: int, directed: bool, batch_rows: int,
-                root: str) -> np.ndarray:
+                root: str) -> SpilledChunk:
     """Split one ``(k, 2)`` chunk by owner and write its bucket files under ``root``.
 
     Returns int64 ``(nparts, kinds, nbatches + 1)`` batch offsets (kinds: out-entries, and in-entries for
-    directed graphs) — the only thing that goes back to the scheduler.
+    directed graphs) and the task's stage seconds -- the only things that go back to the scheduler.
     """
     block = block_size(n, nparts)
     nb = -(-block // batch_rows)
     kinds = 2 if directed else 1
     offs = np.zeros((nparts, kinds, nb + 1), np.int64)
     dt = _local_dtype(n)
-    for r, piece in enumerate(split_by_owner(edges, n, block, nparts, directed)):
+    times = StageTimes()
+    with times("split"):
+        pieces = split_by_owner(edges, n, block, nparts, directed)
+    for r, piece in enumerate(pieces):
         lo, _ = owner_range(r, nparts, n)
         d = os.path.join(root, f"owner-{r}")
         os.makedirs(d, exist_ok=True)
         for k, arr in enumerate((piece.out, piece.inc)[:kinds]):
-            out = np.empty(arr.shape, dt)
-            offs[r, k] = _sort_by_batch(arr, lo, batch_rows, nb, out)
+            with times("sort"):
+                out = np.empty(arr.shape, dt)
+                offs[r, k] = _sort_by_batch(arr, lo, batch_rows, nb, out)
             if arr.shape[0]:
-                _atomic_save(os.path.join(d, f"chunk-{chunk_id}-{k}.bin"), out)
+                with times("write"):
+                    _atomic_save(os.path.join(d, f"chunk-{chunk_id}-{k}.bin"), out)
+                times.add("bytes_written", out.nbytes)
+                times.add("entries", out.shape[0])
         if piece.loops.size:
-            _atomic_save(os.path.join(d, f"chunk-{chunk_id}-loops.bin"), (piece.loops - lo).astype(dt))
-    return offs
+            with times("write"):
+                loops = (piece.loops - lo).astype(dt)
+                _atomic_save(os.path.join(d, f"chunk-{chunk_id}-loops.bin"), loops)
+            times.add("bytes_written", loops.nbytes)
+    return SpilledChunk(offs, times.as_dict())
 
 
 def build_shard_spilled(rank: int, nparts: int, n: int, directed: bool, batch_rows: int, root: str,
-                        offsets: list[np.ndarray]) -> Shard:
+                        chunks: list[SpilledChunk]) -> Shard:
     """Build owner ``rank``'s shard from the bucket files of every chunk, one row batch at a time.
 
-    ``offsets``: each chunk's return value of :func:`spill_chunk`, in chunk order.
+    ``chunks``: each chunk's return value of :func:`spill_chunk`, in chunk order.  The shard's
+    ``meta["prepare_stages"]`` records the build's stages (:func:`breadth.pipeline.stages.owner_record`:
+    read, build, write, assemble, loops, cleanup seconds; bytes read and written; one
+    ``[entries, read_s, build_s, write_s]`` row per batch).
     """
+    offsets = [c.offsets for c in chunks]
+    times = StageTimes()
+    batches = []
     lo, hi = owner_range(rank, nparts, n)
     nloc = hi - lo
     dt = _local_dtype(n)
@@ -116,36 +142,58 @@ def build_shard_spilled(rank: int, nparts: int, n: int, directed: bool, batch_ro
             r0, r1 = min(b * batch_rows, nloc), min((b + 1) * batch_rows, nloc)
             if r0 >= r1:
                 break
+            t = [time.perf_counter()]
             parts = [_read_rows(f, dt, o[rank, k, b], o[rank, k, b + 1]) for f, o in present
                      if o[rank, k, b + 1] > o[rank, k, b]]
+            entries = sum(p.shape[0] for p in parts)
+            t.append(time.perf_counter())
             off, cols, mult = csr_from_entries(parts, r0, r1 - r0, n)
             del parts
             if k == 0:  # out-entries; as the in-memory builder, directed graphs count tuples at their tail
                 tdeg[r0:r1] = mult
             row_offsets.append(off[1:] + total)
             total += int(off[-1])
+            t.append(time.perf_counter())
             bf = os.path.join(d, f"csr-{k}-{b}.bin")
             _atomic_save(bf, cols)
             batch_files.append((bf, cols.size))
+            times.add("bytes_written", cols.nbytes)
             del cols
-        for f in files:
+            t.append(time.perf_counter())
+            dt_read, dt_build, dt_write = np.diff(t).tolist()
+            times.add("read_s", dt_read)
+            times.add("build_s", dt_build)
+            times.add("write_s", dt_write)
+            times.add("bytes_read", entries * 2 * dt.itemsize)
+            batches.append([entries, dt_read, dt_build, dt_write])
+        with times("cleanup"):
+            for f in files:
+                if os.path.exists(f):
+                    os.remove(f)
+        with times("assemble"):  # the final column array, allocated once and read back batch by batch
+            columns = np.empty(total, column_dtype(n))
+            pos = 0
+            for bf, size in batch_files:
+                with open(bf, "rb") as fh:
+                    fh.readinto(memoryview(columns[pos:pos + size]).cast("B"))
+                pos += size
+                os.remove(bf)
+            csr.append((np.concatenate(row_offsets), columns))
+    with times("loops"):
+        loop_ids = []
+        for c in range(len(offsets)):
+            f = os.path.join(d, f"chunk-{c}-loops.bin")
             if os.path.exists(f):
+                loop_ids.append(np.fromfile(f, dtype=dt))
                 os.remove(f)
-        columns = np.empty(total, column_dtype(n))
-        pos = 0
-        for bf, size in batch_files:
-            with open(bf, "rb") as fh:
-                fh.readinto(memoryview(columns[pos:pos + size]).cast("B"))
-            pos += size
-            os.remove(bf)
-        csr.append((np.concatenate(row_offsets), columns))
-    loops = np.zeros(nloc, np.int64)
-    for c in range(len(offsets)):
-        f = os.path.join(d, f"chunk-{c}-loops.bin")
-        if os.path.exists(f):
-            loops += np.bincount(np.fromfile(f, dtype=dt), minlength=nloc)
-            os.remove(f)
-    shutil.rmtree(d, ignore_errors=True)
+        # one bincount over all chunks' loop ids: a bincount per chunk would sweep num_local counters
+        # once per chunk (256 sweeps of 512 MB at scale 26)
+        loops = np.bincount(np.concatenate(loop_ids), minlength=nloc) if loop_ids else np.zeros(nloc, np.int64)
+        del loop_ids
+    with times("cleanup"):
+        shutil.rmtree(d, ignore_errors=True)
     (offs_out, cols_out), (in_off, in_col) = csr[0], (csr[1] if directed else (None, None))
-    return Shard(rank, nparts, n, lo, hi, offs_out, cols_out, tdeg.astype(np.int32), loops.astype(np.int32),
-                 in_off, in_col)
+    shard = Shard(rank, nparts, n, lo, hi, offs_out, cols_out, tdeg.astype(np.int32), loops.astype(np.int32),
+                  in_off, in_col)
+    shard.meta["prepare_stages"] = owner_record(times, batches)
+    return shard

@@ -60,3 +60,19 @@ def test_spilled_multi_owner_matches_in_memory(small_worker, tmp_path, directed)
     b = prepare(el, small_worker, nparts=3, spill_dir=str(tmp_path), batch_entries=3000)
     _shards_equal(small_worker.gather(a.shards), small_worker.gather(b.shards))
     assert (a.num_edges, a.num_self_loops) == (b.num_edges, b.num_self_loops)
+
+
+def test_spilled_stages_account_for_every_entry(small_worker, tmp_path):
+    """The stage record of the spill path: every chunk's generate time is found, and the entries the
+    owners built batch by batch are exactly those the chunks wrote."""
+    el = kronecker(12, seed=3, chunk_edges=5000)
+    stages: dict = {}
+    g = prepare(el, small_worker, nparts=2, spill_dir=str(tmp_path), batch_entries=3000, stages=stages)
+    assert stages["path"] == "spill" and stages["chunk_tasks"] == el.npartitions
+    assert all(c["source_s"] > 0 and c["split_s"] > 0 for c in stages["chunks"])
+    written = sum(c.get("entries", 0) for c in stages["chunks"])
+    built = sum(b[0] for o in stages["owners"] for b in o["batches"])
+    assert written == built == 2 * (el.num_edges - g.num_self_loops)
+    assert all(len(o["batches"]) > 1 and o["peak_rss_bytes"] > 0 for o in stages["owners"])
+    assert stages["wall_s"]["chunks"] > 0 and stages["wall_s"]["build"] > 0
+    g.release()
