@@ -26,6 +26,7 @@ from breadth.bfs.sharded_graph import ShardedGraph
 from .build_csr import build_shard
 from .cluster import resolve_device, worker_addresses
 from .edges import EdgeList
+from .host_batches import batch_chunk, build_shard_batched
 from .partition import split_by_owner
 from .spill import build_shard_spilled, spill_chunk
 from .stages import summarize
@@ -94,7 +95,7 @@ def _add_bottom_up_order(client, shards, workers, token):
 
 def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: bool = False,
             directed: bool | None = None, device: str = "cpu", spill_dir: str | None = None,
-            batch_entries: int = 1 << 25, stages: dict | None = None) -> ShardedGraph:
+            host_batches: bool = False, batch_entries: int | None = None, stages: dict | None = None) -> ShardedGraph:
     """Turn an edge list into per-worker CSR shards held in the workers' memory.
 
     ``nparts`` (default: the number of workers) owners each get a contiguous block of vertex ids;
@@ -105,10 +106,20 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     ``LocalCUDACluster``, see :func:`~breadth.pipeline.cluster.local_cuda_cluster`) or ``"auto"`` (GPU when
     CuPy and a device are present).  The GPU path takes NumPy or CuPy edge chunks.
 
-    ``spill_dir``: prepare out of core (CPU): chunks write per-owner bucket files there (a directory every
-    worker can reach) and owners build their rows in batches of about ``batch_entries`` adjacency
-    entries, so a worker's peak memory is a chunk, a batch and its final shard, whatever the input size
-    (see :mod:`breadth.pipeline.spill`).
+    Out of core (the edge list larger than a worker's memory, or than its GPU's), two ways:
+
+    * ``spill_dir`` (CPU only): chunks write per-owner bucket files there (a directory every worker can
+      reach) and owners build their rows in batches of about ``batch_entries`` adjacency entries (default
+      2**25), so a worker's peak memory is a chunk, a batch and its final shard, whatever the input size
+      (see :mod:`breadth.pipeline.spill`).
+    * ``host_batches=True`` (CPU or GPU): chunks are split by owner (on the GPU for ``device="gpu"``) and
+      each owner's entries, grouped by row batch as 32-bit ``[row - lo, column]`` pairs, wait in the
+      workers' host memory as Dask task outputs (8 bytes per adjacency entry; Dask's memory manager may
+      spill them to its local disk, dask-cuda's device -> host -> disk tiers on GPU workers); each owner
+      then builds batch by batch, copying a batch of about ``batch_entries`` entries (default 2**25 on
+      the CPU, 2**28 on the GPU) to the device, so device memory holds the final shard plus one batch's
+      working set (about 40 bytes per entry) instead of two to three times the edge list (see
+      :mod:`breadth.pipeline.host_batches`).  The shards are the in-memory path's exactly.
 
     ``stages``: a dict that, when given, is filled with where the preparation's time went
     (:func:`breadth.pipeline.stages.summarize`): wall seconds of the chunk and build phases, each chunk
@@ -139,6 +150,9 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
         raise ValueError(f"nparts must be >= 1, got {nparts}")
     n = edges.num_vertices
     block = block_size(n, nparts)
+    if spill_dir is not None and host_batches:
+        raise ValueError("spill_dir and host_batches are two out-of-core paths: choose one")
+    batch_entries = batch_entries or (1 << (28 if device == "gpu" else 25))
     t0 = time.perf_counter()
     chunks = edges.edges.to_delayed().ravel().tolist()
     token = uuid.uuid4().hex[:8]
@@ -162,6 +176,25 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
             shards = [client.submit(build_shard_spilled, r, nparts, n, directed, batch_rows, root, flat,
                                     key=f"shard-{token}-{r}", **where[r]) for r in range(nparts)]
             piece_futs = None
+        elif host_batches:
+            batch_rows = _batch_rows(edges.num_edges, nparts, block, batch_entries)
+            split = [dask.delayed(batch_chunk, pure=False)(c, n, nparts, directed, batch_rows, device) for c in chunks]
+            host_pieces = [dask.delayed(operator.getitem, pure=True)(s, 0) for s in split]
+            # the chunk tasks' stage seconds come back apart from the pieces, which only their owner fetches
+            futs = client.compute([dask.delayed(operator.getitem, pure=True)(s, 1) for s in split]
+                                  + [dask.delayed(operator.getitem, pure=True)(h, r)
+                                     for r in range(nparts) for h in host_pieces])
+            chunk_stage_futs, flat = futs[:len(split)], futs[len(split):]
+            del futs
+            if progress:
+                from distributed import progress as dask_progress
+
+                dask_progress(flat)
+            wait(flat)  # owners need every chunk's piece anyway; waiting here times the chunk phase
+            t_chunks = time.perf_counter()
+            piece_futs = [flat[r * len(split):(r + 1) * len(split)] for r in range(nparts)]
+            shards = [client.submit(build_shard_batched, r, nparts, n, directed, batch_rows, piece_futs[r], device,
+                                    key=f"shard-{token}-{r}", **where[r]) for r in range(nparts)]
         else:
             split = [dask.delayed(split_fn, pure=True)(c, n, block, nparts, directed) for c in chunks]
             flat = client.compute([dask.delayed(operator.getitem, pure=True)(s, r)
@@ -175,10 +208,17 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
             dask_progress(shards)
         wait(shards)
         t_build = time.perf_counter()
-    ours = {f.key for f in flat} | {f.key for f in shards}
+    ours = {f.key for f in flat} | {f.key for f in shards} | {f.key for f in chunk_stage_futs or []}
     if spill_dir is None:
         ours |= {d.key for d in split}
-    chunk_records = [c.stages for c in client.gather(chunk_stage_futs)] if chunk_stage_futs else []
+    if host_batches:
+        ours |= {d.key for d in host_pieces}
+    if chunk_stage_futs is None:
+        chunk_records = []
+    elif host_batches:
+        chunk_records = client.gather(chunk_stage_futs)
+    else:
+        chunk_records = [c.stages for c in client.gather(chunk_stage_futs)]
     del piece_futs, flat, chunk_stage_futs
     if device == "gpu" and nparts > 1:
         shards = _add_bottom_up_order(client, shards, workers, token)
@@ -195,7 +235,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
         wall = ({"chunks": t_chunks - t0, "build": t_build - t_chunks} if t_chunks is not None
                 else {"chunks_and_build": t_build - t0})
         wall["finish"] = construction - (t_build - t0)
-        path = "spill" if spill_dir is not None else "in_memory"
+        path = "spill" if spill_dir is not None else f"host_batches_{device}" if host_batches else "in_memory"
         summarize(stages, path, wall, chunk_records, owners, source_s, other_s)
     return ShardedGraph(
         client=client, shards=shards, workers=[workers[r % len(workers)] for r in range(nparts)],

@@ -76,3 +76,83 @@ def test_spilled_stages_account_for_every_entry(small_worker, tmp_path):
     assert all(len(o["batches"]) > 1 and o["peak_rss_bytes"] > 0 for o in stages["owners"])
     assert stages["wall_s"]["chunks"] > 0 and stages["wall_s"]["build"] > 0
     g.release()
+
+
+@pytest.mark.parametrize("directed", [False, True])
+@pytest.mark.parametrize("nparts", [1, 3])
+def test_host_batches_match_in_memory(small_worker, directed, nparts):
+    """The host-tier path (pieces sorted by row batch in Dask's memory, owners building batch by batch)
+    gives the in-memory path's shards exactly, over several batches."""
+    el = kronecker(12, seed=7, chunk_edges=5000)
+    el.directed = directed
+    a = prepare(el, small_worker, nparts=nparts)
+    stages: dict = {}
+    b = prepare(el, small_worker, nparts=nparts, host_batches=True, batch_entries=3000, stages=stages)
+    _shards_equal(small_worker.gather(a.shards), small_worker.gather(b.shards))
+    assert (a.num_edges, a.num_self_loops) == (b.num_edges, b.num_self_loops)
+    assert stages["path"] == "host_batches_cpu"
+    assert all(len(o["batches"]) > 1 for o in stages["owners"]), "expected several row batches per owner"
+    # every non-loop tuple is two entries: both directions (undirected), or an out- and an in-entry
+    assert sum(c["entries"] for c in stages["chunks"]) == 2 * (el.num_edges - a.num_self_loops)
+    assert sum(o["entries"] for o in stages["owners"]) == 2 * (el.num_edges - a.num_self_loops)
+    a.release()
+    b.release()
+
+
+def test_host_batches_trim_duplicate_heavy_columns(small_worker):
+    """Every tuple three times: the owner's column array, sized for all entries, is two-thirds slack and
+    is trimmed by a copy; the shard is still the in-memory one."""
+    from breadth.pipeline import from_dask_array
+
+    rng = np.random.default_rng(5)
+    base = rng.integers(0, 500, size=(2000, 2))
+    el = from_dask_array(np.concatenate([base, base[::-1], base]), num_vertices=500)
+    a = prepare(el, small_worker, nparts=2)
+    stages: dict = {}
+    b = prepare(el, small_worker, nparts=2, host_batches=True, batch_entries=700, stages=stages)
+    _shards_equal(small_worker.gather(a.shards), small_worker.gather(b.shards))
+    assert all(o["columns_trimmed"] == 1 for o in stages["owners"])
+    assert stages["owner_task_s_total"]["column_slack_entries"] > stages["owner_task_s_total"]["entries"] // 2
+    a.release()
+    b.release()
+
+
+def _disk_write_bytes(dask_worker) -> float:
+    return sum(v for (label, unit), v in dask_worker.data.cumulative_metrics.items()
+               if label == "disk-write" and unit == "bytes")
+
+
+def test_host_batches_on_a_spilling_worker(small_worker):
+    """Scale 18 on the 40 MB worker: the pieces (64 MB) exceed its memory limit, so Dask spills them to
+    its disk; the shard is still the in-memory one (and its columns, 9% duplicates, are not trimmed)."""
+    el = kronecker(18, seed=1, chunk_edges=1 << 16)
+    before = list(small_worker.run(_disk_write_bytes).values())[0]
+    stages: dict = {}
+    b = prepare(el, small_worker, host_batches=True, batch_entries=1 << 18, stages=stages)
+    spilled = list(small_worker.run(_disk_write_bytes).values())[0] - before
+    assert spilled > 16 << 20, f"Dask spilled only {spilled / 2**20:.1f} MiB"
+    assert "columns_trimmed" not in stages["owners"][0] and len(stages["owners"][0]["batches"]) > 8
+    shards = small_worker.gather(b.shards)
+    b.release()
+    a = prepare(el, small_worker)
+    _shards_equal(small_worker.gather(a.shards), shards)
+    a.release()
+
+
+@pytest.mark.parametrize("nbatches,batch_rows", [(1, 4096), (7, 600), (64, 64)])
+def test_sort_by_batch_array_module_matches_counting_sort(nbatches, batch_rows):
+    """The argsort grouping that the GPU runs (here on NumPy) and the CPU's Numba counting sort agree:
+    same batch offsets, same entries in each batch."""
+    from breadth.pipeline.host_batches import _sort_by_batch_numpy, sort_by_batch_xp
+
+    rng = np.random.default_rng(nbatches)
+    lo, nloc = 4096, min(4096, nbatches * batch_rows)
+    entries = np.stack([rng.integers(lo, lo + nloc, 20000), rng.integers(0, 1 << 20, 20000)], axis=1)
+    a, offs_a = sort_by_batch_xp(entries.astype(np.int32), lo, batch_rows, nbatches, np.int32, np)
+    b, offs_b = _sort_by_batch_numpy(entries, lo, batch_rows, nbatches, np.int32)
+    assert a.dtype == b.dtype == np.int32
+    assert np.array_equal(offs_a, offs_b) and offs_a[-1] == len(entries)
+    for i in range(nbatches):
+        x, y = a[offs_a[i]:offs_a[i + 1]], b[offs_b[i]:offs_b[i + 1]]
+        assert np.all(x[:, 0] // batch_rows == i)
+        assert np.array_equal(x[np.lexsort(x.T[::-1])], y[np.lexsort(y.T[::-1])])
