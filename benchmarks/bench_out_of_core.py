@@ -10,13 +10,19 @@ split on the GPU and wait in host memory, owners build batch by batch on their G
 
     python benchmarks/bench_out_of_core.py --device gpu --gpus 1 --scale 28 \\
         --local-directory /tmp/breadth-dask --json $OUT/out_of_core_gpu_s28.json
-    python benchmarks/bench_out_of_core.py --device gpu --gpus 2 --scale 29 --json $OUT/out_of_core_gpu_s29.json
-    python benchmarks/bench_out_of_core.py --device gpu --gpus 4 --scale 30 --json $OUT/out_of_core_gpu_s30.json
+    python benchmarks/bench_out_of_core.py --device gpu --gpus 2 --scale 29 --memory-limit 120GB \
+        --local-directory /tmp/breadth-dask --json $OUT/out_of_core_gpu_s29.json
+    python benchmarks/bench_out_of_core.py --device gpu --gpus 4 --scale 30 --memory-limit 120GB \
+        --local-directory /tmp/breadth-dask --json $OUT/out_of_core_gpu_s30.json
 
 (``--memory-limit`` / ``--device-memory-limit`` / ``--rmm-pool-size`` go to dask-cuda's
 ``LocalCUDACluster``: host bytes per worker before Dask spills host data to ``--local-directory``, device
 bytes before it moves device data to host, and an RMM pool for CuPy; the defaults are dask-cuda's: host
-memory divided among the workers, 80% of the GPU, CuPy's own caching pool.)
+memory divided among the workers, 80% of the GPU, CuPy's own caching pool.  Give ``--memory-limit``
+explicitly on the several-GPU machines: their memory grows as it is used, so at start-up the host
+reports a fraction of it (31 GiB of 256), and dask-cuda's default would let each worker hold only that
+fraction, then pause or end it.  Each owner keeps 8 bytes per adjacency entry in host memory: 64 GiB per
+GPU at scale 28 per GPU.)
 
 A sampler thread in this process records, every 0.2 s, the resident memory of this process and all its
 children (their sum and each one's peak) and the bytes under the spill directories; each worker reports its
