@@ -52,6 +52,18 @@ import psutil
 GiB = 1 << 30
 
 
+def _dir_bytes(path: str | None) -> int:
+    """Bytes of the files under ``path`` now (0 for none); files vanishing mid-walk are skipped."""
+    total = 0
+    for root, _, files in os.walk(path or "/nonexistent"):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(root, f))
+            except OSError:
+                pass
+    return total
+
+
 class Sampler(threading.Thread):
     """Peak RSS of this process tree (the sum, and each process's own peak) and peak size of a directory,
     sampled in the background."""
@@ -75,20 +87,10 @@ class Sampler(threading.Thread):
             self.peak_by_pid[p.pid] = max(self.peak_by_pid.get(p.pid, 0), rss)
         return total
 
-    def _du(self) -> int:
-        total = 0
-        for root, _, files in os.walk(self.spill_dir or "/nonexistent"):
-            for f in files:
-                try:
-                    total += os.path.getsize(os.path.join(root, f))
-                except OSError:
-                    pass
-        return total
-
     def run(self) -> None:
         while not self.stop.is_set():
             self.peak_rss = max(self.peak_rss, self._rss())
-            self.peak_spill = max(self.peak_spill, self._du())
+            self.peak_spill = max(self.peak_spill, _dir_bytes(self.spill_dir))
             time.sleep(self.period)
 
 
@@ -127,16 +129,6 @@ def _start_worker_sampler(dask_worker, period: float = 0.05) -> int:
     def weight(buf) -> int:  # a zict LRU's total weight (bytes by Dask's sizeof), 0 where there is none
         return int(getattr(getattr(buf, "fast", buf), "total_weight", 0) or 0)
 
-    def du(path: str) -> int:
-        total = 0
-        for root, _, files in os.walk(path):
-            for f in files:
-                try:
-                    total += os.path.getsize(os.path.join(root, f))
-                except OSError:
-                    pass
-        return total
-
     def run() -> None:
         i = 0
         while not stop.is_set():
@@ -147,7 +139,7 @@ def _start_worker_sampler(dask_worker, period: float = 0.05) -> int:
                    "dask_device_bytes": weight(getattr(data, "device_buffer", None)),
                    "dask_host_bytes": weight(getattr(data, "host_buffer", None))}
             if i % 20 == 0:
-                now["dask_disk_bytes"] = du(dask_worker.local_directory)
+                now["dask_disk_bytes"] = _dir_bytes(dask_worker.local_directory)
             for k, v in now.items():
                 peaks[k] = max(peaks[k], int(v))
             i += 1
