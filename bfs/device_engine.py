@@ -51,6 +51,18 @@ class DeviceEngine(Engine):
             raise TypeError("DeviceEngine needs the GPU backend and a communicator with device rounds (NCCL)")
         cp = self.b.xp
         self._ev = [cp.cuda.Event(block=False), cp.cuda.Event(block=False)]
+        # BREADTH_LEVEL_GRAPHS=0 queues every level from Python (for A/B measurements)
+        self.graphs = None
+        if os.environ.get("BREADTH_LEVEL_GRAPHS", "1") != "0":
+            from .level_graphs import LevelGraphs
+
+            self.graphs = LevelGraphs(self)
+
+    def close(self) -> None:
+        """Destroy the captured levels: NCCL's ncclCommDestroy waits (here: for ever) while a CUDA graph
+        holding its operations exists."""
+        if self.graphs is not None:
+            self.graphs.close()
 
     def _kernel_s(self) -> float:
         """Seconds between the two events (recorded around a level's kernels; complete after a wait)."""
@@ -107,7 +119,21 @@ class DeviceEngine(Engine):
 
     def search(self, root: int) -> list[LevelRecord]:
         """Breadth-first search from global id ``root``; returns the per-level records."""
-        s, b, xp, comm = self.shard, self.b, self.b.xp, self.comm
+        if self.graphs is None:
+            return self._search(root)
+        cp = self.b.xp
+        # the captured levels need a stream of their own: it starts after what the caller queued, and
+        # the caller's stream continues after the search
+        caller, st = cp.cuda.get_current_stream(), self.graphs.stream
+        st.wait_event(caller.record())
+        try:
+            with st:
+                return self._search(root)
+        finally:
+            caller.wait_event(st.record())
+
+    def _search(self, root: int) -> list[LevelRecord]:
+        s, b, xp, comm, graphs = self.shard, self.b, self.b.xp, self.comm, self.graphs
         rank, size = comm.rank, comm.size
         queue = self._start(root)
         cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
@@ -123,7 +149,14 @@ class DeviceEngine(Engine):
             if direction == "td" and scout * self.alpha > edges_to_check:
                 direction, bits = "bu", b.queue_to_bits(queue, self.nwords)
                 b.note_bits(bits, int(queue.size), qdeg, s.offsets)
-            if direction == "bu":
+            if direction == "bu" and graphs is not None:
+                cnt, local_s, bits = graphs.bottom_up(bits, depth, bu_off, bu_col)
+                t2 = time.perf_counter()
+                found, counts = int(cnt[:, 0].sum()), cnt[:, 0]
+                b.note_bits(bits, int(cnt[rank, 0]), int(cnt[rank, 1]), bu_off)
+                records.append(LevelRecord(depth, "bu", frontier_size, found, local_s, t2 - t0 - local_s,
+                                           comm.bytes_sent() - bytes0, t2 - graphs.launched))
+            elif direction == "bu":
                 fbits = self._gather_frontier(bits, counts)
                 nxt = xp.empty(self.nwords, np.uint64)
                 self._ev[0].record()
@@ -137,6 +170,7 @@ class DeviceEngine(Engine):
                 local_s = self._kernel_s()
                 records.append(LevelRecord(depth, "bu", frontier_size, found, local_s, t2 - t0 - local_s,
                                            comm.bytes_sent() - bytes0, t2 - t1))
+            if direction == "bu":
                 if found and found < frontier_size and found < s.num_vertices / self.beta:
                     direction, queue = "td", b.bits_to_queue(bits)
                     if s.directed:  # bottom-up counted in-degrees; top-down's work is the out-degrees
@@ -144,6 +178,15 @@ class DeviceEngine(Engine):
                     else:
                         degs = cnt[:, 1]
                     qdeg, scout = int(degs[rank]), int(degs.sum())
+            elif graphs is not None and (gcap := graphs.top_down_cap(counts, degs)):
+                cnt, local_s, qbuf = graphs.top_down(queue, depth, gcap)
+                t2 = time.perf_counter()
+                found, counts, degs = int(cnt[:, 0].sum()), cnt[:, 0], cnt[:, 1]
+                queue, qdeg, next_scout = qbuf[:int(cnt[rank, 0])], int(degs[rank]), int(degs.sum())
+                records.append(LevelRecord(depth, "td", frontier_size, found, local_s, t2 - t0 - local_s,
+                                           comm.bytes_sent() - bytes0, t2 - graphs.launched))
+                edges_to_check = max(edges_to_check - scout, 0)
+                scout = next_scout
             else:
                 caps = [self._cap(r, int(degs[r])) for r in range(size)]
                 bounded = max(caps) <= self.spec_pairs

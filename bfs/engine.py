@@ -120,6 +120,10 @@ class Engine:
         v[self.comm.rank] = values
         return self.comm.allreduce(v.ravel()).reshape(size, -1) if size > 1 else v
 
+    def close(self) -> None:
+        """Release what the engine holds besides its arrays (nothing here; see the device engine).  The
+        session calls it before closing the communicator."""
+
     # -- the search -------------------------------------------------------------------------------
     def _start(self, root: int):
         """Reset the search state for ``root``; returns this rank's first queue (the root if owned here)."""

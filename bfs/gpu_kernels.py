@@ -98,11 +98,11 @@ extern "C" __global__ void degree_sum(const i64* __restrict__ offsets, const i64
 //   Remote neighbours (has_sent) go out once per search through the sent bitmap (global ids, 64-bit words):
 //   the pair (v, parent) is appended to rpairs (interleaved, the layout the exchange sends), ctr[2] counts
 //   them.  ctr[0..1] have the layout claim_remote appends to, so claimed vertices join the same queue.
-extern "C" __global__ void td_expand(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
-                                     const i64* __restrict__ queue, const i64* __restrict__ pre, i64 qn,
-                                     i64 lo, i64 hi, i64* __restrict__ parent, int* __restrict__ level, int depth,
-                                     u32* visited, u64* sent, int has_sent,
-                                     i64* __restrict__ nxt, i64* __restrict__ rpairs, i64* ctr) {
+__device__ __forceinline__ void td_body(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
+                                        const i64* __restrict__ queue, const i64* __restrict__ pre, i64 qn,
+                                        i64 lo, i64 hi, i64* __restrict__ parent, int* __restrict__ level,
+                                        int depth, u32* visited, u64* sent, int has_sent,
+                                        i64* __restrict__ nxt, i64* __restrict__ rpairs, i64* ctr) {
     if (qn <= 0) return;
     const int lane = threadIdx.x & 31;
     const i64 warp = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
@@ -164,6 +164,41 @@ extern "C" __global__ void td_expand(const i64* __restrict__ offsets, const col_
     block_add2(scout, 0, ctr, 1, 3);
 }
 
+extern "C" __global__ void td_expand(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
+                                     const i64* __restrict__ queue, const i64* __restrict__ pre, i64 qn,
+                                     i64 lo, i64 hi, i64* __restrict__ parent, int* __restrict__ level, int depth,
+                                     u32* visited, u64* sent, int has_sent,
+                                     i64* __restrict__ nxt, i64* __restrict__ rpairs, i64* ctr) {
+    td_body(offsets, cols, queue, pre, qn, lo, hi, parent, level, depth, visited, sent, has_sent, nxt, rpairs, ctr);
+}
+
+// The *_g kernels are the same steps for a CUDA graph (bfs/level_graphs.py): what changes from one level
+// to the next is read from the device parameter block prm (prm[0] the depth, prm[1] the queue length),
+// which the graph's first node copies from pinned host memory, so a captured level replays unchanged.
+extern "C" __global__ void td_expand_g(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
+                                       const i64* __restrict__ queue, const i64* __restrict__ pre,
+                                       const i64* __restrict__ prm, i64 lo, i64 hi, i64* __restrict__ parent,
+                                       int* __restrict__ level, u32* visited, u64* sent, int has_sent,
+                                       i64* __restrict__ nxt, i64* __restrict__ rpairs, i64* ctr) {
+    td_body(offsets, cols, queue, pre, prm[1], lo, hi, parent, level, (int)prm[0], visited, sent, has_sent, nxt,
+            rpairs, ctr);
+}
+
+// ts[i] = the GPU's global nanosecond clock (one thread): the local-work time of a captured level.
+__device__ __forceinline__ i64 global_ns() {
+#ifdef __CUDACC__
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return (i64)t;
+#else
+    return 0;
+#endif
+}
+
+extern "C" __global__ void stamp(i64* ts, int i) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) ts[i] = global_ns();
+}
+
 // One bottom-up level.  A warp handles BU_WORDS consecutive words of 32 local vertices per iteration (one
 // word of visited / skip / next each), a lane one vertex per word.  The words are unrolled so that a lane
 // has BU_WORDS independent chains (offsets -> first column -> frontier bit) in flight: on the late levels
@@ -173,11 +208,11 @@ extern "C" __global__ void td_expand(const i64* __restrict__ offsets, const col_
 //   next[w] is written for every w (the next frontier); visited[w] gains the vertices found.
 //   ctr[0] += vertices found, ctr[1] += sum of their degrees.
 #define BU_WORDS 4
-extern "C" __global__ void bu_step(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
-                                   const u32* __restrict__ fbits, u32* __restrict__ visited,
-                                   const u32* __restrict__ skip, i64* __restrict__ parent,
-                                   int* __restrict__ level, int depth, u32* __restrict__ next,
-                                   i64 nwords, i64 nloc, i64* ctr) {
+__device__ __forceinline__ void bu_body(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
+                                        const u32* __restrict__ fbits, u32* __restrict__ visited,
+                                        const u32* __restrict__ skip, i64* __restrict__ parent,
+                                        int* __restrict__ level, int depth, u32* __restrict__ next,
+                                        i64 nwords, i64 nloc, i64* ctr) {
     const int lane = threadIdx.x & 31;
     const i64 warp = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
     const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
@@ -233,6 +268,22 @@ extern "C" __global__ void bu_step(const i64* __restrict__ offsets, const col_t*
     block_add2(found, found_edges, ctr, 0, 1);
 }
 
+extern "C" __global__ void bu_step(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
+                                   const u32* __restrict__ fbits, u32* __restrict__ visited,
+                                   const u32* __restrict__ skip, i64* __restrict__ parent,
+                                   int* __restrict__ level, int depth, u32* __restrict__ next,
+                                   i64 nwords, i64 nloc, i64* ctr) {
+    bu_body(offsets, cols, fbits, visited, skip, parent, level, depth, next, nwords, nloc, ctr);
+}
+
+extern "C" __global__ void bu_step_g(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
+                                     const u32* __restrict__ fbits, u32* __restrict__ visited,
+                                     const u32* __restrict__ skip, i64* __restrict__ parent,
+                                     int* __restrict__ level, const i64* __restrict__ prm, u32* __restrict__ next,
+                                     i64 nwords, i64 nloc, i64* ctr) {
+    bu_body(offsets, cols, fbits, visited, skip, parent, level, (int)prm[0], next, nwords, nloc, ctr);
+}
+
 // Start of a search: parent = -1, level = -1 (16-byte stores), visited = 0 except the root's bit.
 extern "C" __global__ void init_search(i64* __restrict__ parent, int* __restrict__ level, i64 nloc,
                                        u32* __restrict__ visited, i64 nw32, i64 root_local) {
@@ -253,8 +304,8 @@ extern "C" __global__ void init_search(i64* __restrict__ parent, int* __restrict
 
 // Inclusive prefix sum of the degrees of a small queue in one block of 1024 threads (one launch instead of
 // a degree pass and a multi-kernel scan), and ctr[0..3] = 0 for the expansion that follows in the stream.
-extern "C" __global__ void queue_prefix_small(const i64* __restrict__ offsets, const i64* __restrict__ queue,
-                                              i64 qn, i64* __restrict__ pre, i64* ctr) {
+__device__ __forceinline__ void prefix_small_body(const i64* __restrict__ offsets, const i64* __restrict__ queue,
+                                                  i64 qn, i64* __restrict__ pre, i64* ctr) {
     __shared__ i64 wsum[32];
     __shared__ i64 carry;
     const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
@@ -279,6 +330,16 @@ extern "C" __global__ void queue_prefix_small(const i64* __restrict__ offsets, c
         if (tid == (int)blockDim.x - 1) carry = x;
         __syncthreads();
     }
+}
+
+extern "C" __global__ void queue_prefix_small(const i64* __restrict__ offsets, const i64* __restrict__ queue,
+                                              i64 qn, i64* __restrict__ pre, i64* ctr) {
+    prefix_small_body(offsets, queue, qn, pre, ctr);
+}
+
+extern "C" __global__ void queue_prefix_small_g(const i64* __restrict__ offsets, const i64* __restrict__ queue,
+                                                const i64* __restrict__ prm, i64* __restrict__ pre, i64* ctr) {
+    prefix_small_body(offsets, queue, prm[1], pre, ctr);
 }
 
 // Sort keys that order each row's neighbours by decreasing degree (bucketed by bit length), so that
@@ -391,6 +452,14 @@ extern "C" __global__ void claim_remote_dn(const i64* __restrict__ v, const i64*
     claim_body(v, p, step, *np, lo, parent, level, depth, visited, out, ctr, offsets, with_deg);
 }
 
+extern "C" __global__ void claim_remote_g(const i64* __restrict__ v, const i64* __restrict__ p, i64 step,
+                                          const i64* __restrict__ np, i64 lo, i64* __restrict__ parent,
+                                          int* __restrict__ level, const i64* __restrict__ prm, u32* visited,
+                                          i64* __restrict__ out, i64* ctr, const i64* __restrict__ offsets,
+                                          int with_deg) {
+    claim_body(v, p, step, *np, lo, parent, level, (int)prm[0], visited, out, ctr, offsets, with_deg);
+}
+
 // Interleaved (v global, p) pairs to their owners v / block: owner_counts counts per owner (the pair count
 // *np is read on the device, so it can follow td_expand without a synchronisation), owner_scatter writes
 // each pair at its owner's next free slot (cursor starts at the owners' exclusive prefix; order within an
@@ -479,7 +548,8 @@ extern "C" __global__ void row_rules(const i64* __restrict__ offsets, const col_
 
 _KERNELS = ("queue_degrees", "degree_sum", "td_expand", "bu_step", "zero_degree_bits", "set_bits", "bits_to_ids",
             "popcounts", "claim_remote", "row_rules", "init_search", "queue_prefix_small", "bu_order_keys",
-            "owner_counts", "owner_scatter", "owner_regions", "claim_remote_dn")
+            "owner_counts", "owner_scatter", "owner_regions", "claim_remote_dn", "td_expand_g", "bu_step_g",
+            "queue_prefix_small_g", "claim_remote_g", "stamp")
 _SMALL_QUEUE = 16384  # frontiers up to this many vertices get their prefix sum from one block
 
 
@@ -705,6 +775,44 @@ class GpuBackend:
                       level, np.int32(depth), next_bits.view(cp.uint32), _i64(nw32), _i64(nloc), ctr))
         return ctr
 
+    # -- steps of a captured level (bfs/level_graphs.py): what varies is read from the device block prm
+    #    (prm[0] depth, prm[1] queue length), the grids are fixed, nothing is allocated ----------------
+    def bottom_up_g(self, offsets, cols, fbits, parent, level, prm, next_bits, ctr) -> None:
+        """:meth:`bottom_up_async` with the depth in ``prm[0]`` and the counters in ``ctr`` (zeroed by the
+        caller); ``next_bits`` holds at least the owned vertices' words."""
+        self._ensure_visited(parent.size)
+        nloc = offsets.size - 1
+        nw32 = 2 * ((nloc + 63) // 64)
+        bu_cols = self._bottom_up_columns(offsets, cols, False)
+        self._kern(cols)["bu_step_g"](_grid(-(-nw32 // 4), _THREADS // 32), (_THREADS,),
+                                      (offsets, bu_cols, fbits.view(cp.uint32), self._visited,
+                                       self._skip_bits(offsets), parent, level, prm, next_bits.view(cp.uint32),
+                                       _i64(nw32), _i64(nloc), ctr))
+
+    def top_down_g(self, offsets, cols, lo: int, hi: int, queue, pre, prm, parent, level, sent, nxt, rpairs,
+                   ctr) -> None:
+        """:meth:`top_down_async` for a queue of at most ``_SMALL_QUEUE`` ids whose length is ``prm[1]``:
+        the prefix of its degrees in one block (``pre`` holds ``_SMALL_QUEUE``), then the expansion over the
+        whole chip.  ``ctr`` zeroed by the caller; ``rpairs`` must hold the queue's degree sum."""
+        self._ensure_visited(parent.size)
+        k = self._kern(cols)
+        k["queue_prefix_small_g"]((1,), (1024,), (offsets, queue, prm, pre, ctr))
+        k["td_expand_g"](_grid(None), (_THREADS,),
+                         (offsets, cols, queue, pre, prm, _i64(lo), _i64(hi), parent, level, self._visited,
+                          sent, np.int32(1), nxt, rpairs, ctr))
+
+    def claim_pairs_g(self, pairs, count, lo: int, parent, level, prm, out, ctr, offsets) -> None:
+        """:meth:`claim_pairs_async` with ``count`` on the device and the depth in ``prm[0]``."""
+        flat = pairs.reshape(-1)
+        if pairs.shape[0]:
+            self._kern(None)["claim_remote_g"](_grid(int(pairs.shape[0])), (_THREADS,),
+                                               (flat, flat[1:], _i64(2), count, _i64(lo), parent, level, prm,
+                                                self._visited, out, ctr, offsets, np.int32(1)))
+
+    def stamp(self, ts, i: int) -> None:
+        """``ts[i]`` = the GPU's nanosecond clock when the stream reaches this point."""
+        self._kern(None)["stamp"]((1,), (32,), (ts, np.int32(i)))
+
     def note_bits(self, bits, count: int, degree_sum: int, offsets) -> None:
         """Record that ``bits`` has ``count`` set bits whose degrees in ``offsets`` sum to ``degree_sum``
         (learned from the counters), so :meth:`bits_to_queue` and :meth:`degree_sum` need no round trip."""
@@ -763,11 +871,13 @@ class GpuBackend:
                                                  np.int32(depth), self._visited, out, ctr, offsets, np.int32(1)))
 
     @staticmethod
-    def pairs_to_regions(rpairs, ctr, block: int, nparts: int, cap: int):
-        """The first ``ctr[2]`` rows of ``rpairs`` into ``(nparts * cap, 2)`` regions, owner ``r``'s from row
-        ``r * cap``, counted in ``ctr[4 + r]`` (zero before): :meth:`top_down_async`'s pairs grouped with no
-        synchronisation, when ``cap`` bounds every owner's count (the frontier's degree sum does)."""
-        out = cp.empty((nparts * cap, 2), cp.int64)
+    def pairs_to_regions(rpairs, ctr, block: int, nparts: int, cap: int, out=None):
+        """The first ``ctr[2]`` rows of ``rpairs`` into ``(nparts * cap, 2)`` regions (``out`` if given),
+        owner ``r``'s from row ``r * cap``, counted in ``ctr[4 + r]`` (zero before): :meth:`top_down_async`'s
+        pairs grouped with no synchronisation, when ``cap`` bounds every owner's count (the frontier's
+        degree sum does)."""
+        if out is None:
+            out = cp.empty((nparts * cap, 2), cp.int64)
         if cap:
             _module("int32")["owner_regions"](_grid(int(rpairs.shape[0])), (_THREADS,),
                                               (rpairs, ctr[2:3], _i64(block), _i64(cap), ctr[4:], out))

@@ -237,6 +237,26 @@ class NCCLCommunicator(Communicator):
         self._check()
         self._exchange(sends, recvs)
 
+    def allgather_into(self, send, recv, payload: bool = False) -> None:
+        """``recv`` (``(size * k,)``) = every rank's ``send`` (``(k,)``, the same ``k`` and dtype everywhere)
+        in rank order: one ``ncclAllGather`` queued on the stream, not waited for (it may be captured in
+        a CUDA graph).  ``payload`` counts ``send`` as sent to every peer in :meth:`bytes_sent`."""
+        self._check()
+        nccl = self._nccl
+        self._comm.allGather(send.data.ptr, recv.data.ptr, send.nbytes, nccl.NCCL_UINT8, self._stream())
+        if payload:
+            self._sent += send.nbytes * (self.size - 1)
+
+    def wait(self, what: str) -> None:
+        """Wait for the work queued on the current stream (a replayed CUDA graph), with the failure bounds
+        of every other round: a lost peer or a cancelled session raises :class:`CommError`."""
+        self._check()
+        self._wait(what)
+
+    def note_sent(self, nbytes: int) -> None:
+        """Count ``nbytes`` more payload in :meth:`bytes_sent` (a replayed graph's rounds run no Python)."""
+        self._sent += int(nbytes)
+
     def _stage(self, nbytes: int) -> None:
         """Pinned host buffers (send side, receive side) and a device buffer of at least ``nbytes``."""
         if self._dstage is not None and self._dstage.nbytes >= nbytes:

@@ -58,12 +58,17 @@ def _rank_main(shard, rank: int, size: int, session: str, protocol: str, timeout
     affinity = _widen_affinity() if os.environ.get("BREADTH_RANK_AFFINITY") == "all" else None
     try:
         comm = make_communicator(rank, size, session, protocol, timeout)
+        engine = None
         try:
             engine = _engine_class(backend, comm)(shard, comm, backend=backend, **engine_kw)
             setup = time.perf_counter() - t0
             return body(engine, setup, *args)
         finally:
-            comm.close()
+            try:
+                if engine is not None:
+                    engine.close()  # before the communicator: its captured graphs hold NCCL resources
+            finally:
+                comm.close()
     finally:
         sys.setswitchinterval(interval)
         if affinity is not None:
