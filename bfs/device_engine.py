@@ -141,6 +141,8 @@ class DeviceEngine(Engine):
         qdeg, scout = int(degs[rank]), int(degs.sum())
         edges_to_check = self.total_edges
         bu_off, bu_col = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
+        if graphs is not None and not graphs.ready:
+            graphs.prepare(bu_off, bu_col)
         frontier_size, direction, bits, depth = 1, "td", None, 1
         records: list[LevelRecord] = []
         while True:
@@ -178,8 +180,8 @@ class DeviceEngine(Engine):
                     else:
                         degs = cnt[:, 1]
                     qdeg, scout = int(degs[rank]), int(degs.sum())
-            elif graphs is not None and (gcap := graphs.top_down_cap(counts, degs)):
-                cnt, local_s, qbuf = graphs.top_down(queue, depth, gcap)
+            elif graphs is not None:
+                cnt, local_s, qbuf = graphs.top_down(queue, depth, counts, degs)
                 t2 = time.perf_counter()
                 found, counts, degs = int(cnt[:, 0].sum()), cnt[:, 0], cnt[:, 1]
                 queue, qdeg, next_scout = qbuf[:int(cnt[rank, 0])], int(degs[rank]), int(degs.sum())

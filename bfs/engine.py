@@ -42,7 +42,11 @@ class Engine:
     """Searches from roots over one rank's shard.  ``parent``/``level`` hold the last search's result for
     the owned vertices (``parent`` in global ids, -1 unreached; ``level`` -1 unreached)."""
 
-    def __init__(self, shard: Shard, comm: Communicator | None = None, *, alpha: float = 15.0,
+    #: default ``alpha`` per backend: on GPUs bottom-up is cheap enough that switching earlier pays
+    #: (H200, Kronecker scale 26, 64 roots: 259.7 vs 234.6 GTEPS at 50 vs 15 on one GPU, 378 vs 363 on two)
+    ALPHA = {"cpu": 15.0, "gpu": 50.0}
+
+    def __init__(self, shard: Shard, comm: Communicator | None = None, *, alpha: float | None = None,
                  beta: float = 18.0, backend: str = "cpu", nchunks: int | None = None):
         self.b = get_backend(backend)
         xp = self.b.xp
@@ -53,7 +57,7 @@ class Engine:
             s = self.shard
             self.b.use_bottom_up_columns(s.in_columns if s.directed else s.columns, s.meta["bu_columns"])
         self.comm = comm or SelfCommunicator()
-        self.alpha, self.beta = alpha, beta
+        self.alpha, self.beta = (self.ALPHA.get(backend, 15.0) if alpha is None else alpha), beta
         self.nchunks = nchunks or 8 * (os.cpu_count() or 1)
         n = shard.num_vertices
         pdt = self.b.parent_dtype(n) if hasattr(self.b, "parent_dtype") else np.int64

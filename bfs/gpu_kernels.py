@@ -15,6 +15,8 @@ orchestration is shared; only the kernels differ.  What changes on the device:
   ``scout``) is accumulated in the same pass.
 * **Bottom-up, a warp per 32 vertices.**  Each lane owns one vertex, scans its row until it meets a
   frontier bit, and the warp's ``__ballot_sync`` is the next-frontier word (stored once, no atomics).
+  Rows longer than 32 that miss on their first neighbour are handed to a second kernel as tasks of 1024
+  entries, a warp each, so no lane walks a long row alone.
 * **One host round trip per level.**  Each step reads its small counter array back once (the only
   synchronisation); the counts it learns (queue length and degree sum of what it returns) are remembered
   for exactly the array it returned, so the engine's following ``degree_sum``/``bits_to_queue`` calls on that
@@ -26,11 +28,13 @@ CuPy is imported when this module is; the CPU path never imports it (see :mod:`b
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any
 
 import cupy as cp
 import numpy as np
 
+_BU_LONG, _BU_CHUNK, _SCAN_TILE = 32, 1024, 1024  # BU_LONG, BU_CHUNK and SCAN_TILE of the CUDA source
 _FULL_GRID_PER_SM = 16  # blocks per multiprocessor for grid-stride kernels whose work size is on the device
 _THREADS = 256
 
@@ -208,11 +212,18 @@ extern "C" __global__ void stamp(i64* ts, int i) {
 //   next[w] is written for every w (the next frontier); visited[w] gains the vertices found.
 //   ctr[0] += vertices found, ctr[1] += sum of their degrees.
 #define BU_WORDS 4
+// Rows longer than BU_LONG whose first neighbour is not in the frontier are not scanned by their lane: a
+// lane walking a long row alone holds its warp (and the level) for the whole row, and on a level whose
+// frontier is small but whose unvisited rows are long (a degree-1 root next to a hub) that serial tail
+// was most of the level.  They become tasks of BU_CHUNK entries (tasks[], counted in ctr[2]) that bu_long
+// scans a warp per task, 32 entries per step.
+#define BU_LONG 32
+#define BU_CHUNK 1024
 __device__ __forceinline__ void bu_body(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
                                         const u32* __restrict__ fbits, u32* __restrict__ visited,
                                         const u32* __restrict__ skip, i64* __restrict__ parent,
                                         int* __restrict__ level, int depth, u32* __restrict__ next,
-                                        i64 nwords, i64 nloc, i64* ctr) {
+                                        i64 nwords, i64 nloc, i64* ctr, i64* __restrict__ tasks, int defer) {
     const int lane = threadIdx.x & 31;
     const i64 warp = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
     const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
@@ -242,11 +253,25 @@ __device__ __forceinline__ void bu_body(const i64* __restrict__ offsets, const c
             if (act[j] && ((__ldg(fbits + (u[j] >> 5)) >> (u[j] & 31)) & 1u)) hit[j] = true;
 #pragma unroll
         for (int j = 0; j < BU_WORDS; ++j) {
+            i64 c = 0;  // bu_long tasks this lane hands over
             if (act[j] && !hit[j]) {
-                for (i64 k = s[j] + 1; k < t[j]; ++k) {
-                    const i64 x = (i64)__ldg(cols + k);
-                    if ((__ldg(fbits + (x >> 5)) >> (x & 31)) & 1u) { u[j] = x; hit[j] = true; break; }
+                if (defer && t[j] - s[j] > BU_LONG) {
+                    c = (t[j] - s[j] - 1 + BU_CHUNK - 1) / BU_CHUNK;
+                } else {
+                    for (i64 k = s[j] + 1; k < t[j]; ++k) {
+                        const i64 x = (i64)__ldg(cols + k);
+                        if ((__ldg(fbits + (x >> 5)) >> (x & 31)) & 1u) { u[j] = x; hit[j] = true; break; }
+                    }
                 }
+            }
+            if (defer && __any_sync(FULL, c > 0)) {
+                i64 x = c;  // inclusive warp scan of the task counts, one atomicAdd per warp
+                for (int o = 1; o < 32; o <<= 1) { const i64 y = __shfl_up_sync(FULL, x, o); if (lane >= o) x += y; }
+                u64 base = 0;
+                if (lane == 31) base = atomicAdd((u64*)&ctr[2], (u64)x);
+                base = __shfl_sync(FULL, base, 31);
+                const i64 i = (w0 + j) * 32 + lane;
+                for (i64 q = 0; q < c; ++q) tasks[base + x - c + q] = (i << 24) | q;
             }
             if (hit[j]) {
                 const i64 i = (w0 + j) * 32 + lane;
@@ -272,16 +297,74 @@ extern "C" __global__ void bu_step(const i64* __restrict__ offsets, const col_t*
                                    const u32* __restrict__ fbits, u32* __restrict__ visited,
                                    const u32* __restrict__ skip, i64* __restrict__ parent,
                                    int* __restrict__ level, int depth, u32* __restrict__ next,
-                                   i64 nwords, i64 nloc, i64* ctr) {
-    bu_body(offsets, cols, fbits, visited, skip, parent, level, depth, next, nwords, nloc, ctr);
+                                   i64 nwords, i64 nloc, i64* ctr, i64* __restrict__ tasks, int defer) {
+    bu_body(offsets, cols, fbits, visited, skip, parent, level, depth, next, nwords, nloc, ctr, tasks, defer);
 }
 
 extern "C" __global__ void bu_step_g(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
                                      const u32* __restrict__ fbits, u32* __restrict__ visited,
                                      const u32* __restrict__ skip, i64* __restrict__ parent,
                                      int* __restrict__ level, const i64* __restrict__ prm, u32* __restrict__ next,
-                                     i64 nwords, i64 nloc, i64* ctr) {
-    bu_body(offsets, cols, fbits, visited, skip, parent, level, (int)prm[0], next, nwords, nloc, ctr);
+                                     i64 nwords, i64 nloc, i64* ctr, i64* __restrict__ tasks, int defer) {
+    bu_body(offsets, cols, fbits, visited, skip, parent, level, (int)prm[0], next, nwords, nloc, ctr, tasks,
+            defer);
+}
+
+// The deferred long rows: a warp per task (row i, chunk q: entries s+1+q*BU_CHUNK.. of row i), 32 entries
+// a step; it stops once row i is visited (found by another task's warp) or a frontier neighbour is met,
+// and the first warp to set i's visited bit records it (parent, level, next bit, counters).
+__device__ __forceinline__ void bu_long_body(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
+                                             const u32* __restrict__ fbits, u32* visited, i64* __restrict__ parent,
+                                             int* __restrict__ level, int depth, u32* next,
+                                             const i64* __restrict__ tasks, i64* ctr) {
+    const int lane = threadIdx.x & 31;
+    const i64 warp = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
+    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
+    const i64 ntasks = ctr[2];
+    i64 found = 0, found_edges = 0;
+    for (i64 q = warp; q < ntasks; q += nwarps) {
+        const i64 task = tasks[q];
+        const i64 i = task >> 24;
+        const i64 s = offsets[i], t = offsets[i + 1];
+        i64 a = s + 1 + (task & 0xffffff) * BU_CHUNK;
+        const i64 b = a + BU_CHUNK < t ? a + BU_CHUNK : t;
+        u32* vw = visited + (i >> 5);
+        const u32 bit = 1u << (i & 31);
+        for (; a < b; a += 32) {
+            if (*(volatile u32*)vw & bit) break;
+            const i64 k = a + lane;
+            i64 x = 0;
+            bool h = false;
+            if (k < b) { x = (i64)__ldg(cols + k); h = (__ldg(fbits + (x >> 5)) >> (x & 31)) & 1u; }
+            const u32 bl = __ballot_sync(FULL, h);
+            if (bl) {
+                const i64 p = __shfl_sync(FULL, x, __ffs(bl) - 1);
+                if (lane == 0 && !(atomicOr(vw, bit) & bit)) {
+                    parent[i] = p;
+                    level[i] = depth;
+                    atomicOr(next + (i >> 5), bit);
+                    found += 1;
+                    found_edges += t - s;
+                }
+                break;
+            }
+        }
+    }
+    block_add2(found, found_edges, ctr, 0, 1);
+}
+
+extern "C" __global__ void bu_long(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
+                                   const u32* __restrict__ fbits, u32* visited, i64* __restrict__ parent,
+                                   int* __restrict__ level, int depth, u32* next, const i64* __restrict__ tasks,
+                                   i64* ctr) {
+    bu_long_body(offsets, cols, fbits, visited, parent, level, depth, next, tasks, ctr);
+}
+
+extern "C" __global__ void bu_long_g(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
+                                     const u32* __restrict__ fbits, u32* visited, i64* __restrict__ parent,
+                                     int* __restrict__ level, const i64* __restrict__ prm, u32* next,
+                                     const i64* __restrict__ tasks, i64* ctr) {
+    bu_long_body(offsets, cols, fbits, visited, parent, level, (int)prm[0], next, tasks, ctr);
 }
 
 // Start of a search: parent = -1, level = -1 (16-byte stores), visited = 0 except the root's bit.
@@ -340,6 +423,61 @@ extern "C" __global__ void queue_prefix_small(const i64* __restrict__ offsets, c
 extern "C" __global__ void queue_prefix_small_g(const i64* __restrict__ offsets, const i64* __restrict__ queue,
                                                 const i64* __restrict__ prm, i64* __restrict__ pre, i64* ctr) {
     prefix_small_body(offsets, queue, prm[1], pre, ctr);
+}
+
+// The same prefix for a queue of any length prm[1], in three fixed-grid kernels (a captured level cannot
+// size its launches): tiles of SCAN_TILE degrees scanned per block (tiles[t] = the tile's sum), the tile
+// sums scanned to exclusive offsets by one block, the offsets added.  Blocks of SCAN_TILE threads.
+#define SCAN_TILE 1024
+__device__ __forceinline__ i64 block_scan(i64 x, i64* total) {
+    __shared__ i64 wsum[32];
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    for (int o = 1; o < 32; o <<= 1) { const i64 y = __shfl_up_sync(FULL, x, o); if (lane >= o) x += y; }
+    if (lane == 31) wsum[wid] = x;
+    __syncthreads();
+    if (wid == 0) {
+        i64 v = wsum[lane];
+        for (int o = 1; o < 32; o <<= 1) { const i64 y = __shfl_up_sync(FULL, v, o); if (lane >= o) v += y; }
+        wsum[lane] = v;
+    }
+    __syncthreads();
+    x += wid ? wsum[wid - 1] : 0;
+    *total = wsum[31];
+    __syncthreads();
+    return x;
+}
+
+extern "C" __global__ void scan_tiles_g(const i64* __restrict__ offsets, const i64* __restrict__ queue,
+                                        const i64* __restrict__ prm, i64* __restrict__ pre, i64* __restrict__ tiles) {
+    const i64 qn = prm[1];
+    for (i64 t = blockIdx.x; t * SCAN_TILE < qn; t += gridDim.x) {
+        const i64 i = t * SCAN_TILE + threadIdx.x;
+        i64 x = 0, tot;
+        if (i < qn) { const i64 q = queue[i]; x = offsets[q + 1] - offsets[q]; }
+        x = block_scan(x, &tot);
+        if (i < qn) pre[i] = x;
+        if (threadIdx.x == 0) tiles[t] = tot;
+    }
+}
+
+extern "C" __global__ void scan_tile_sums_g(const i64* __restrict__ prm, i64* __restrict__ tiles) {
+    const i64 nt = (prm[1] + SCAN_TILE - 1) / SCAN_TILE;
+    i64 carry = 0;
+    for (i64 base = 0; base < nt; base += SCAN_TILE) {
+        const i64 i = base + threadIdx.x;
+        const i64 x = i < nt ? tiles[i] : 0;
+        i64 tot;
+        const i64 inc = block_scan(x, &tot);
+        if (i < nt) tiles[i] = carry + inc - x;
+        carry += tot;
+    }
+}
+
+extern "C" __global__ void scan_add_g(const i64* __restrict__ prm, i64* __restrict__ pre,
+                                      const i64* __restrict__ tiles) {
+    const i64 qn = prm[1];
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < qn; i += (i64)gridDim.x * blockDim.x)
+        pre[i] += tiles[i / SCAN_TILE];
 }
 
 // Sort keys that order each row's neighbours by decreasing degree (bucketed by bit length), so that
@@ -452,12 +590,14 @@ extern "C" __global__ void claim_remote_dn(const i64* __restrict__ v, const i64*
     claim_body(v, p, step, *np, lo, parent, level, depth, visited, out, ctr, offsets, with_deg);
 }
 
+// claim_remote_g: at most ``cap`` of the *np pairs (the rows that arrived; a sender's count may exceed them)
 extern "C" __global__ void claim_remote_g(const i64* __restrict__ v, const i64* __restrict__ p, i64 step,
-                                          const i64* __restrict__ np, i64 lo, i64* __restrict__ parent,
+                                          const i64* __restrict__ np, i64 cap, i64 lo, i64* __restrict__ parent,
                                           int* __restrict__ level, const i64* __restrict__ prm, u32* visited,
                                           i64* __restrict__ out, i64* ctr, const i64* __restrict__ offsets,
                                           int with_deg) {
-    claim_body(v, p, step, *np, lo, parent, level, (int)prm[0], visited, out, ctr, offsets, with_deg);
+    claim_body(v, p, step, *np < cap ? *np : cap, lo, parent, level, (int)prm[0], visited, out, ctr, offsets,
+               with_deg);
 }
 
 // Interleaved (v global, p) pairs to their owners v / block: owner_counts counts per owner (the pair count
@@ -472,16 +612,18 @@ extern "C" __global__ void owner_counts(const i64* __restrict__ pairs, const i64
 }
 
 // owner_regions: the first *np pairs into fixed regions of ``cap`` pairs per owner (owner r's from row
-// r * cap), counting them in cnt[r]: grouping with no prefix sum, so no count has to reach the host.
+// r * cap), counting them in cnt[r]: grouping with no prefix sum, so no count has to reach the host.  An
+// owner's pairs past ``cap`` are counted but not placed.
 extern "C" __global__ void owner_regions(const i64* __restrict__ pairs, const i64* __restrict__ np, i64 block,
                                          i64 cap, i64* cnt, i64* __restrict__ out) {
     const i64 n = *np;
     for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
         const i64 v = pairs[2 * i];
         const i64 r = v / block;
-        const i64 k = r * cap + (i64)atomicAdd((u64*)&cnt[r], 1ull);
-        out[2 * k] = v;
-        out[2 * k + 1] = pairs[2 * i + 1];
+        const i64 j = (i64)atomicAdd((u64*)&cnt[r], 1ull);
+        if (j >= cap) continue;  // counted, not placed: the sender sees the overflow in its counters
+        out[2 * (r * cap + j)] = v;
+        out[2 * (r * cap + j) + 1] = pairs[2 * i + 1];
     }
 }
 
@@ -549,7 +691,8 @@ extern "C" __global__ void row_rules(const i64* __restrict__ offsets, const col_
 _KERNELS = ("queue_degrees", "degree_sum", "td_expand", "bu_step", "zero_degree_bits", "set_bits", "bits_to_ids",
             "popcounts", "claim_remote", "row_rules", "init_search", "queue_prefix_small", "bu_order_keys",
             "owner_counts", "owner_scatter", "owner_regions", "claim_remote_dn", "td_expand_g", "bu_step_g",
-            "queue_prefix_small_g", "claim_remote_g", "stamp")
+            "queue_prefix_small_g", "claim_remote_g", "stamp", "bu_long", "bu_long_g", "scan_tiles_g",
+            "scan_tile_sums_g", "scan_add_g")
 _SMALL_QUEUE = 16384  # frontiers up to this many vertices get their prefix sum from one block
 
 
@@ -633,6 +776,10 @@ class GpuBackend:
         self._visited = None  # uint32 words over the owned vertices
         self._skip = None  # (offsets, uint32 words of zero-degree vertices) for bottom-up
         self._bu_cols = None  # (cols, the same rows with neighbours by decreasing degree) for bottom-up
+        self._tasks = None  # (offsets, int64 buffer of bottom-up's deferred long-row tasks)
+        #: bottom-up hands rows longer than BU_LONG to bu_long, a warp per 1024 entries (BREADTH_BU_LONG=0:
+        #: every lane scans its own row, for A/B measurements)
+        self.defer_long_rows = os.environ.get("BREADTH_BU_LONG", "1") != "0"
         #: bottom-up scans a copy of the rows ordered by neighbour degree (one-rank shards, when device
         #: memory allows; built once, in the first bottom-up step); False keeps the sorted rows
         self.degree_order = True
@@ -767,13 +914,28 @@ class GpuBackend:
         k = self._kern(cols)
         nloc = offsets.size - 1
         nw32 = 2 * next_bits.size
-        ctr = cp.zeros(2, cp.int64)
+        ctr = cp.zeros(3, cp.int64)
         # one rank: the global frontier has as many words as the local one
         bu_cols = self._bottom_up_columns(offsets, cols, frontier_bits.size == next_bits.size)
+        tasks = self._long_tasks(offsets)
+        fb, nb = frontier_bits.view(cp.uint32), next_bits.view(cp.uint32)
         k["bu_step"](_grid(-(-nw32 // 4), _THREADS // 32), (_THREADS,),
-                     (offsets, bu_cols, frontier_bits.view(cp.uint32), self._visited, self._skip_bits(offsets), parent,
-                      level, np.int32(depth), next_bits.view(cp.uint32), _i64(nw32), _i64(nloc), ctr))
+                     (offsets, bu_cols, fb, self._visited, self._skip_bits(offsets), parent, level, np.int32(depth),
+                      nb, _i64(nw32), _i64(nloc), ctr, tasks, np.int32(self.defer_long_rows)))
+        if self.defer_long_rows:
+            k["bu_long"](_grid(None), (_THREADS,),
+                         (offsets, bu_cols, fb, self._visited, parent, level, np.int32(depth), nb, tasks, ctr))
         return ctr
+
+    def _long_tasks(self, offsets):
+        """Buffer for bottom-up's deferred long-row tasks (int64, as many as the rows longer than
+        ``BU_LONG`` can make: one per ``BU_CHUNK`` entries after the first), built once per ``offsets``."""
+        if self._tasks is None or self._tasks[0] is not offsets:
+            deg = cp.diff(offsets)
+            long_deg = deg[deg > _BU_LONG]
+            bound = int(((long_deg - 1 + _BU_CHUNK - 1) // _BU_CHUNK).sum()) if long_deg.size else 0
+            self._tasks = (offsets, cp.empty(max(bound, 1), cp.int64))
+        return self._tasks[1]
 
     # -- steps of a captured level (bfs/level_graphs.py): what varies is read from the device block prm
     #    (prm[0] depth, prm[1] queue length), the grids are fixed, nothing is allocated ----------------
@@ -784,30 +946,43 @@ class GpuBackend:
         nloc = offsets.size - 1
         nw32 = 2 * ((nloc + 63) // 64)
         bu_cols = self._bottom_up_columns(offsets, cols, False)
-        self._kern(cols)["bu_step_g"](_grid(-(-nw32 // 4), _THREADS // 32), (_THREADS,),
-                                      (offsets, bu_cols, fbits.view(cp.uint32), self._visited,
-                                       self._skip_bits(offsets), parent, level, prm, next_bits.view(cp.uint32),
-                                       _i64(nw32), _i64(nloc), ctr))
+        k = self._kern(cols)
+        tasks = self._long_tasks(offsets)
+        fb, nb = fbits.view(cp.uint32), next_bits.view(cp.uint32)
+        k["bu_step_g"](_grid(-(-nw32 // 4), _THREADS // 32), (_THREADS,),
+                       (offsets, bu_cols, fb, self._visited, self._skip_bits(offsets), parent, level, prm, nb,
+                        _i64(nw32), _i64(nloc), ctr, tasks, np.int32(self.defer_long_rows)))
+        if self.defer_long_rows:
+            k["bu_long_g"](_grid(None), (_THREADS,),
+                           (offsets, bu_cols, fb, self._visited, parent, level, prm, nb, tasks, ctr))
 
     def top_down_g(self, offsets, cols, lo: int, hi: int, queue, pre, prm, parent, level, sent, nxt, rpairs,
-                   ctr) -> None:
-        """:meth:`top_down_async` for a queue of at most ``_SMALL_QUEUE`` ids whose length is ``prm[1]``:
-        the prefix of its degrees in one block (``pre`` holds ``_SMALL_QUEUE``), then the expansion over the
-        whole chip.  ``ctr`` zeroed by the caller; ``rpairs`` must hold the queue's degree sum."""
+                   ctr, tiles=None) -> None:
+        """:meth:`top_down_async` for a queue whose length is ``prm[1]``: the prefix of its degrees in one
+        block (``tiles`` None: at most ``_SMALL_QUEUE`` ids, ``pre`` holds that many) or in tiles (``pre``
+        holds the longest queue, ``tiles`` one entry per ``SCAN_TILE`` of it), then the expansion over the
+        whole chip.  ``ctr`` zeroed by the caller; ``rpairs`` must hold every remote pair the level can make."""
         self._ensure_visited(parent.size)
         k = self._kern(cols)
-        k["queue_prefix_small_g"]((1,), (1024,), (offsets, queue, prm, pre, ctr))
+        if tiles is None:
+            k["queue_prefix_small_g"]((1,), (1024,), (offsets, queue, prm, pre, ctr))
+        else:
+            full = _grid(None)
+            k["scan_tiles_g"](full, (_SCAN_TILE,), (offsets, queue, prm, pre, tiles))
+            k["scan_tile_sums_g"]((1,), (_SCAN_TILE,), (prm, tiles))
+            k["scan_add_g"](full, (_THREADS,), (prm, pre, tiles))
         k["td_expand_g"](_grid(None), (_THREADS,),
                          (offsets, cols, queue, pre, prm, _i64(lo), _i64(hi), parent, level, self._visited,
                           sent, np.int32(1), nxt, rpairs, ctr))
 
     def claim_pairs_g(self, pairs, count, lo: int, parent, level, prm, out, ctr, offsets) -> None:
-        """:meth:`claim_pairs_async` with ``count`` on the device and the depth in ``prm[0]``."""
+        """:meth:`claim_pairs_async` with ``count`` on the device (only the ``len(pairs)`` rows that arrived
+        are claimed if it is larger) and the depth in ``prm[0]``."""
         flat = pairs.reshape(-1)
         if pairs.shape[0]:
             self._kern(None)["claim_remote_g"](_grid(int(pairs.shape[0])), (_THREADS,),
-                                               (flat, flat[1:], _i64(2), count, _i64(lo), parent, level, prm,
-                                                self._visited, out, ctr, offsets, np.int32(1)))
+                                               (flat, flat[1:], _i64(2), count, _i64(pairs.shape[0]), _i64(lo),
+                                                parent, level, prm, self._visited, out, ctr, offsets, np.int32(1)))
 
     def stamp(self, ts, i: int) -> None:
         """``ts[i]`` = the GPU's nanosecond clock when the stream reaches this point."""

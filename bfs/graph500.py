@@ -119,9 +119,13 @@ class Graph500Result:
 
 
 def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, progress: bool = False,
-             protocol: str = "tcp", timeout: float = 120.0, alpha: float = 15.0, beta: float = 18.0,
+             protocol: str = "tcp", timeout: float = 120.0, alpha: float | None = None, beta: float = 18.0,
              header: dict | None = None) -> Graph500Result:
     """Run the Graph500 BFS kernel: ``nroots`` validated searches from random roots of degree >= 1.
+
+    ``alpha``/``beta``: the direction rule's thresholds (bottom-up once the frontier's edges exceed the
+    unexplored edges / alpha; top-down again below n / beta vertices); ``alpha`` None is the backend's
+    default (:attr:`breadth.bfs.engine.Engine.ALPHA`: 15 on CPUs, 50 on GPUs).
 
     >>> from breadth.bfs import graph500
     >>> res = graph500(g, nroots=64)               # doctest: +SKIP

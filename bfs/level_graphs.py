@@ -9,26 +9,37 @@ counters' all-gather and their copy to the host) is captured once into a CUDA gr
 * **bottom-up**: every rank's frontier bitmap (``block / 64`` words, padded, so the all-gather lands as
   the global bitmap with no concatenation) -> ``bu_step`` -> counters.  Ping-pong bitmaps: graph ``k``
   reads ``bits[k]`` and writes ``bits[1 - k]``.
-* **top-down with a small frontier** (every rank's queue at most ``_SMALL_QUEUE`` ids and frontier degree
-  sum at most ``cap``): prefix + expansion -> owner regions (3+ ranks) -> counters and ``cap`` pair rows to
-  each peer in one grouped round -> claims that read the real count on the device -> counters.  Ping-pong
-  queues, one graph per (buffer, ``cap``) for ``cap`` in :data:`CAPS`.
+* **top-down**: degree prefix of the queue (one block, or tiles for a queue longer than
+  ``_SMALL_QUEUE``) + expansion -> owner regions (3+ ranks) -> counters and ``cap`` pair rows to each peer
+  in one grouped round -> claims that read the real count on the device -> counters.  ``cap`` is 4096 when
+  every rank's frontier degree sum (which bounds its pairs) fits, else 65536; a sender whose pairs for a
+  peer went past it shows it in the gathered counters, and an exact second round (the level's only other
+  wait) resends those.  Ping-pong queues, one graph per (buffer, ``cap``, prefix kind).
 
 What varies between levels (the depth, this rank's queue length) is copied by the graph's first node from
-pinned host memory into a device block that the ``*_g`` kernels read.  Every rank decides from the same
-global counters whether a level runs as a graph, so the NCCL rounds of all ranks always match.
+pinned host memory into a device block that the ``*_g`` kernels read.  Every rank picks the graph and
+decides on the second round from the same global counters, so the NCCL rounds of all ranks always match.
+All graphs are captured before the first search's first level (:meth:`LevelGraphs.prepare`).
 Timestamps from the GPU's global clock bracket the local kernels (``local_s``).
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
 
-#: pair rows per peer of the captured top-down levels (the smallest that bounds every rank's frontier
-#: degree sum is used; larger frontiers take the engine's uncaptured top-down level)
-CAPS = (1 << 12, 1 << 15, 1 << 18)
+#: pair rows per peer of a captured top-down level: the smaller when every rank's frontier degree sum fits
+#: in it (no rank can have more pairs for a peer), else the larger, with an exact second round for the
+#: (sender, receiver) pairs whose count went past it
+CAPS = (1 << 12, 1 << 16)
+
+
+def _caps() -> tuple[int, int]:
+    """:data:`CAPS`, or ``BREADTH_GRAPH_CAPS="small,large"`` (tests force the second round with small ones)."""
+    env = os.environ.get("BREADTH_GRAPH_CAPS")
+    return tuple(int(x) for x in env.split(",")) if env else CAPS
 
 
 class LevelGraphs:
@@ -50,9 +61,11 @@ class LevelGraphs:
         self._prm_host = cp.cuda.alloc_pinned_memory(64)
         self.prm_host = np.frombuffer(self._prm_host, np.int64, 8)
         self.prm = cp.zeros(8, cp.int64)
-        self._bits = self._queues = None
+        self._bits = self._queues = self._td = None
         self._graphs: dict = {}
         self._bytes: dict = {}
+        self.launches: dict[str, int] = {}  # replays per kind ("bu", "td"), and exact second rounds
+        self.caps = _caps()
 
     # -- buffers ------------------------------------------------------------------------------------
     def _out(self, k: int):
@@ -138,6 +151,7 @@ class LevelGraphs:
         comm = self.e.comm
         graph.launch(self.stream)
         self.launched = time.perf_counter()
+        self.launches[key[0]] = self.launches.get(key[0], 0) + 1
         comm.note_sent(self._bytes[key])
         comm.wait(what)
         vals = out[2]
@@ -151,84 +165,138 @@ class LevelGraphs:
         self.cp.cuda.Device().synchronize()
 
     # -- levels ---------------------------------------------------------------------------------------
+    def prepare(self, bu_off, bu_col) -> None:
+        """Capture every level graph now (both ping-pong directions, every cap), so that no search pays
+        for a capture; call after the backend's first ``start_search`` (it allocates the visited bits)."""
+        for k in (0, 1):
+            self._capture_bottom_up(k, bu_off, bu_col)
+            for cap in self.caps:
+                for tiled in (False, True):
+                    self._capture_top_down(k, cap, tiled)
+        self.ready = True
+
+    ready = False
+
+    def _capture_bottom_up(self, k: int, bu_off, bu_col) -> None:
+        e, b, comm = self.e, self.e.b, self.e.comm
+        bufs = self._bit_buffers()
+        key = ("bu", k)
+        if key in self._graphs:
+            return
+        # built outside the capture (they allocate), kept alive with the graph
+        keep = (b._skip_bits(bu_off), b._long_tasks(bu_off), b._visited)
+        ctr = self.cp.zeros(3, self.cp.int64)  # found, their degree sum, deferred long-row tasks
+        out = self._out(2)
+        ts = out[0][self.size * 2:]
+
+        def build():
+            comm.allgather_into(bufs[k], self._gbits, payload=True)
+            self.cp.cuda.runtime.memsetAsync(ctr.data.ptr, 0, ctr.nbytes, self.stream.ptr)
+            b.stamp(ts, 0)
+            b.bottom_up_g(bu_off, bu_col, self._gbits, e.parent, e.level, self.prm, bufs[1 - k], ctr)
+            b.stamp(ts, 1)
+            comm.allgather_into(ctr[:2], out[0][:self.size * 2])
+            self._finish(out)
+
+        self._capture(key, build, out + (ctr, keep))
+
+    def _td_buffers(self) -> dict:
+        """Buffers shared by every top-down graph (one runs at a time): counters, every remote pair the
+        level can make, owner regions, what arrives, and the tiled prefix of a long queue."""
+        if self._td is None:
+            cp, size, e = self.cp, self.size, self.e
+            cmax = self.caps[-1]
+            kc = 4 + (size if size > 2 else 0)
+            nrem = max(int(e.sent.size) * 64 - self.nloc, cmax)  # the first cmax rows always go out
+            self._td = {"ctr": cp.zeros(kc, cp.int64), "rpairs": cp.empty((nrem, 2), cp.int64),
+                        "regions": cp.empty((size * cmax, 2), cp.int64) if size > 2 else None,
+                        "rctr": cp.zeros((size, kc), cp.int64), "recv": cp.empty(((size - 1) * cmax, 2), cp.int64),
+                        "pre": cp.empty(max(self.nloc, 1), cp.int64), "tiles": cp.empty(self.nloc // 1024 + 2, cp.int64)}
+        return self._td
+
+    def _capture_top_down(self, k: int, cap: int, tiled: bool) -> None:
+        e, b, comm, cp = self.e, self.e.b, self.e.comm, self.cp
+        s, size, rank = e.shard, self.size, self.rank
+        bufs = self._queue_buffers()
+        key = ("td", k, cap, tiled)
+        if key in self._graphs:
+            return
+        td = self._td_buffers()
+        ctr, rpairs, rctr, recv = td["ctr"], td["rpairs"], td["rctr"], td["recv"]
+        pre, tiles = (td["pre"], td["tiles"]) if tiled else (self._pre, None)
+        peers = [p for p in range(size) if p != rank]
+        at = 4 + rank if size > 2 else 2  # where a sender counted the pairs meant for this rank
+        out = self._out(int(ctr.size))
+        ts = out[0][size * ctr.size:]
+        rt = cp.cuda.runtime
+
+        def build():
+            rt.memsetAsync(ctr.data.ptr, 0, ctr.nbytes, self.stream.ptr)
+            b.stamp(ts, 0)
+            b.top_down_g(s.offsets, s.columns, s.lo, s.hi, bufs[k], pre, self.prm, e.parent, e.level, e.sent,
+                         bufs[1 - k], rpairs, ctr, tiles)
+            if size > 2:
+                regions = td["regions"][:size * cap]
+                b.pairs_to_regions(rpairs, ctr, s.block, size, cap, out=regions)
+                mine = {p: regions[p * cap:(p + 1) * cap] for p in peers}
+            else:
+                mine = {p: rpairs[:cap] for p in peers}
+            b.stamp(ts, 1)
+            comm.exchange_device({p: [ctr, mine[p]] for p in peers},
+                                 {p: [rctr[p], recv[i * cap:(i + 1) * cap]] for i, p in enumerate(peers)})
+            for i, p in enumerate(peers):
+                b.claim_pairs_g(recv[i * cap:(i + 1) * cap], rctr[p, at:at + 1], s.lo, e.parent, e.level,
+                                self.prm, bufs[1 - k], ctr, s.offsets)
+            comm.allgather_into(ctr, out[0][:size * ctr.size])
+            self._finish(out)
+
+        self._capture(key, build, out + (b._visited,))
+
+    def _overflow(self, cnt: np.ndarray, cap: int, depth: int, nxt) -> np.ndarray | None:
+        """The exact second round of a top-down level whose pairs for some peer went past ``cap`` (every
+        rank's counters ``cnt`` from the graph): those senders resend all their pairs for those receivers
+        (claims already made are no-ops), the claims append to ``nxt``; returns the final ``(size, 2)``
+        counters, or None when nothing overflowed."""
+        size, rank = self.size, self.rank
+        # counts[r, p]: pairs rank r made for rank p
+        counts = cnt[:, 4:4 + size] if size > 2 else np.array([[0, cnt[0, 2]], [cnt[1, 2], 0]])
+        resend = counts > cap
+        if not resend.any():
+            return None
+        self.launches["overflow"] = self.launches.get("overflow", 0) + 1
+        e, b, comm, cp = self.e, self.e.b, self.e.comm, self.cp
+        s, td = e.shard, self._td
+        peers = [p for p in range(size) if p != rank]
+        nsend, nrecv = np.where(resend[rank], counts[rank], 0), np.where(resend[:, rank], counts[:, rank], 0)
+        starts = np.concatenate(([0], np.cumsum(counts[rank])[:-1]))
+        grouped = b.group_pairs(td["rpairs"], int(cnt[rank, 2]), starts, s.block) if size > 2 else td["rpairs"]
+        rstarts = np.concatenate(([0], np.cumsum([nrecv[p] for p in peers])))
+        recv = cp.empty((int(rstarts[-1]), 2), cp.int64)
+        comm.exchange_device({p: grouped[starts[p]:starts[p] + nsend[p]] for p in peers},
+                             {p: recv[rstarts[i]:rstarts[i + 1]] for i, p in enumerate(peers)})
+        b.claim_pairs_async(recv, s.lo, e.parent, e.level, np.int32(depth), nxt, td["ctr"], s.offsets)
+        return comm.gather_device(td["ctr"][:2])
+
     def bottom_up(self, bits, depth: int, bu_off, bu_col) -> tuple[np.ndarray, float, object]:
         """One bottom-up level from local frontier ``bits`` (uint64 words over the owned vertices).
         Returns (every rank's ``[found, their degree sum]``, local seconds, the next local bitmap)."""
-        e, b, comm = self.e, self.e.b, self.e.comm
         k = self.bits_slot(bits)
-        bufs = self._bit_buffers()
-        key = ("bu", k)
-        if key not in self._graphs:
-            keep = (b._skip_bits(bu_off), b._visited)  # built outside the capture (it allocates); kept alive
-            ctr = self.cp.zeros(2, self.cp.int64)
-            out = self._out(2)
-            ts = out[0][self.size * 2:]
-
-            def build():
-                comm.allgather_into(bufs[k], self._gbits, payload=True)
-                self.cp.cuda.runtime.memsetAsync(ctr.data.ptr, 0, ctr.nbytes, self.stream.ptr)
-                b.stamp(ts, 0)
-                b.bottom_up_g(bu_off, bu_col, self._gbits, e.parent, e.level, self.prm, bufs[1 - k], ctr)
-                b.stamp(ts, 1)
-                comm.allgather_into(ctr, out[0][:self.size * 2])
-                self._finish(out)
-
-            self._capture(key, build, out + (ctr, keep))
+        self._capture_bottom_up(k, bu_off, bu_col)
         self.prm_host[0] = depth
-        cnt, local_s = self._run(key, "bottom-up level")
-        return cnt, local_s, bufs[1 - k][:e.nwords]
+        cnt, local_s = self._run(("bu", k), "bottom-up level")
+        return cnt, local_s, self._bits[1 - k][:self.e.nwords]
 
-    def top_down_cap(self, counts, degs) -> int | None:
-        """The pair rows per peer of a captured top-down level for these frontiers (every rank's queue
-        length and degree sum, from the last counters), or None when the level is too large for one."""
-        if max(int(c) for c in counts) > self.small_queue:
-            return None
-        need = max(int(d) for d in degs)
-        return next((c for c in CAPS if need <= c), None)
-
-    def top_down(self, queue, depth: int, cap: int) -> tuple[np.ndarray, float, object]:
-        """One top-down level from local ``queue`` (int64 local ids) with ``cap`` pair rows per peer.
-        Returns (every rank's ``[claimed, their degree sum]``, local seconds, the next queue buffer, whose
-        first ``claimed`` entries are this rank's next queue)."""
-        e, b, comm, cp = self.e, self.e.b, self.e.comm, self.cp
-        s, size, rank = e.shard, self.size, self.rank
+    def top_down(self, queue, depth: int, counts, degs) -> tuple[np.ndarray, float, object]:
+        """One top-down level from local ``queue`` (int64 local ids); ``counts``/``degs`` every rank's queue
+        length and frontier degree sum (the last counters).  Returns (every rank's ``[claimed, their degree
+        sum]``, local seconds, the next queue buffer, whose first ``claimed`` entries are this rank's next
+        queue)."""
+        tiled = max(int(c) for c in counts) > self.small_queue
+        small, large = self.caps
+        cap = small if max(int(d) for d in degs) <= small else large
         k = self.queue_slot(queue)
-        bufs = self._queue_buffers()
-        key = ("td", k, cap)
-        if key not in self._graphs:
-            nparts = size if size > 2 else 0
-            kc = 4 + nparts
-            ctr = cp.zeros(kc, cp.int64)
-            rpairs = cp.empty((cap, 2), cp.int64)
-            regions = cp.empty((size * cap, 2), cp.int64) if size > 2 else None
-            peers = [p for p in range(size) if p != rank]
-            rctr = cp.zeros((size, kc), cp.int64)
-            recv = cp.empty((len(peers) * cap, 2), cp.int64)
-            at = 4 + rank if size > 2 else 2  # where a sender counted the pairs meant for this rank
-            out = self._out(2)
-            ts = out[0][size * 2:]
-            rt = cp.cuda.runtime
-
-            def build():
-                rt.memsetAsync(ctr.data.ptr, 0, ctr.nbytes, self.stream.ptr)
-                b.stamp(ts, 0)
-                b.top_down_g(s.offsets, s.columns, s.lo, s.hi, bufs[k], self._pre, self.prm, e.parent, e.level,
-                             e.sent, bufs[1 - k], rpairs, ctr)
-                if size > 2:
-                    b.pairs_to_regions(rpairs, ctr, s.block, size, cap, out=regions)
-                    mine = {p: regions[p * cap:(p + 1) * cap] for p in peers}
-                else:
-                    mine = {p: rpairs for p in peers}
-                b.stamp(ts, 1)
-                comm.exchange_device({p: [ctr, mine[p]] for p in peers},
-                                     {p: [rctr[p], recv[i * cap:(i + 1) * cap]] for i, p in enumerate(peers)})
-                for i, p in enumerate(peers):
-                    b.claim_pairs_g(recv[i * cap:(i + 1) * cap], rctr[p, at:at + 1], s.lo, e.parent, e.level,
-                                    self.prm, bufs[1 - k], ctr, s.offsets)
-                comm.allgather_into(ctr[:2], out[0][:size * 2])
-                self._finish(out)
-
-            self._capture(key, build, out + (ctr, rpairs, regions, rctr, recv, b._visited))
+        self._capture_top_down(k, cap, tiled)
         self.prm_host[0], self.prm_host[1] = depth, queue.size
-        cnt, local_s = self._run(key, "top-down level")
-        return cnt, local_s, bufs[1 - k]
+        cnt, local_s = self._run(("td", k, cap, tiled), "top-down level")
+        final = self._overflow(cnt, cap, depth, self._queues[1 - k]) if cap == large else None
+        return (cnt[:, :2] if final is None else final), local_s, self._queues[1 - k]

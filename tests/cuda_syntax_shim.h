@@ -12,7 +12,7 @@ template<class T> T atomicOr(T*, T);
 template<class T> T atomicMin(T*, T);
 template<class T> T atomicMax(T*, T);
 template<class T> T atomicCAS(T*, T, T);
-unsigned __ballot_sync(unsigned, int);
+unsigned __ballot_sync(unsigned, int); int __any_sync(unsigned, int);
 template<class T> T __shfl_sync(unsigned, T, int);
 template<class T> T __shfl_down_sync(unsigned, T, int);
 template<class T> T __shfl_up_sync(unsigned, T, int);

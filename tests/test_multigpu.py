@@ -79,27 +79,35 @@ def _engine_name(engine, setup_s):
 
 def _graph_levels(engine, setup_s, root):
     engine.search(int(root))
-    return sorted(k[0] for k in engine.graphs._graphs) if getattr(engine, "graphs", None) else []
+    return dict(engine.graphs.launches) if getattr(engine, "graphs", None) else {}
 
 
 # "nccl" runs the device-counter engine (breadth.bfs.device_engine) with its levels captured as CUDA
-# graphs (breadth.bfs.level_graphs), "nccl-queued" the same engine queueing each level from Python,
+# graphs (breadth.bfs.level_graphs), "nccl-overflow" that with pair caps so small that top-down levels
+# take the exact second round, "nccl-queued" the same engine queueing each level from Python,
 # "nccl-exact" that with every top-down level sized by a counters round first, "nccl-host" the
 # host-counter engine
-_VARIANT_ENV = {"nccl-queued": {"BREADTH_LEVEL_GRAPHS": "0"},
+_VARIANT_ENV = {"nccl-queued": {"BREADTH_LEVEL_GRAPHS": "0"}, "nccl-overflow": {"BREADTH_GRAPH_CAPS": "16,64"},
                 "nccl-exact": {"BREADTH_SPEC_PAIRS": "0", "BREADTH_LEVEL_GRAPHS": "0"},
                 "nccl-host": {"BREADTH_DEVICE_COUNTERS": "0"}}
 
 
 def test_two_gpu_levels_run_as_cuda_graphs(client, graphs):
-    """The default NCCL engine replays captured bottom-up and top-down levels (not only the queued path)."""
+    """The default NCCL engine replays captured bottom-up and top-down levels (not only the queued path),
+    and with small pair caps its top-down levels need (and make) the exact second round."""
     g2 = graphs[1]
     root = int(choose_roots(graphs[0], 1, 7)[0])
-    kinds = run_session(g2, _graph_levels, root, protocol="nccl", timeout=60.0)
-    assert all({"bu", "td"} <= set(k) for k in kinds), kinds
+    launches = run_session(g2, _graph_levels, root, protocol="nccl", timeout=60.0)
+    assert all(n.get("bu", 0) > 0 and n.get("td", 0) > 0 and not n.get("overflow") for n in launches), launches
+    client.run(_set_env, _VARIANT_ENV["nccl-overflow"])
+    try:
+        launches = run_session(g2, _graph_levels, root, protocol="nccl", timeout=60.0, engine_kw={"alpha": 0.0})
+    finally:
+        client.run(_set_env, {})
+    assert any(n.get("overflow", 0) > 0 for n in launches), launches
 
 
-@pytest.mark.parametrize("protocol", ["nccl", "nccl-queued", "nccl-exact", "nccl-host", "ucx"])
+@pytest.mark.parametrize("protocol", ["nccl", "nccl-overflow", "nccl-queued", "nccl-exact", "nccl-host", "ucx"])
 def test_two_gpu_levels_equal_single_rank_and_valid(client, graphs, protocol):
     g1, g2 = graphs
     roots = choose_roots(g1, 6, 7)
