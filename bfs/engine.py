@@ -43,8 +43,17 @@ class Engine:
     the owned vertices (``parent`` in global ids, -1 unreached; ``level`` -1 unreached)."""
 
     #: default ``alpha`` per backend: on GPUs bottom-up is cheap enough that switching earlier pays
-    #: (H200, Kronecker scale 26, 64 roots: 259.7 vs 234.6 GTEPS at 50 vs 15 on one GPU, 378 vs 363 on two)
+    #: (H200, Kronecker scale 26, 64 roots: 259.7 vs 234.6 GTEPS at 50 vs 15 on one GPU, 378 vs 363 on two).
+    #: Beyond two GPU ranks a top-down level's pairs go to more peers and it is scaled by (size / 2)^2:
+    #: scale 28 on four H200s made 558 GTEPS at 200 against 522 at 50 (and 555 at 800), while scale 27 on
+    #: two made 417 at 50 against 395 at 200 (benchmarks/results/multigpu_h200x4_alpha.log).
     ALPHA = {"cpu": 15.0, "gpu": 50.0}
+
+    @classmethod
+    def default_alpha(cls, backend: str, size: int) -> float:
+        """The direction rule's ``alpha`` for ``size`` ranks of ``backend`` when none is given."""
+        a = cls.ALPHA.get(backend, 15.0)
+        return a * (size / 2) ** 2 if backend == "gpu" and size > 2 else a
 
     def __init__(self, shard: Shard, comm: Communicator | None = None, *, alpha: float | None = None,
                  beta: float = 18.0, backend: str = "cpu", nchunks: int | None = None):
@@ -57,7 +66,8 @@ class Engine:
             s = self.shard
             self.b.use_bottom_up_columns(s.in_columns if s.directed else s.columns, s.meta["bu_columns"])
         self.comm = comm or SelfCommunicator()
-        self.alpha, self.beta = (self.ALPHA.get(backend, 15.0) if alpha is None else alpha), beta
+        self.alpha = self.default_alpha(backend, self.comm.size) if alpha is None else alpha
+        self.beta = beta
         self.nchunks = nchunks or 8 * (os.cpu_count() or 1)
         n = shard.num_vertices
         pdt = self.b.parent_dtype(n) if hasattr(self.b, "parent_dtype") else np.int64

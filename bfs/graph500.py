@@ -125,7 +125,8 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
 
     ``alpha``/``beta``: the direction rule's thresholds (bottom-up once the frontier's edges exceed the
     unexplored edges / alpha; top-down again below n / beta vertices); ``alpha`` None is the backend's
-    default (:attr:`breadth.bfs.engine.Engine.ALPHA`: 15 on CPUs, 50 on GPUs).
+    default (:meth:`breadth.bfs.engine.Engine.default_alpha`: 15 on CPUs, 50 on one or two GPUs, scaled by
+    (ranks / 2)^2 beyond).
 
     >>> from breadth.bfs import graph500
     >>> res = graph500(g, nroots=64)               # doctest: +SKIP

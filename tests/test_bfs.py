@@ -85,3 +85,13 @@ def test_graph500_driver(client):
     again = graph500(g, nroots=16, seed=5, validate=False)
     assert [r["root"] for r in again.rows] == [r["root"] for r in res.rows]
     g.release()
+
+
+def test_default_alpha_per_backend_and_ranks():
+    """alpha left unset: 15 on CPUs whatever the ranks, 50 on one or two GPUs, (ranks / 2)^2 times that beyond;
+    an explicit alpha wins."""
+    n = 1 << 10
+    shard = _local_shard(kronecker(10, seed=1).edges.compute(scheduler="sync"), n)
+    assert Engine(shard).alpha == 15.0 and Engine(shard, alpha=3.0).alpha == 3.0
+    assert [Engine.default_alpha("cpu", p) for p in (1, 4)] == [15.0, 15.0]
+    assert [Engine.default_alpha("gpu", p) for p in (1, 2, 4, 8)] == [50.0, 50.0, 200.0, 800.0]
