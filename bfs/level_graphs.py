@@ -160,9 +160,12 @@ class LevelGraphs:
         return vals[:self.size * k].reshape(self.size, k).copy(), float(ts[1] - ts[0]) * 1e-9
 
     def close(self) -> None:
-        """Destroy the graphs (and with them NCCL's references to the communicator's resources)."""
+        """Destroy the graphs (and with them NCCL's references to the communicator's resources).  After a
+        failed round the device is not waited for: a replayed NCCL kernel may still wait for a lost peer
+        until the communicator's abort ends it, and the rank must stop within bounded time."""
         self._graphs.clear()
-        self.cp.cuda.Device().synchronize()
+        if getattr(self.e.comm, "_failed", None) is None:
+            self.cp.cuda.Device().synchronize()
 
     # -- levels ---------------------------------------------------------------------------------------
     def prepare(self, bu_off, bu_col) -> None:
