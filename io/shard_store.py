@@ -55,6 +55,7 @@ import json
 import os
 import re
 import shutil
+import threading
 import time
 import uuid
 
@@ -607,11 +608,20 @@ def _verify(path: str, rec: dict) -> None:
         raise CorruptStoreError(f"{path}: sha256 checksum mismatch; the file is corrupted")
 
 
+#: np.load parses a .npy header with ast.literal_eval, which CPython 3.11 has failed to run concurrently
+#: ("SystemError: AST constructor recursion depth mismatch", python/cpython#106905; seen in CI with three
+#: in-process workers loading shards): headers are opened one at a time, the data is read outside the lock.
+_NPY_HEADER_LOCK = threading.Lock()
+
+
 def _load_array(path: str, rec: dict, verify: bool, mmap: bool = False) -> np.ndarray:
     if verify:
         _verify(path, rec)
     try:
-        a = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
+        with _NPY_HEADER_LOCK:
+            a = np.load(path, allow_pickle=False, mmap_mode="r")
+        if not mmap:
+            a = np.array(a)
     except (ValueError, OSError) as e:
         raise CorruptStoreError(f"{path}: cannot be read as .npy: {e}") from None
     if str(a.dtype) != rec["dtype"] or list(a.shape) != rec["shape"]:
