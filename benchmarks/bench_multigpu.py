@@ -137,7 +137,8 @@ def main() -> None:
                          "(BREADTH_* variables not named are unset), alpha=A and beta=B for the direction "
                          "rule; '' is the defaults")
     ap.add_argument("--stall", type=float, default=0.0,
-                    help="dump every worker thread's stack after this many seconds (0: never), to see a hang")
+                    help="after this many seconds dump every worker thread's stack and end the worker (0: never): "
+                         "where a hung run waits")
     ap.add_argument("--json", required=True)
     args = ap.parse_args()
     import cupy as cp

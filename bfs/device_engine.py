@@ -20,6 +20,10 @@ waits only where it must know a size:
   peer will send it (synchronisation one).  The exact pairs then go out, the receivers' claims append to
   the level's own queue and counters, and a second all-gather closes the level (synchronisation two).
 
+By default (``BREADTH_LEVEL_GRAPHS=0`` turns it off) each of these levels is replayed as a CUDA graph
+(:mod:`breadth.bfs.level_graphs`): one launch and one wait per level, a second exact round only when a
+top-down level's pairs overflow the captured buffers; the queued levels below remain for A/B runs.
+
 The search itself (direction rule, levels, results) is the base engine's; only where the counts live
 changes.  Per-level ``local_s`` is the kernels' time from CUDA events; ``exchange_s`` the rest of the
 level; ``reduce_s`` the last counters round.  Selected by :func:`breadth.bfs.session.run_session` for GPU
