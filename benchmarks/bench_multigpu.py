@@ -142,7 +142,6 @@ def main() -> None:
     ap.add_argument("--json", required=True)
     args = ap.parse_args()
     import cupy as cp
-    from distributed import wait
 
     from breadth.bfs import choose_roots, run_session
     from breadth.pipeline import kronecker, prepare
