@@ -20,7 +20,8 @@ What varies between levels (the depth, this rank's queue length) is copied by th
 pinned host memory into a device block that the ``*_g`` kernels read.  Every rank picks the graph and
 decides on the second round from the same global counters, so the NCCL rounds of all ranks always match.
 All graphs are captured before the first search's first level (:meth:`LevelGraphs.prepare`).
-Timestamps from the GPU's global clock bracket the local kernels (``local_s``).
+Timestamps from the GPU's global clock bracket the local kernels (``local_s``); a level's ``reduce_s`` is
+the wait after the launch (the kernels, the rounds and the slowest peer).
 """
 
 from __future__ import annotations
