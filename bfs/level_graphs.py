@@ -37,6 +37,10 @@ import numpy as np
 CAPS = (1 << 12, 1 << 16)
 
 
+#: graphs of sessions whose communicator failed (see :meth:`LevelGraphs.close`)
+_ABANDONED: list = []
+
+
 def _caps() -> tuple[int, int]:
     """:data:`CAPS`, or ``BREADTH_GRAPH_CAPS="small,large"`` (tests force the second round with small ones)."""
     env = os.environ.get("BREADTH_GRAPH_CAPS")
@@ -161,12 +165,18 @@ class LevelGraphs:
         return vals[:self.size * k].reshape(self.size, k).copy(), float(ts[1] - ts[0]) * 1e-9
 
     def close(self) -> None:
-        """Destroy the graphs (and with them NCCL's references to the communicator's resources).  After a
-        failed round the device is not waited for: a replayed NCCL kernel may still wait for a lost peer
-        until the communicator's abort ends it, and the rank must stop within bounded time."""
+        """Destroy the graphs (and with them NCCL's references to the communicator's resources), then wait
+        for the device, so that the communicator can be destroyed.  After a failed round nothing is waited
+        for or destroyed: a replayed NCCL kernel may still wait for the lost peer until the communicator's
+        abort ends it (the rank must stop within bounded time), and a graph's destruction would release
+        NCCL state that the abort frees; the graphs are kept, like the aborted communicator, for the life
+        of the process."""
+        if getattr(self.e.comm, "_failed", None) is not None:
+            _ABANDONED.append(self._graphs)
+            self._graphs = {}
+            return
         self._graphs.clear()
-        if getattr(self.e.comm, "_failed", None) is None:
-            self.cp.cuda.Device().synchronize()
+        self.cp.cuda.Device().synchronize()
 
     # -- levels ---------------------------------------------------------------------------------------
     def prepare(self, bu_off, bu_col) -> None:
