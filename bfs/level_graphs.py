@@ -37,6 +37,34 @@ import numpy as np
 CAPS = (1 << 12, 1 << 16)
 
 
+def choose_top_down(counts, degs, caps: tuple[int, int], small_queue: int) -> tuple[int, bool]:
+    """The captured top-down graph for a level: ``(cap, tiled)`` from every rank's queue length
+    ``counts`` and frontier degree sum ``degs`` (the last counters, the same on every rank).  The small cap
+    when every degree sum fits it (a rank makes at most one pair per edge), else the large one; the tiled
+    prefix when some queue is longer than one block's ``small_queue``."""
+    small, large = caps
+    return (small if max(int(d) for d in degs) <= small else large), max(int(c) for c in counts) > small_queue
+
+
+def resend_plan(cnt: np.ndarray, rank: int, cap: int):
+    """Which pairs a top-down level's exact second round moves, from every rank's gathered counters ``cnt``
+    (``(size, 4 + size)`` with per-owner counts from column 4 for 3+ ranks; ``(size, 4)`` with the remote
+    total in column 2 for two): ``None`` if no sender made more than ``cap`` pairs for any receiver, else
+    ``(nsend, nrecv, starts)``: what this rank resends to / receives from each rank (all of a sender's
+    pairs for a receiver it overflowed, none otherwise) and where each owner's pairs start in this rank's
+    pairs grouped by owner."""
+    size = cnt.shape[0]
+    # counts[r, p]: the pairs rank r made for rank p
+    counts = cnt[:, 4:4 + size] if size > 2 else np.array([[0, cnt[0, 2]], [cnt[1, 2], 0]])
+    resend = counts > cap
+    if not resend.any():
+        return None
+    nsend = np.where(resend[rank], counts[rank], 0)
+    nrecv = np.where(resend[:, rank], counts[:, rank], 0)
+    starts = np.concatenate(([0], np.cumsum(counts[rank])[:-1]))
+    return nsend, nrecv, starts
+
+
 #: graphs of sessions whose communicator failed (see :meth:`LevelGraphs.close`)
 _ABANDONED: list = []
 
@@ -272,17 +300,14 @@ class LevelGraphs:
         (claims already made are no-ops), the claims append to ``nxt``; returns the final ``(size, 2)``
         counters, or None when nothing overflowed."""
         size, rank = self.size, self.rank
-        # counts[r, p]: pairs rank r made for rank p
-        counts = cnt[:, 4:4 + size] if size > 2 else np.array([[0, cnt[0, 2]], [cnt[1, 2], 0]])
-        resend = counts > cap
-        if not resend.any():
+        plan = resend_plan(cnt, rank, cap)
+        if plan is None:
             return None
+        nsend, nrecv, starts = plan
         self.launches["overflow"] = self.launches.get("overflow", 0) + 1
         e, b, comm, cp = self.e, self.e.b, self.e.comm, self.cp
         s, td = e.shard, self._td
         peers = [p for p in range(size) if p != rank]
-        nsend, nrecv = np.where(resend[rank], counts[rank], 0), np.where(resend[:, rank], counts[:, rank], 0)
-        starts = np.concatenate(([0], np.cumsum(counts[rank])[:-1]))
         grouped = b.group_pairs(td["rpairs"], int(cnt[rank, 2]), starts, s.block) if size > 2 else td["rpairs"]
         rstarts = np.concatenate(([0], np.cumsum([nrecv[p] for p in peers])))
         recv = cp.empty((int(rstarts[-1]), 2), cp.int64)
@@ -305,12 +330,10 @@ class LevelGraphs:
         length and frontier degree sum (the last counters).  Returns (every rank's ``[claimed, their degree
         sum]``, local seconds, the next queue buffer, whose first ``claimed`` entries are this rank's next
         queue)."""
-        tiled = max(int(c) for c in counts) > self.small_queue
-        small, large = self.caps
-        cap = small if max(int(d) for d in degs) <= small else large
+        cap, tiled = choose_top_down(counts, degs, self.caps, self.small_queue)
         k = self.queue_slot(queue)
         self._capture_top_down(k, cap, tiled)
         self.prm_host[0], self.prm_host[1] = depth, queue.size
         cnt, local_s = self._run(("td", k, cap, tiled), "top-down level")
-        final = self._overflow(cnt, cap, depth, self._queues[1 - k]) if cap == large else None
+        final = self._overflow(cnt, cap, depth, self._queues[1 - k]) if cap == self.caps[-1] else None
         return (cnt[:, :2] if final is None else final), local_s, self._queues[1 - k]
