@@ -908,8 +908,8 @@ class GpuBackend:
         return awake, awake_edges
 
     def bottom_up_async(self, offsets, cols, frontier_bits, parent, level, depth, next_bits):
-        """:meth:`bottom_up_step` queued on the stream: returns the device counters ``[awake, awake_edges]``
-        (int64) without a synchronisation."""
+        """:meth:`bottom_up_step` queued on the stream: returns the device counters ``[awake, awake_edges,
+        long-row tasks]`` (int64) without a synchronisation."""
         self._ensure_visited(parent.size)
         k = self._kern(cols)
         nloc = offsets.size - 1
