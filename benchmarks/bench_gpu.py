@@ -29,6 +29,9 @@ import traceback
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_file import write_json  # noqa: E402
+
 
 
 def _sync():
@@ -276,16 +279,14 @@ def main(argv=None) -> int:
         except Exception:
             results.setdefault("errors", []).append(traceback.format_exc())
             traceback.print_exc()
-        with open(args.out, "w") as f:
-            json.dump(results, f, indent=1)
+        write_json(args.out, results)
     if not args.no_dask:
         try:
             through_dask(args, results)
         except Exception:
             results.setdefault("errors", []).append(traceback.format_exc())
             traceback.print_exc()
-    with open(args.out, "w") as f:
-        json.dump(results, f, indent=1)
+    write_json(args.out, results)
     print("\nscale | gen s | build s | GTEPS default (hm) | GTEPS tuned (hm) | median ms | valid | dask gen->shards s")
     dask_prep = {r["scale"]: r["generate_to_shards_s"] for r in results.get("dask", {}).get("prepare", [])}
     for r in sorted(results["single_rank"], key=lambda r: r["scale"]):

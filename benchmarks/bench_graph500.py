@@ -10,13 +10,15 @@ construction time, peak RSS and the machine's load.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_file import write_json  # noqa: E402
 
 
 def versions() -> dict:
@@ -83,10 +85,7 @@ def main() -> None:
               f"generation {r['graph_generation_s']:.2f} s, valid={r['valid']}", flush=True)
     out["machine"]["loadavg_end"] = os.getloadavg()
     client.close()
-    os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-    with open(args.json + ".tmp", "w") as f:
-        json.dump(out, f, indent=1)
-    os.replace(args.json + ".tmp", args.json)
+    write_json(args.json, out)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ is written to /tmp (never into the repository) once and reused when it exists.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -29,6 +28,9 @@ import time
 
 import numba
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_file import write_json  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
 
@@ -212,10 +214,7 @@ def main(argv=None) -> int:
            "versions": {"numpy": np.__version__, "numba": numba.__version__, "pandas": pd.__version__,
                         "pyarrow": pa.__version__, "dask": dask.__version__, "distributed": distributed.__version__}}
     if args.json:
-        tmp = f"{args.json}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(out, f, indent=1)
-        os.replace(tmp, args.json)
+        write_json(args.json, out)
     return 0
 
 

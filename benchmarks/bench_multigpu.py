@@ -16,7 +16,6 @@ and the engine's counters round.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -26,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_multirank import _bench_rank  # noqa: E402
+from results_file import write_json  # noqa: E402
 
 
 def _commbench(engine, setup_s, sizes, reps):
@@ -153,9 +153,7 @@ def main() -> None:
            "cupy": cp.__version__, "nccl": __import__("cupy.cuda.nccl").cuda.nccl.get_version(), "comm": [], "runs": [], "errors": []}
 
     def dump():
-        with open(args.json + ".tmp", "w") as f:
-            json.dump(out, f, indent=1, default=float)
-        os.replace(args.json + ".tmp", args.json)
+        write_json(args.json, out, default=float)
 
     t0 = time.perf_counter()
     client = local_cuda_cluster(workers=args.gpus, protocol=args.cluster_protocol)

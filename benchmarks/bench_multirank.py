@@ -14,13 +14,15 @@ exchange costs (its share of the search time, and the bytes per level).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_file import write_json  # noqa: E402
 
 
 def versions() -> dict:
@@ -152,10 +154,7 @@ def main() -> None:
                   f"{100 * r['exchange_share']:6.1f} {r['median_bytes_sent_total'] / 1e6:8.2f} "
                   f"{str(r['valid']):>5}  {r['loadavg'][0]:.2f}", flush=True)
     out["machine"]["loadavg_end"] = os.getloadavg()
-    os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-    with open(args.json + ".tmp", "w") as f:
-        json.dump(out, f, indent=1)
-    os.replace(args.json + ".tmp", args.json)
+    write_json(args.json, out)
 
 
 if __name__ == "__main__":

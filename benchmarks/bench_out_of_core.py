@@ -39,14 +39,17 @@ printed last says where the time went.  Not a test.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
+import sys
 import threading
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_file import write_json  # noqa: E402
 import psutil
 
 GiB = 1 << 30
@@ -315,10 +318,7 @@ def main() -> None:
         client.cluster.close()
     if spill_dir:
         shutil.rmtree(spill_dir, ignore_errors=True)
-    os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-    with open(args.json + ".tmp", "w") as f:
-        json.dump(out, f, indent=1, default=float)
-    os.replace(args.json + ".tmp", args.json)
+    write_json(args.json, out, default=float)
     print("\n".join(stage_lines(stages)))
     print(f"graph500 session {search_s:.1f} s: {len(res.rows)} roots, valid={res.valid}, "
           f"{res.harmonic_mean_teps / 1e9:.2f} GTEPS (harmonic mean), median search {np.median(res.times):.3f} s")

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
-import json
 import multiprocessing as mp
 import os
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_file import write_json  # noqa: E402
 
 
 def _rank(rank: int, size: int, uid, stall: float, q) -> None:
@@ -128,9 +130,7 @@ def main() -> None:
     for p in procs:
         if p.is_alive():
             p.kill()
-    with open(args.json + ".tmp", "w") as f:
-        json.dump({"ranks": out, "exitcodes": codes}, f, indent=1)
-    os.replace(args.json + ".tmp", args.json)
+    write_json(args.json, {"ranks": out, "exitcodes": codes})
     print("exit codes", codes, flush=True)
     sys.exit(0 if codes == [0, 0] else 1)
 

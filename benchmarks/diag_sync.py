@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import json
 import multiprocessing as mp
 import os
 import sys
@@ -25,6 +24,9 @@ import time
 import uuid
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_file import write_json  # noqa: E402
 
 
 def _per(fn, reps):
@@ -227,8 +229,7 @@ def main():
             out[f"dask_{proto}"] = in_dask(proto)
         except Exception as e:
             out[f"dask_{proto}"] = repr(e)
-    with open(args.json, "w") as f:
-        json.dump(out, f, indent=1, default=str)
+    write_json(args.json, out, default=str)
     keys = ["kernel_sync_us", "kernel_get_us", "idle_sync_us", "kernel_poll_spin_us", "kernel_poll_sleep0_us",
             "sleep0_us", "nccl_allreduce_sync_us", "nccl_allreduce_spin_us", "nccl_allreduce_sleep0_us",
             "comm_allreduce_spin_us", "comm_allreduce_sleep0_us"]

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import platform
 import re
@@ -46,6 +45,9 @@ import time
 
 import numba
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_file import write_json  # noqa: E402
 
 EDGEFACTOR = 16
 A, B, C = 0.57, 0.19, 0.19
@@ -229,19 +231,6 @@ def machine_info(gap_bfs: str) -> dict:
             "cpu_model": cpu, "cpu_count": os.cpu_count(), "versions": versions,
             "gcc": first_line(["g++", "--version"]), "gap_bfs": os.path.abspath(gap_bfs), "gap_bfs_sha256": sha}
 
-
-def write_json(path: str, doc: dict) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".gap_reference.", suffix=".json", dir=d)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # ------------------------------------------------------------------------------------------------ one scale
