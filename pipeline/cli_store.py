@@ -275,6 +275,14 @@ def run(args) -> int:
         return 1
 
 
+def _store_out_args(p) -> None:
+    """``--out`` and ``--overwrite`` of the commands that write a store (resumable, see io/shard_store.py)."""
+    p.add_argument("--out", required=True,
+                   help="store directory to create; rerunning the command on a partial one resumes it")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing store, or start a partial one again (also one of other parameters)")
+
+
 def add_store_commands(sub, int_in, cluster_args) -> None:
     """Add ``generate``, ``ingest``, ``info`` and ``bfs`` to the ``breadth`` subparsers."""
     g = sub.add_parser("generate", help="generate a Kronecker graph and write it as a shard store")
@@ -282,10 +290,7 @@ def add_store_commands(sub, int_in, cluster_args) -> None:
     g.add_argument("--edgefactor", type=int_in("--edgefactor", 1), default=16)
     g.add_argument("--seed", type=int, default=1)
     g.add_argument("--chunk-edges", type=int_in("--chunk-edges", 1), default=1 << 22)
-    g.add_argument("--out", required=True,
-                   help="store directory to create; rerunning the command on a partial one resumes it")
-    g.add_argument("--overwrite", action="store_true",
-                   help="replace an existing store, or start a partial one again (also one of other parameters)")
+    _store_out_args(g)
     cluster_args(g)
 
     i = sub.add_parser("ingest", help="read edge files (SNAP text, CSV, Matrix Market, Parquet) into a shard store")
@@ -300,10 +305,7 @@ def add_store_commands(sub, int_in, cluster_args) -> None:
                    help="snap: ignore columns after the first two (timestamps, weights)")
     i.add_argument("--on-bad-lines", choices=("error", "skip", "warn"), default="error",
                    help="malformed lines: stop with an error (default), or skip and count them")
-    i.add_argument("--out", required=True,
-                   help="store directory to create; rerunning the command on a partial one resumes it")
-    i.add_argument("--overwrite", action="store_true",
-                   help="replace an existing store, or start a partial one again (also one of other parameters)")
+    _store_out_args(i)
     cluster_args(i)
 
     f = sub.add_parser("info", help="print a shard store's manifest")
