@@ -30,32 +30,10 @@ import numba
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from edge_text import format_edges  # noqa: E402
 from results_file import write_json  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
-
-
-@numba.njit(nogil=True, cache=True)
-def _format_edges(edges, out):
-    """``u\\tv\\n`` lines of decimal ids into ``out`` (uint8); returns bytes written."""
-    k = 0
-    tmp = np.empty(20, np.uint8)
-    for i in range(edges.shape[0]):
-        for j in range(2):
-            v = edges[i, j]
-            n = 0
-            while True:
-                tmp[n] = 48 + v % 10
-                v //= 10
-                n += 1
-                if v == 0:
-                    break
-            for q in range(n - 1, -1, -1):
-                out[k] = tmp[q]
-                k += 1
-            out[k] = 9 if j == 0 else 10
-            k += 1
-    return k
 
 
 def write_kronecker_text(path: str, scale: int, edgefactor: int = 16) -> int:
@@ -71,7 +49,7 @@ def write_kronecker_text(path: str, scale: int, edgefactor: int = 16) -> int:
         buf = np.empty(step * 24, np.uint8)
         for a in range(0, m, step):
             e = generate_edges(params, a, min(a + step, m))
-            k = _format_edges(e, buf)
+            k = format_edges(e, buf, 9)
             f.write(buf[:k].tobytes())
     os.replace(tmp, path)
     return os.path.getsize(path)

@@ -47,6 +47,7 @@ import numba
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from edge_text import format_edges  # noqa: E402
 from results_file import write_json  # noqa: E402
 
 EDGEFACTOR = 16
@@ -71,37 +72,13 @@ int main(int argc, char** argv) {
 
 # ------------------------------------------------------------------------------------------------ helpers
 
-@numba.njit(cache=True)
-def _format_el(edges, out):
-    """Write ``u v\\n`` lines of ``edges`` into the byte buffer ``out``; returns the bytes used."""
-    pos = 0
-    tmp = np.empty(24, np.uint8)
-    for i in range(edges.shape[0]):
-        for j in range(2):
-            x = edges[i, j]
-            k = 0
-            if x == 0:
-                tmp[0] = 48
-                k = 1
-            while x > 0:
-                tmp[k] = 48 + x % 10
-                x //= 10
-                k += 1
-            for t in range(k - 1, -1, -1):
-                out[pos] = tmp[t]
-                pos += 1
-            out[pos] = 32 if j == 0 else 10
-            pos += 1
-    return pos
-
-
 def write_el(edges: np.ndarray, path: str, chunk: int = 1 << 22) -> int:
     digits = len(str(int(edges.max()))) if edges.size else 1
     buf = np.empty(chunk * (2 * digits + 2), np.uint8)
     total = 0
     with open(path, "wb") as f:
         for s in range(0, edges.shape[0], chunk):
-            used = _format_el(edges[s:s + chunk], buf)
+            used = format_edges(edges[s:s + chunk], buf, 32)
             f.write(buf[:used].tobytes())
             total += used
     return total
