@@ -101,10 +101,16 @@ class LevelGraphs:
         self.caps = _caps()
 
     # -- buffers ------------------------------------------------------------------------------------
+    def _recv_buffer(self, shape, dtype):
+        """A zeroed array that a captured round receives into: the communicator's own kind when it has
+        one (peer-mapped memory, allocated collectively: every rank captures the same graphs in order)."""
+        alloc = getattr(self.e.comm, "device_buffer", None)
+        return alloc(shape, dtype) if alloc is not None else self.cp.zeros(shape, dtype)
+
     def _out(self, k: int):
         """Device (counters of every rank, then 4 timestamps) and its pinned host copy."""
         cp = self.cp
-        dev = cp.zeros(self.size * k + 4, cp.int64)
+        dev = self._recv_buffer((self.size * k + 4,), cp.int64)
         host = cp.cuda.alloc_pinned_memory(dev.nbytes)
         return dev, host, np.frombuffer(host, np.int64, dev.size)
 
@@ -113,7 +119,7 @@ class LevelGraphs:
             cp = self.cp
             # padding words past the owned vertices stay zero: bu_step writes the owned words only
             self._bits = [cp.zeros(self.words, cp.uint64), cp.zeros(self.words, cp.uint64)]
-            self._gbits = cp.empty(self.size * self.words, cp.uint64)
+            self._gbits = self._recv_buffer((self.size * self.words,), cp.uint64)
         return self._bits
 
     def _queue_buffers(self):
@@ -252,7 +258,8 @@ class LevelGraphs:
             nrem = max(int(e.sent.size) * 64 - self.nloc, cmax)  # the first cmax rows always go out
             self._td = {"ctr": cp.zeros(kc, cp.int64), "rpairs": cp.empty((nrem, 2), cp.int64),
                         "regions": cp.empty((size * cmax, 2), cp.int64) if size > 2 else None,
-                        "rctr": cp.zeros((size, kc), cp.int64), "recv": cp.empty(((size - 1) * cmax, 2), cp.int64),
+                        "rctr": self._recv_buffer((size, kc), cp.int64),
+                        "recv": self._recv_buffer(((size - 1) * cmax, 2), cp.int64),
                         "pre": cp.empty(max(self.nloc, 1), cp.int64), "tiles": cp.empty(self.nloc // 1024 + 2, cp.int64)}
         return self._td
 

@@ -84,6 +84,8 @@ class NCCLCommunicator(Communicator):
         # BREADTH_NCCL_POLL=sleep restores the old wait (time.sleep(0) between queries), for measurements
         self._spin_s = 0.0 if os.environ.get("BREADTH_NCCL_POLL", "spin") == "sleep" else _SPIN_S
         self._cancelled = _task_cancelled_probe()
+        #: peer-mapped receive buffers for captured rounds (:mod:`breadth.bfs.peer_memory`), set by connect
+        self._peer = None
 
     @classmethod
     def connect(cls, rank: int, size: int, session: str, timeout: float = 60.0) -> "NCCLCommunicator":
@@ -110,11 +112,25 @@ class NCCLCommunicator(Communicator):
             raise
         self = cls(tcp, comm, timeout)
         self.barrier()
+        from .peer_memory import PeerMemory
+
+        try:
+            self._peer = PeerMemory.connect(tcp, timeout)
+        except BaseException:
+            self.close()
+            raise
         return self
+
+    @property
+    def peer_memory(self) -> bool:
+        """Whether captured rounds into :meth:`device_buffer` arrays go through peer memory, not NCCL."""
+        return self._peer is not None
 
     # -- waiting with a bounded time ---------------------------------------------------------------
     def _fail(self, err: CommError):
         self._failed = err
+        if self._peer is not None:
+            self._peer.abort()  # a peer-memory round spinning for the lost peer gives up
         t0 = time.monotonic()
         # ncclCommAbort ends the NCCL kernels still waiting for the lost peer; it has been seen to take
         # long, so it runs on a helper thread and this rank reports the failure after a bounded wait.
@@ -161,7 +177,16 @@ class NCCLCommunicator(Communicator):
         return sorted(self._eof)
 
     def _wait(self, what: str) -> None:
-        """Wait for the work queued so far on the current stream, within the failure bounds."""
+        """Wait for the work queued so far on the current stream, within the failure bounds; a peer-memory
+        round that gave up (its peer failed or timed out) raises like a lost NCCL round."""
+        self._wait_event(what)
+        if self._peer is not None:
+            try:
+                self._peer.check(what)
+            except CommError as err:
+                self._fail(err)
+
+    def _wait_event(self, what: str) -> None:
         ev = self._event
         ev.record()
         if ev.done:
@@ -235,15 +260,34 @@ class NCCLCommunicator(Communicator):
         one grouped round queued on the stream and not waited for (kernels queued after it see the data;
         a lost peer shows at the next wait, within the same bounds)."""
         self._check()
+        if self._peer is not None:
+            rl = {p: _arrays(x) for p, x in recvs.items()}
+            if all(self._peer.registered(v) for v in rl.values()):
+                sl = {p: _arrays(x) for p, x in sends.items()}
+                self._peer.exchange(sl, rl)
+                self._sent += sum(a.nbytes for p, x in sl.items() if p != self.rank for a in x)
+                return
         self._exchange(sends, recvs)
+
+    def device_buffer(self, shape, dtype):
+        """A zeroed device array for a captured round to receive into (collective: every rank allocates
+        the same shapes in the same order): mapped into every peer when peer memory is on, so that rounds
+        into it are one :func:`~breadth.bfs.peer_memory.peer_push` kernel instead of NCCL calls."""
+        if self._peer is None:
+            return self._cp.zeros(shape, dtype)
+        return self._peer.alloc(shape, dtype)
 
     def allgather_into(self, send, recv, payload: bool = False) -> None:
         """``recv`` (``(size * k,)``) = every rank's ``send`` (``(k,)``, the same ``k`` and dtype everywhere)
-        in rank order: one ``ncclAllGather`` queued on the stream, not waited for (it may be captured in
-        a CUDA graph).  ``payload`` counts ``send`` as sent to every peer in :meth:`bytes_sent`."""
+        in rank order: one ``ncclAllGather`` (one peer-memory round when ``recv`` is a
+        :meth:`device_buffer`) queued on the stream, not waited for (it may be captured in a CUDA graph).
+        ``payload`` counts ``send`` as sent to every peer in :meth:`bytes_sent`."""
         self._check()
-        nccl = self._nccl
-        self._comm.allGather(send.data.ptr, recv.data.ptr, send.nbytes, nccl.NCCL_UINT8, self._stream())
+        if self._peer is not None and self._peer.find(recv) is not None:
+            self._peer.allgather_into(send, recv)
+        else:
+            nccl = self._nccl
+            self._comm.allGather(send.data.ptr, recv.data.ptr, send.nbytes, nccl.NCCL_UINT8, self._stream())
         if payload:
             self._sent += send.nbytes * (self.size - 1)
 
@@ -379,6 +423,8 @@ class NCCLCommunicator(Communicator):
             return
         self._closed = True
         try:
+            if self._peer is not None:
+                self._peer.close(failed=self._failed is not None)
             if self._failed is None:
                 self._comm.destroy()
         except Exception:

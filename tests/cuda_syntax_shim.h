@@ -1,4 +1,4 @@
-// Host-C++ declarations of the CUDA built-ins bfs/gpu_kernels.py uses, so that g++ -fsyntax-only can
+// Host-C++ declarations of the CUDA built-ins bfs/gpu_kernels.py and bfs/peer_memory.py use, so that g++ -fsyntax-only can
 // check the kernels' source on machines without CUDA (tests/test_gpu_source.py).  Declarations only.
 #define __global__
 #define __device__
@@ -20,6 +20,7 @@ template<class T> T __shfl_xor_sync(unsigned, T, int);
 int __popc(unsigned); int __popcll(unsigned long long); int __clzll(long long); int __clz(int); int __ffs(int); int __ffsll(long long);
 unsigned __brev(unsigned);
 void __syncthreads(); void __syncwarp(unsigned m=0xffffffff);
+void __threadfence(); void __threadfence_system(); void __nanosleep(unsigned);
 int __syncthreads_or(int); int __syncthreads_count(int);
 unsigned __match_any_sync(unsigned, long long);
 template<class T> T __ldg(const T*);

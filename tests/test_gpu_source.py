@@ -1,7 +1,7 @@
 """The GPU kernels' CUDA C++ parses, checked on the CPU: NVRTC compiles it only on a GPU machine, where a
 typo costs a device run.  ``tests/cuda_syntax_shim.h`` declares the CUDA built-ins the source uses (as
 host C++), and ``g++ -fsyntax-only`` reads the source as ``bfs/gpu_kernels.py`` embeds it, for 32- and
-64-bit column ids.  It checks names, types and declarations, not device semantics."""
+64-bit column ids, and the peer-memory round of ``bfs/peer_memory.py``.  It checks names, types and declarations, not device semantics."""
 
 from __future__ import annotations
 
@@ -15,20 +15,21 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _kernel_source() -> str:
-    """``_SOURCE`` of bfs/gpu_kernels.py, read without importing the module (it needs CuPy)."""
-    tree = ast.parse(open(os.path.join(ROOT, "bfs", "gpu_kernels.py")).read())
+def _kernel_source(module: str = "gpu_kernels") -> str:
+    """``_SOURCE`` of bfs/<module>.py, read without importing the module (it needs CuPy)."""
+    tree = ast.parse(open(os.path.join(ROOT, "bfs", module + ".py")).read())
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_SOURCE" for t in node.targets):
             return ast.literal_eval(node.value)
-    raise AssertionError("bfs/gpu_kernels.py has no _SOURCE")
+    raise AssertionError(f"bfs/{module}.py has no _SOURCE")
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
-@pytest.mark.parametrize("defines", [[], ["-DCOL64"]], ids=["col32", "col64"])
-def test_cuda_source_parses(tmp_path, defines):
+@pytest.mark.parametrize("module,defines", [("gpu_kernels", []), ("gpu_kernels", ["-DCOL64"]), ("peer_memory", [])],
+                         ids=["col32", "col64", "peer_memory"])
+def test_cuda_source_parses(tmp_path, module, defines):
     src = tmp_path / "kernels.cu"
-    src.write_text(f'#include "{os.path.join(ROOT, "tests", "cuda_syntax_shim.h")}"\n' + _kernel_source())
+    src.write_text(f'#include "{os.path.join(ROOT, "tests", "cuda_syntax_shim.h")}"\n' + _kernel_source(module))
     res = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-x", "c++", *defines, str(src)],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]

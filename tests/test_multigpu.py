@@ -83,11 +83,12 @@ def _graph_levels(engine, setup_s, root):
 
 
 # "nccl" runs the device-counter engine (breadth.bfs.device_engine) with its levels captured as CUDA
-# graphs (breadth.bfs.level_graphs), "nccl-overflow" that with pair caps so small that top-down levels
+# graphs (breadth.bfs.level_graphs) whose rounds go through peer memory (breadth.bfs.peer_memory) where
+# the GPUs reach each other, "nccl-nopeer" the same graphs with NCCL rounds, "nccl-overflow" that with pair caps so small that top-down levels
 # take the exact second round, "nccl-queued" the same engine queueing each level from Python,
 # "nccl-exact" that with every top-down level sized by a counters round first, "nccl-host" the
 # host-counter engine
-_VARIANT_ENV = {"nccl-queued": {"BREADTH_LEVEL_GRAPHS": "0"}, "nccl-overflow": {"BREADTH_GRAPH_CAPS": "16,64"},
+_VARIANT_ENV = {"nccl-nopeer": {"BREADTH_PEER_MEMORY": "0"}, "nccl-queued": {"BREADTH_LEVEL_GRAPHS": "0"}, "nccl-overflow": {"BREADTH_GRAPH_CAPS": "16,64"},
                 "nccl-exact": {"BREADTH_SPEC_PAIRS": "0", "BREADTH_LEVEL_GRAPHS": "0"},
                 "nccl-host": {"BREADTH_DEVICE_COUNTERS": "0"}}
 
@@ -107,7 +108,23 @@ def test_two_gpu_levels_run_as_cuda_graphs(client, graphs):
     assert any(n.get("overflow", 0) > 0 for n in launches), launches
 
 
-@pytest.mark.parametrize("protocol", ["nccl", "nccl-overflow", "nccl-queued", "nccl-exact", "nccl-host", "ucx"])
+def _peer_memory(engine, setup_s):
+    return engine.comm.peer_memory
+
+
+def test_two_gpu_rounds_use_peer_memory_where_the_gpus_reach_each_other(client, graphs):
+    """The NCCL communicator maps its captured rounds' buffers into the peer exactly when the two GPUs can
+    access each other's memory (NVLink machines), and not when peer memory is turned off."""
+    expect = bool(cp.cuda.runtime.deviceCanAccessPeer(0, 1))
+    assert run_session(graphs[1], _peer_memory, protocol="nccl", timeout=60.0) == [expect, expect]
+    client.run(_set_env, _VARIANT_ENV["nccl-nopeer"])
+    try:
+        assert run_session(graphs[1], _peer_memory, protocol="nccl", timeout=60.0) == [False, False]
+    finally:
+        client.run(_set_env, {})
+
+
+@pytest.mark.parametrize("protocol", ["nccl", "nccl-nopeer", "nccl-overflow", "nccl-queued", "nccl-exact", "nccl-host", "ucx"])
 def test_two_gpu_levels_equal_single_rank_and_valid(client, graphs, protocol):
     g1, g2 = graphs
     roots = choose_roots(g1, 6, 7)
