@@ -139,6 +139,8 @@ def main() -> None:
     ap.add_argument("--stall", type=float, default=0.0,
                     help="after this many seconds dump every worker thread's stack and end the worker (0: never): "
                          "where a hung run waits")
+    ap.add_argument("--timeout", type=float, default=300.0,
+                    help="seconds a session's round may wait for a peer before it fails")
     ap.add_argument("--json", required=True)
     args = ap.parse_args()
     import cupy as cp
@@ -202,7 +204,7 @@ def main() -> None:
                     client.run(_set_env, env)
                     ts = time.perf_counter()
                     res = run_session(g, _bench_rank, rts, args.validate, protocol=proto if p > 1 else "tcp",
-                                      timeout=300.0, engine_kw=engine_kw)
+                                      timeout=args.timeout, engine_kw=engine_kw)
                     r = summarize(res, rts, g, scale, proto, time.perf_counter() - ts)
                     r["variant"] = variant
                     out["runs"].append(r)

@@ -96,9 +96,11 @@ class LevelGraphs:
         self.prm = cp.zeros(8, cp.int64)
         self._bits = self._queues = self._td = None
         self._graphs: dict = {}
+        self._outs: dict = {}
         self._bytes: dict = {}
         self.launches: dict[str, int] = {}  # replays per kind ("bu", "td"), and exact second rounds
         self.caps = _caps()
+        self.check_rounds = os.environ.get("BREADTH_CHECK_ROUNDS") == "1"
 
     # -- buffers ------------------------------------------------------------------------------------
     def _recv_buffer(self, shape, dtype):
@@ -107,12 +109,18 @@ class LevelGraphs:
         alloc = getattr(self.e.comm, "device_buffer", None)
         return alloc(shape, dtype) if alloc is not None else self.cp.zeros(shape, dtype)
 
-    def _out(self, k: int):
-        """Device (counters of every rank, then 4 timestamps) and its pinned host copy."""
-        cp = self.cp
-        dev = self._recv_buffer((self.size * k + 4,), cp.int64)
-        host = cp.cuda.alloc_pinned_memory(dev.nbytes)
-        return dev, host, np.frombuffer(host, np.int64, dev.size)
+    def _out(self, kind: str, k: int):
+        """Device (counters of every rank, then 4 timestamps) and its pinned host copy, one per kind of
+        level: every graph of a kind gathers into the same buffer.  (Ranks may replay different graphs of
+        a kind at one level: a rank whose queue is empty takes ping-pong slot 0 where the others take
+        slot 1.  A peer-memory round lands where the sender points, so the receiver must be reading the
+        same buffer.)"""
+        if (kind, k) not in self._outs:
+            cp = self.cp
+            dev = self._recv_buffer((self.size * k + 4,), cp.int64)
+            host = cp.cuda.alloc_pinned_memory(dev.nbytes)
+            self._outs[kind, k] = (dev, host, np.frombuffer(host, np.int64, dev.size))
+        return self._outs[kind, k]
 
     def _bit_buffers(self):
         if self._bits is None:
@@ -196,7 +204,21 @@ class LevelGraphs:
         vals = out[2]
         k = (vals.size - 4) // self.size
         ts = vals[self.size * k:]
-        return vals[:self.size * k].reshape(self.size, k).copy(), float(ts[1] - ts[0]) * 1e-9
+        cnt = vals[:self.size * k].reshape(self.size, k).copy()
+        if self.check_rounds:
+            self._check_same(cnt, key)
+        return cnt, float(ts[1] - ts[0]) * 1e-9
+
+    def _check_same(self, cnt: np.ndarray, key) -> None:
+        """``BREADTH_CHECK_ROUNDS=1``: every rank must read the same gathered counters after a level (the
+        ranks' decisions depend on it); compared over the communicator's host mesh, slow, for diagnosis."""
+        tcp = getattr(self.e.comm, "_tcp", None)
+        if tcp is None:
+            return
+        views = tcp.allgather(cnt)
+        if any(not np.array_equal(v, cnt) for v in views):
+            raise RuntimeError(f"rank {self.rank}: ranks read different counters after level graph {key} "
+                               f"(replay {self.launches}): {[v.tolist() for v in views]}")
 
     def close(self) -> None:
         """Destroy the graphs (and with them NCCL's references to the communicator's resources), then wait
@@ -234,7 +256,7 @@ class LevelGraphs:
         # built outside the capture (they allocate), kept alive with the graph
         keep = (b._skip_bits(bu_off), b._long_tasks(bu_off), b._visited)
         ctr = self.cp.zeros(3, self.cp.int64)  # found, their degree sum, deferred long-row tasks
-        out = self._out(2)
+        out = self._out("bu", 2)
         ts = out[0][self.size * 2:]
 
         def build():
@@ -275,7 +297,7 @@ class LevelGraphs:
         pre, tiles = (td["pre"], td["tiles"]) if tiled else (self._pre, None)
         peers = [p for p in range(size) if p != rank]
         at = 4 + rank if size > 2 else 2  # where a sender counted the pairs meant for this rank
-        out = self._out(int(ctr.size))
+        out = self._out("td", int(ctr.size))
         ts = out[0][size * ctr.size:]
         rt = cp.cuda.runtime
 

@@ -260,11 +260,13 @@ class NCCLCommunicator(Communicator):
         one grouped round queued on the stream and not waited for (kernels queued after it see the data;
         a lost peer shows at the next wait, within the same bounds)."""
         self._check()
-        if self._peer is not None:
+        # peer memory when every receive array (empty ones too: a slice of nothing still points into its
+        # buffer) lies in a device_buffer, so that every rank makes the same choice for the same call
+        raw = [a for x in recvs.values() for a in (x if isinstance(x, (list, tuple)) else [x]) if a is not None]
+        if self._peer is not None and raw and self._peer.registered(raw):
             rl = {p: _arrays(x) for p, x in recvs.items()}
-            if all(self._peer.registered(v) for v in rl.values()):
-                sl = {p: _arrays(x) for p, x in sends.items()}
-                self._peer.exchange(sl, rl)
+            sl = {p: _arrays(x) for p, x in sends.items()}
+            self._peer.exchange(sl, rl)
                 self._sent += sum(a.nbytes for p, x in sl.items() if p != self.rank for a in x)
                 return
         self._exchange(sends, recvs)

@@ -54,10 +54,11 @@ __device__ __forceinline__ i64 peer_clock_ns() {
 // One round.  desc: nseg segments of 3 u64 (source, destination, bytes: a multiple of 8).
 // peer_flags[q]: this rank's slot in rank q's flag array (mapped; unused for q == rank); flags: this
 // rank's array, flags[q] written by rank q.  state[0]: rounds so far, state[1]: blocks done (reset by
-// the last block).  host[0]: abort requested (the host writes it), host[1]: 0, or 1 aborted, 2 timed out
-// (the kernel writes it), host[2]: the peer waited for.
+// the last block).  host[0]: abort requested (the host writes it); the kernel writes host[1]: 0, or 1
+// aborted, 2 timed out, then host[2]: the peer waited for, host[3]: this round's number, host[4]: the
+// peer's flag when it gave up.
 extern "C" __global__ void peer_push(const u64* __restrict__ desc, int nseg, const u64* __restrict__ peer_flags,
-                                     volatile u64* flags, u64* state, volatile int* host, int size, int rank,
+                                     volatile u64* flags, u64* state, volatile i64* host, int size, int rank,
                                      i64 timeout_ns) {
     const i64 tid = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     const i64 nth = (i64)gridDim.x * blockDim.x;
@@ -82,8 +83,8 @@ extern "C" __global__ void peer_push(const u64* __restrict__ desc, int nseg, con
     for (int q = 0; q < size; ++q) {
         if (q == rank) continue;
         while (flags[q] < e) {
-            if (host[0]) { host[1] = 1; host[2] = q; return; }
-            if (peer_clock_ns() - t0 > timeout_ns) { host[1] = 2; host[2] = q; return; }
+            const int why = host[0] ? 1 : (peer_clock_ns() - t0 > timeout_ns ? 2 : 0);
+            if (why) { host[2] = q; host[3] = (i64)e; host[4] = (i64)flags[q]; host[1] = why; return; }
         }
     }
     __threadfence_system();
@@ -140,8 +141,8 @@ class PeerMemory:
         self._bases: dict[int, list[int]] = {p: [] for p in range(self.size) if p != self.rank}
         self._opened: list[int] = []  # mapped peer pointers, closed at the end
         self._keep: list[Any] = []  # descriptor arrays of captured rounds
-        self._host_mem = cp.cuda.alloc_pinned_memory(16)
-        self.host = np.frombuffer(self._host_mem, np.int32, 4)
+        self._host_mem = cp.cuda.alloc_pinned_memory(64)
+        self.host = np.frombuffer(self._host_mem, np.int64, 8)
         self.host[:] = 0
         self._state = cp.zeros(2, cp.uint64)
         _kernel()  # compiled now, not while a round is being captured
@@ -201,8 +202,11 @@ class PeerMemory:
         return cp.ndarray(shape, dtype, cp.cuda.MemoryPointer(mem, 0))
 
     def find(self, arr) -> tuple[int, int] | None:
-        """``(buffer index, byte offset)`` of device array ``arr`` inside a registered buffer, or None."""
+        """``(buffer index, byte offset)`` of device array ``arr`` inside a registered buffer, or None (an
+        empty array allocated on its own has no address and is never inside one)."""
         ptr, n = arr.data.ptr, arr.nbytes
+        if not ptr:
+            return None
         for i, (base, size) in enumerate(self._regs):
             if base <= ptr and ptr + n <= base + size:
                 return i, ptr - base
@@ -263,9 +267,10 @@ class PeerMemory:
         """Raise :class:`CommError` if a round of the work just waited for gave up."""
         why = int(self.host[1])
         if why:
-            peer = int(self.host[2])
+            peer, mine, theirs = (int(x) for x in self.host[2:5])
             how = "was aborted" if why == 1 else f"timed out after {self.timeout_ns / 1e9:g} s"
-            raise CommError(f"rank {self.rank}: {what} {how} waiting for rank {peer} (peer memory)", peer=peer)
+            raise CommError(f"rank {self.rank}: {what} {how} waiting for rank {peer} (peer memory: round {mine}, "
+                            f"the peer's last signal {theirs})", peer=peer)
 
     def close(self, failed: bool) -> None:
         """Unmap the peers' buffers and free this rank's (after a failure nothing is released: a kernel may
