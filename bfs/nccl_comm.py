@@ -267,8 +267,8 @@ class NCCLCommunicator(Communicator):
             rl = {p: _arrays(x) for p, x in recvs.items()}
             sl = {p: _arrays(x) for p, x in sends.items()}
             self._peer.exchange(sl, rl)
-                self._sent += sum(a.nbytes for p, x in sl.items() if p != self.rank for a in x)
-                return
+            self._sent += sum(a.nbytes for p, x in sl.items() if p != self.rank for a in x)
+            return
         self._exchange(sends, recvs)
 
     def device_buffer(self, shape, dtype):
