@@ -12,13 +12,18 @@ counters' all-gather and their copy to the host) is captured once into a CUDA gr
 * **top-down**: degree prefix of the queue (one block, or tiles for a queue longer than
   ``_SMALL_QUEUE``) + expansion -> owner regions (3+ ranks) -> counters and ``cap`` pair rows to each peer
   in one grouped round -> claims that read the real count on the device -> counters.  ``cap`` is 4096 when
-  every rank's frontier degree sum (which bounds its pairs) fits, else 65536; a sender whose pairs for a
+  every rank's frontier degree sum (which bounds its pairs) fits, else 65536 over NCCL (which moves whole
+  buffers) and 2**20 over peer memory (whose rounds move only the rows filled); a sender whose pairs for a
   peer went past it shows it in the gathered counters, and an exact second round (the level's only other
   wait) resends those.  Ping-pong queues, one graph per (buffer, ``cap``, prefix kind).
 
+The rounds go through the communicator: NCCL calls, or one :mod:`breadth.bfs.peer_memory` kernel each when
+the GPUs reach each other's memory; the buffers a round lands in are the communicator's
+(:meth:`~breadth.bfs.nccl_comm.NCCLCommunicator.device_buffer`) and shared by every graph of a kind.
+
 What varies between levels (the depth, this rank's queue length) is copied by the graph's first node from
 pinned host memory into a device block that the ``*_g`` kernels read.  Every rank picks the graph and
-decides on the second round from the same global counters, so the NCCL rounds of all ranks always match.
+decides on the second round from the same global counters, so the rounds of all ranks always match.
 All graphs are captured before the first search's first level (:meth:`LevelGraphs.prepare`).
 Timestamps from the GPU's global clock bracket the local kernels (``local_s``); a level's ``reduce_s`` is
 the wait after the launch (the kernels, the rounds and the slowest peer).
@@ -69,10 +74,16 @@ def resend_plan(cnt: np.ndarray, rank: int, cap: int):
 _ABANDONED: list = []
 
 
-def _caps() -> tuple[int, int]:
-    """:data:`CAPS`, or ``BREADTH_GRAPH_CAPS="small,large"`` (tests force the second round with small ones)."""
+#: the same over peer memory, whose rounds move only the rows a sender filled (the count travels with
+#: them), so a large cap costs receive memory (16 bytes a row per peer), not transfer time
+PEER_CAPS = (1 << 12, 1 << 20)
+
+
+def _caps(peer: bool) -> tuple[int, int]:
+    """:data:`CAPS` (:data:`PEER_CAPS` when ``peer``), or ``BREADTH_GRAPH_CAPS="small,large"`` (tests force
+    the second round with small ones)."""
     env = os.environ.get("BREADTH_GRAPH_CAPS")
-    return tuple(int(x) for x in env.split(",")) if env else CAPS
+    return tuple(int(x) for x in env.split(",")) if env else (PEER_CAPS if peer else CAPS)
 
 
 class LevelGraphs:
@@ -99,7 +110,9 @@ class LevelGraphs:
         self._outs: dict = {}
         self._bytes: dict = {}
         self.launches: dict[str, int] = {}  # replays per kind ("bu", "td"), and exact second rounds
-        self.caps = _caps()
+        #: top-down pair rows move only as far as their count (peer memory); else whole ``cap`` blocks
+        self.bounded = bool(getattr(comm, "peer_memory", False))
+        self.caps = _caps(self.bounded)
         self.check_rounds = os.environ.get("BREADTH_CHECK_ROUNDS") == "1"
 
     # -- buffers ------------------------------------------------------------------------------------
@@ -313,8 +326,12 @@ class LevelGraphs:
             else:
                 mine = {p: rpairs[:cap] for p in peers}
             b.stamp(ts, 1)
+            # where this rank counted its pairs for peer p (owner_regions' per-owner counts, or with two
+            # ranks the remote total)
+            count = {p: (ctr[4 + p:5 + p] if size > 2 else ctr[2:3]) for p in peers}
+            kw = {"counts": {p: [None, (count[p], 16)] for p in peers}} if self.bounded else {}
             comm.exchange_device({p: [ctr, mine[p]] for p in peers},
-                                 {p: [rctr[p], recv[i * cap:(i + 1) * cap]] for i, p in enumerate(peers)})
+                                 {p: [rctr[p], recv[i * cap:(i + 1) * cap]] for i, p in enumerate(peers)}, **kw)
             for i, p in enumerate(peers):
                 b.claim_pairs_g(recv[i * cap:(i + 1) * cap], rctr[p, at:at + 1], s.lo, e.parent, e.level,
                                 self.prm, bufs[1 - k], ctr, s.offsets)
@@ -364,5 +381,9 @@ class LevelGraphs:
         self._capture_top_down(k, cap, tiled)
         self.prm_host[0], self.prm_host[1] = depth, queue.size
         cnt, local_s = self._run(("td", k, cap, tiled), "top-down level")
+        if self.bounded:  # the launch counted every captured row as sent; only the filled ones moved
+            mine = cnt[self.rank, 4:] if self.size > 2 else np.array([cnt[self.rank, 2]] * 2)
+            moved = sum(min(int(mine[p]), cap) for p in range(self.size) if p != self.rank)
+            self.e.comm.note_sent(16 * (moved - cap * (self.size - 1)))
         final = self._overflow(cnt, cap, depth, self._queues[1 - k]) if cap == self.caps[-1] else None
         return (cnt[:, :2] if final is None else final), local_s, self._queues[1 - k]

@@ -255,18 +255,26 @@ class NCCLCommunicator(Communicator):
         self._wait("counters")
         return np.frombuffer(self._pin_recv, np.int64, k * self.size).reshape(self.size, k).copy()
 
-    def exchange_device(self, sends: dict[int, Any], recvs: dict[int, Any]) -> None:
+    def exchange_device(self, sends: dict[int, Any], recvs: dict[int, Any], counts: dict[int, list] | None = None
+                        ) -> None:
         """Device arrays ``sends[p]`` to peer ``p`` and ``recvs[p]`` from it, sizes known to both sides:
         one grouped round queued on the stream and not waited for (kernels queued after it see the data;
-        a lost peer shows at the next wait, within the same bounds)."""
+        a lost peer shows at the next wait, within the same bounds).  ``counts[p]`` (parallel to the list
+        ``sends[p]``; entries None or ``(count, unit)``, ``count`` a one-element int64 device array) lets a
+        peer-memory round move only the first ``count`` units of an array; NCCL moves it whole."""
         self._check()
         # peer memory when every receive array (empty ones too: a slice of nothing still points into its
         # buffer) lies in a device_buffer, so that every rank makes the same choice for the same call
         raw = [a for x in recvs.values() for a in (x if isinstance(x, (list, tuple)) else [x]) if a is not None]
         if self._peer is not None and raw and self._peer.registered(raw):
             rl = {p: _arrays(x) for p, x in recvs.items()}
-            sl = {p: _arrays(x) for p, x in sends.items()}
-            self._peer.exchange(sl, rl)
+            sl, cl = {}, {}
+            for p, x in sends.items():  # the non-empty arrays and their count bounds, kept parallel
+                xs = list(x) if isinstance(x, (list, tuple)) else [x]
+                cs = list((counts or {}).get(p) or [None] * len(xs))
+                keep = [j for j, a in enumerate(xs) if a is not None and a.nbytes]
+                sl[p], cl[p] = [xs[j] for j in keep], [cs[j] for j in keep]
+            self._peer.exchange(sl, rl, cl)
             self._sent += sum(a.nbytes for p, x in sl.items() if p != self.rank for a in x)
             return
         self._exchange(sends, recvs)

@@ -51,7 +51,9 @@ __device__ __forceinline__ i64 peer_clock_ns() {
 #endif
 }
 
-// One round.  desc: nseg segments of 3 u64 (source, destination, bytes: a multiple of 8).
+// One round.  desc: nseg segments of 5 u64: source, destination, bytes (a multiple of 8), and a count
+// bound: when its pointer (4th) is not null, only min(bytes, *count * unit (5th)) bytes move; the count
+// is read here, on the device, so it may come from the kernels just before the round.
 // peer_flags[q]: this rank's slot in rank q's flag array (mapped; unused for q == rank); flags: this
 // rank's array, flags[q] written by rank q.  state[0]: rounds so far, state[1]: blocks done (reset by
 // the last block).  host[0]: abort requested (the host writes it); the kernel writes host[1]: 0, or 1
@@ -63,9 +65,16 @@ extern "C" __global__ void peer_push(const u64* __restrict__ desc, int nseg, con
     const i64 tid = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     const i64 nth = (i64)gridDim.x * blockDim.x;
     for (int s = 0; s < nseg; ++s) {
-        const u64* src = (const u64*)desc[3 * s];
-        u64* dst = (u64*)desc[3 * s + 1];
-        const i64 n = (i64)(desc[3 * s + 2] >> 3);
+        const u64* d = desc + 5 * s;
+        const u64* src = (const u64*)d[0];
+        u64* dst = (u64*)d[1];
+        i64 bytes = (i64)d[2];
+        if (d[3]) {
+            const i64 c = *(const i64*)d[3];
+            const i64 b = (c > 0 ? c : 0) * (i64)d[4];
+            if (b < bytes) bytes = b;
+        }
+        const i64 n = bytes >> 3;
         for (i64 i = tid; i < n; i += nth) dst[i] = src[i];
     }
     __threadfence_system();
@@ -101,22 +110,24 @@ def _kernel():
     return cp.RawModule(code=_SOURCE, options=("-std=c++17",)).get_function("peer_push")
 
 
-def push_segments(sends: dict[int, list[tuple[int, int]]], where: dict[int, list[tuple[int, int, int]]],
-                  peer_bases: dict[int, list[int]]) -> list[tuple[int, int, int]]:
-    """The segments of one exchange: ``sends[p]`` this rank's ``(pointer, bytes)`` arrays for peer ``p``
-    and ``where[p]`` the ``(buffer index, byte offset, bytes)`` of the matching receive arrays on ``p`` (in
-    the same order), ``peer_bases[p][i]`` this process's mapping of ``p``'s registered buffer ``i``.
-    Returns ``(source, destination, bytes)`` triples; raises ``ValueError`` when the two sides disagree."""
+def push_segments(sends: dict[int, list[tuple[int, int, int, int]]], where: dict[int, list[tuple[int, int, int]]],
+                  peer_bases: dict[int, list[int]]) -> list[tuple[int, int, int, int, int]]:
+    """The segments of one exchange: ``sends[p]`` this rank's arrays for peer ``p`` as ``(pointer, bytes,
+    count pointer, unit)`` (count pointer 0: all the bytes; else at most ``*count * unit`` of them, read on
+    the device), ``where[p]`` the ``(buffer index, byte offset, bytes)`` of the matching receive arrays on
+    ``p`` (in the same order), ``peer_bases[p][i]`` this process's mapping of ``p``'s registered buffer
+    ``i``.  Returns ``(source, destination, bytes, count pointer, unit)``; raises ``ValueError`` when the
+    two sides disagree."""
     segs = []
     for p in sorted(sends):
         if len(sends[p]) != len(where.get(p, ())):
             raise ValueError(f"rank {p} receives {len(where.get(p, ()))} arrays from here, {len(sends[p])} are sent")
-        for (ptr, nbytes), (idx, off, rbytes) in zip(sends[p], where[p]):
+        for (ptr, nbytes, cptr, unit), (idx, off, rbytes) in zip(sends[p], where[p]):
             if nbytes != rbytes:
                 raise ValueError(f"{nbytes} bytes sent to rank {p}, which receives {rbytes} there")
-            if nbytes % 8:
-                raise ValueError(f"peer rounds move multiples of 8 bytes, not {nbytes}")
-            segs.append((int(ptr), int(peer_bases[p][idx]) + int(off), int(nbytes)))
+            if nbytes % 8 or (cptr and unit % 8):
+                raise ValueError(f"peer rounds move multiples of 8 bytes, not {nbytes} (unit {unit})")
+            segs.append((int(ptr), int(peer_bases[p][idx]) + int(off), int(nbytes), int(cptr), int(unit)))
     return segs
 
 
@@ -216,17 +227,18 @@ class PeerMemory:
         return all(self.find(a) is not None for a in arrays)
 
     # -- rounds ---------------------------------------------------------------------------------------
-    def push(self, segs: list[tuple[int, int, int]]) -> None:
-        """Queue one round on the current stream: copy every ``(source, destination, bytes)`` segment, then
-        signal every peer and wait for theirs (captured as one kernel node)."""
+    def push(self, segs: list[tuple[int, int, int, int, int]]) -> None:
+        """Queue one round on the current stream: copy every ``(source, destination, bytes, count pointer,
+        unit)`` segment (see :func:`push_segments`), then signal every peer and wait for theirs (captured
+        as one kernel node)."""
         cp = self._cp
-        table = np.array(segs, np.uint64).reshape(-1, 3) if segs else np.zeros((1, 3), np.uint64)
+        table = np.array(segs, np.uint64).reshape(-1, 5) if segs else np.zeros((1, 5), np.uint64)
         # uploaded on a stream of its own (this one may be capturing a graph), before the launch
         with cp.cuda.Stream(non_blocking=True) as side:
             desc = cp.asarray(table)
             side.synchronize()
         self._keep.append(desc)  # a captured graph reads it at every replay
-        words = sum(n for _, _, n in segs) // 8
+        words = sum(s[2] for s in segs) // 8
         sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         grid = max(1, min(4 * sms, -(-words // (_THREADS * 4))))
         _kernel()((grid,), (_THREADS,), (desc, np.int32(len(segs)), self._peer_flags, self.flags, self._state,
@@ -238,13 +250,15 @@ class PeerMemory:
         idx, off = self.find(recv)
         n = send.nbytes
         at = off + self.rank * n
-        segs = [(send.data.ptr, self._regs[idx][0] + at, n)]
-        segs += [(send.data.ptr, self._bases[p][idx] + at, n) for p in sorted(self._bases)]
+        segs = [(send.data.ptr, self._regs[idx][0] + at, n, 0, 0)]
+        segs += [(send.data.ptr, self._bases[p][idx] + at, n, 0, 0) for p in sorted(self._bases)]
         self.push(segs)
 
-    def exchange(self, sends: dict[int, list], recvs: dict[int, list]) -> None:
+    def exchange(self, sends: dict[int, list], recvs: dict[int, list], counts: dict[int, list] | None = None) -> None:
         """``sends[p][j]`` lands in peer ``p``'s ``recvs[rank][j]``: the receive arrays' places are swapped
-        once over the host mesh (at capture time, not at replays), then one round."""
+        once over the host mesh (at capture time, not at replays), then one round.  ``counts[p][j]``, if
+        given and not None, is ``(count, unit)``: a one-element int64 device array and a byte size, and
+        only the first ``count`` units of ``sends[p][j]`` move (the rest of the receive array is stale)."""
         table = [np.zeros((0, 3), np.int64)] * self.size
         for p, arrs in recvs.items():
             rows = []
@@ -254,7 +268,12 @@ class PeerMemory:
             table[p] = np.array(rows, np.int64).reshape(-1, 3)
         got = self._tcp.alltoallv(table)
         where = {p: [tuple(int(x) for x in r) for r in got[p]] for p in sends}
-        segs = push_segments({p: [(a.data.ptr, a.nbytes) for a in arrs] for p, arrs in sends.items()}, where,
+        def one(p, j, a):
+            c = (counts or {}).get(p)
+            c = c[j] if c is not None else None
+            return (a.data.ptr, a.nbytes, 0, 0) if c is None else (a.data.ptr, a.nbytes, c[0].data.ptr, int(c[1]))
+
+        segs = push_segments({p: [one(p, j, a) for j, a in enumerate(arrs)] for p, arrs in sends.items()}, where,
                              self._bases)
         self.push(segs)
 
