@@ -1,10 +1,10 @@
 """Device rounds through peer memory: ranks write into each other's GPU buffers over NVLink (CUDA IPC).
 
-A captured multi-GPU level (:mod:`breadth.bfs.level_graphs`) moves kilobytes to a few megabytes per round,
-and on four NVLink H200s NCCL's latency for such rounds (a grouped send/recv to three peers, then an
-all-gather of the counters) was 80-100 µs of a level whose kernels took 10.  Here every receive buffer of a
-captured round is allocated once, from ``cudaMalloc``, and mapped into every peer process (``cudaIpc*``),
-so a round is one kernel, :func:`peer_push`:
+A captured multi-GPU level (:mod:`breadth.bfs.level_graphs`) makes two rounds: pairs or frontier bits to
+the peers, then everyone's counters.  Over NCCL a round moves whole buffers whose sizes were fixed at
+capture.  Here every receive buffer of a captured round is allocated once, from ``cudaMalloc``, and mapped
+into every peer process (``cudaIpc*``), so a round is one kernel, ``peer_push``, which can also read how
+much to move from a count the kernels before it just wrote:
 
 1. every thread copies its share of the round's segments (``src`` here -> ``dst`` in a peer's mapped
    buffer, or a local one) with plain stores, which NVLink carries to the peer's memory;
@@ -17,8 +17,14 @@ so a round is one kernel, :func:`peer_push`:
 Every rank replays the same rounds in the same order (the same graphs, chosen from the same counters), so
 the round numbers agree without being exchanged.  A peer may run one round ahead, never two: it waits in
 the next round for this rank's signal, which comes after this rank's kernels of the previous round.  No
-buffer is written by two consecutive rounds of a level, so a peer one round ahead never overwrites what
-this rank still reads.
+buffer is written by two consecutive rounds, so a peer one round ahead never overwrites what this rank
+still reads.  A push lands where the *sender* points, so every rank must receive a round's data in the
+same buffer (level_graphs shares one per kind of level).
+
+Measured on four H200s (``benchmarks/results/multigpu_h200x4_peer_bounded.log``): top-down levels with
+large frontiers spend 121 µs beyond their kernels against 205 µs over NCCL (73 vs 306 on two), since only
+the filled pair rows move and the second round is rarer; a tiny round is not faster than NCCL's (45 vs
+36 µs per level on four GPUs).
 
 Failure: the spin gives up after ``timeout`` seconds, or at once when the host raises the abort flag (in
 pinned host memory, which the GPU reads through unified addressing): the kernel records why in the same
