@@ -1,7 +1,8 @@
 """The GPU kernels' CUDA C++ parses, checked on the CPU: NVRTC compiles it only on a GPU machine, where a
 typo costs a device run.  ``tests/cuda_syntax_shim.h`` declares the CUDA built-ins the source uses (as
 host C++), and ``g++ -fsyntax-only`` reads the source as ``bfs/gpu_kernels.py`` embeds it, for 32- and
-64-bit column ids, and the peer-memory round of ``bfs/peer_memory.py``.  It checks names, types and declarations, not device semantics."""
+64-bit column ids, and the peer-memory round of ``bfs/peer_memory.py``.  It checks names, types and
+declarations, not device semantics."""
 
 from __future__ import annotations
 

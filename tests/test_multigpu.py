@@ -84,11 +84,12 @@ def _graph_levels(engine, setup_s, root):
 
 # "nccl" runs the device-counter engine (breadth.bfs.device_engine) with its levels captured as CUDA
 # graphs (breadth.bfs.level_graphs) whose rounds go through peer memory (breadth.bfs.peer_memory) where
-# the GPUs reach each other, "nccl-nopeer" the same graphs with NCCL rounds, "nccl-overflow" that with pair caps so small that top-down levels
-# take the exact second round, "nccl-queued" the same engine queueing each level from Python,
-# "nccl-exact" that with every top-down level sized by a counters round first, "nccl-host" the
-# host-counter engine
-_VARIANT_ENV = {"nccl-nopeer": {"BREADTH_PEER_MEMORY": "0"}, "nccl-queued": {"BREADTH_LEVEL_GRAPHS": "0"}, "nccl-overflow": {"BREADTH_GRAPH_CAPS": "16,64"},
+# the GPUs reach each other, "nccl-nopeer" the same graphs with NCCL rounds, "nccl-overflow" that with
+# pair caps so small that top-down levels take the exact second round, "nccl-queued" the same engine
+# queueing each level from Python, "nccl-exact" that with every top-down level sized by a counters round
+# first, "nccl-host" the host-counter engine
+_VARIANT_ENV = {"nccl-nopeer": {"BREADTH_PEER_MEMORY": "0"}, "nccl-queued": {"BREADTH_LEVEL_GRAPHS": "0"},
+                "nccl-overflow": {"BREADTH_GRAPH_CAPS": "16,64"},
                 "nccl-exact": {"BREADTH_SPEC_PAIRS": "0", "BREADTH_LEVEL_GRAPHS": "0"},
                 "nccl-host": {"BREADTH_DEVICE_COUNTERS": "0"}}
 
@@ -124,7 +125,8 @@ def test_two_gpu_rounds_use_peer_memory_where_the_gpus_reach_each_other(client, 
         client.run(_set_env, {})
 
 
-@pytest.mark.parametrize("protocol", ["nccl", "nccl-nopeer", "nccl-overflow", "nccl-queued", "nccl-exact", "nccl-host", "ucx"])
+@pytest.mark.parametrize("protocol", ["nccl", "nccl-nopeer", "nccl-overflow", "nccl-queued", "nccl-exact", "nccl-host",
+                                      "ucx"])
 def test_two_gpu_levels_equal_single_rank_and_valid(client, graphs, protocol):
     g1, g2 = graphs
     roots = choose_roots(g1, 6, 7)
