@@ -21,7 +21,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import write_json  # noqa: E402
+from rank_processes import run_ranks  # noqa: E402
 
 
 def _rank(rank: int, size: int, uid, stall: float, q) -> None:
@@ -116,23 +116,7 @@ def main() -> None:
     from cupy.cuda import nccl
 
     uid = nccl.get_unique_id()
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=_rank, args=(r, 2, uid, args.stall, q)) for r in range(2)]
-    for p in procs:
-        p.start()
-    out = []
-    for p in procs:
-        p.join(timeout=6 * args.stall)
-    while not q.empty():
-        out.append(q.get())
-    codes = [p.exitcode for p in procs]
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-    write_json(args.json, {"ranks": out, "exitcodes": codes})
-    print("exit codes", codes, flush=True)
-    sys.exit(0 if codes == [0, 0] else 1)
+    run_ranks(mp.get_context("spawn"), _rank, [(r, 2, uid, args.stall) for r in range(2)], args.stall, args.json)
 
 
 if __name__ == "__main__":

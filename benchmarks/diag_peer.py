@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import write_json  # noqa: E402
+from rank_processes import run_ranks  # noqa: E402
 
 
 class PipeMesh:
@@ -163,22 +163,7 @@ def main() -> None:
     args = ap.parse_args()
     ctx = mp.get_context("spawn")
     a, b = ctx.Pipe()
-    q = ctx.Queue()
-    procs = [ctx.Process(target=_rank, args=(r, 2, {1 - r: c}, args.stall, q)) for r, c in ((0, a), (1, b))]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(timeout=6 * args.stall)
-    out = []
-    while not q.empty():
-        out.append(q.get())
-    codes = [p.exitcode for p in procs]
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-    write_json(args.json, {"ranks": out, "exitcodes": codes})
-    print("exit codes", codes, flush=True)
-    sys.exit(0 if codes == [0, 0] else 1)
+    run_ranks(ctx, _rank, [(0, 2, {1: a}, args.stall), (1, 2, {0: b}, args.stall)], args.stall, args.json)
 
 
 if __name__ == "__main__":

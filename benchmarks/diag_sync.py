@@ -107,20 +107,24 @@ def _micro(nccl_comm=None, reps=400):
         a[0] += 1
         a.get()
 
-    def poll(sleep):
+    def poll(work, sleep):
+        """``work()``, then wait for it by querying an event (spinning, or ``time.sleep(0)`` in between)."""
         def f():
-            a[0] += 1
+            work()
             ev.record()
             while not ev.done:
                 if sleep:
                     time.sleep(0)
         return f
 
+    def kernel():
+        a[0] += 1
+
     res["kernel_sync_us"] = _per(k_sync, reps)
     res["kernel_get_us"] = _per(k_get, reps)
     res["idle_sync_us"] = _per(dev.synchronize, reps)
-    res["kernel_poll_spin_us"] = _per(poll(False), reps)
-    res["kernel_poll_sleep0_us"] = _per(poll(True), reps)
+    res["kernel_poll_spin_us"] = _per(poll(kernel, False), reps)
+    res["kernel_poll_sleep0_us"] = _per(poll(kernel, True), reps)
     res["sleep0_us"] = _per(lambda: time.sleep(0), 200)
     if nccl_comm is not None:
         b = cp.zeros(1, cp.int64)
@@ -132,18 +136,9 @@ def _micro(nccl_comm=None, reps=400):
             ar()
             st.synchronize()
 
-        def ar_poll(sleep):
-            def f():
-                ar()
-                ev.record()
-                while not ev.done:
-                    if sleep:
-                        time.sleep(0)
-            return f
-
         res["nccl_allreduce_sync_us"] = _per(ar_sync, reps)
-        res["nccl_allreduce_spin_us"] = _per(ar_poll(False), reps)
-        res["nccl_allreduce_sleep0_us"] = _per(ar_poll(True), reps)
+        res["nccl_allreduce_spin_us"] = _per(poll(ar, False), reps)
+        res["nccl_allreduce_sleep0_us"] = _per(poll(ar, True), reps)
     return res
 
 
