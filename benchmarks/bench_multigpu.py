@@ -147,7 +147,7 @@ def main() -> None:
 
     from breadth.bfs import choose_roots, run_session
     from breadth.pipeline import kronecker, prepare
-    from breadth.pipeline.cluster import local_cuda_cluster
+    from breadth.pipeline.cluster import local_cuda_cluster, worker_addresses
 
     props = cp.cuda.runtime.getDeviceProperties(0)
     out = {"benchmark": "multigpu_bfs", "teps_convention": "Graph500 (input tuples in component / time), harmonic mean",
@@ -164,7 +164,7 @@ def main() -> None:
         import faulthandler
 
         client.run(faulthandler.dump_traceback_later, args.stall, exit=True)
-    print(f"cluster of {len(client.scheduler_info()['workers'])} GPU workers ({args.cluster_protocol}) in "
+    print(f"cluster of {len(worker_addresses(client))} GPU workers ({args.cluster_protocol}) in "
           f"{out['cluster_start_s']:.1f} s",
           flush=True)
     print(f"{'scale':>5} {'gpus':>4} {'proto':>5} {'GTEPS(hm)':>9} {'med ms':>7} {'local':>6} {'exch':>6} {'red':>5} "

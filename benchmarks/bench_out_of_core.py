@@ -233,6 +233,7 @@ def main() -> None:
 
     from breadth.bfs import graph500
     from breadth.pipeline import kronecker, prepare
+    from breadth.pipeline.cluster import worker_addresses
 
     spill_dir = args.spill_dir if args.path == "spill" else None
     if spill_dir:
@@ -269,7 +270,7 @@ def main() -> None:
                                      memory_limit=args.memory_limit or 0, local_directory=args.local_directory,
                                      env={"NUMBA_NUM_THREADS": str(os.cpu_count())}))
     out["cluster_start_s"] = time.perf_counter() - t0
-    nworkers = len(client.scheduler_info()["workers"])
+    nworkers = len(worker_addresses(client))
     print(f"{nworkers} {args.device.upper()} worker(s) up in {out['cluster_start_s']:.1f} s", flush=True)
     opts = dict(spill_dir=spill_dir, host_batches=args.path == "host", batch_entries=batch_entries,
                 device=args.device)

@@ -123,6 +123,8 @@ def run_session(graph, body: Callable, *args, protocol: str = "tcp", timeout: fl
         if _dead_ranks(client, graph):
             break
     rank, cause = _first_failure(client, graph, futs, timeout)
+    if all(f.status == "finished" for f in futs):  # every rank came through: nothing failed after all
+        return client.gather(futs)
     client.cancel(futs, force=True)
     raise RankError(rank, graph.workers[rank], cause) from cause
 
@@ -149,7 +151,9 @@ class WorkerDied(RuntimeError):
 
 
 def _dead_ranks(client, graph) -> list[int]:
-    alive = set(client.scheduler_info(n_workers=-1)["workers"])
+    from breadth.pipeline.cluster import workers_info
+
+    alive = set(workers_info(client))
     return [r for r, w in enumerate(graph.workers) if w not in alive]
 
 

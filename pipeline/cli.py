@@ -88,6 +88,7 @@ def _bench(args) -> int:
 
     from breadth.bfs import graph500
     from breadth.pipeline import connect, kronecker, prepare
+    from breadth.pipeline.cluster import workers_info
 
     from breadth.pipeline.cluster import resolve_device
 
@@ -99,7 +100,7 @@ def _bench(args) -> int:
         edges = kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=args.chunk_edges, device=device)
         # Generate first (Graph500 times generation and construction apart) when the tuples fit in a
         # quarter of the cluster's memory; otherwise generation streams inside construction.
-        mem = sum(w.get("memory_limit", 0) or 0 for w in client.scheduler_info()["workers"].values())
+        mem = sum(w.get("memory_limit", 0) or 0 for w in workers_info(client).values())
         gen_time = None
         if edges.num_edges * 16 * 4 <= mem and not args.spill_dir:
             t0 = time.perf_counter()

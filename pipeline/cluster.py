@@ -85,6 +85,17 @@ def connect(scheduler: str | None = None, workers: int = 1, device: str = "cpu",
     return local_cluster(workers=workers, **kw)
 
 
+def workers_info(client) -> dict[str, dict]:
+    """The scheduler's record of every worker now in the cluster, by address (``memory_limit``,
+    ``nthreads``, ``status``, ...), fetched fresh.
+
+    Not ``client.scheduler_info()["workers"]``: that returns the client's cached copy after refreshing
+    it, and the client's periodic refresh (every 2 s, asking for no workers) can overwrite the copy in
+    between, so a busy process sometimes reads an empty cluster.
+    """
+    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+
+
 def worker_addresses(client) -> list[str]:
     """Worker addresses in a stable order (rank r runs on the r-th)."""
-    return sorted(client.scheduler_info()["workers"])
+    return sorted(workers_info(client))

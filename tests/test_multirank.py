@@ -20,6 +20,7 @@ from breadth.bfs.communicator import CommError
 from breadth.bfs.session import WorkerDied, make_communicator
 from breadth.bfs.validate import validate_rank
 from breadth.pipeline import from_dask_array, kronecker, prepare
+from breadth.pipeline.cluster import worker_addresses
 
 from conftest import load_snap, scipy_levels
 
@@ -51,14 +52,10 @@ def cluster():
     lc.close()
 
 
-def _workers(client) -> list[str]:
-    return sorted(client.scheduler_info()["workers"])
-
-
 def _on_ranks(client, fn, size: int, *args, protocol: str = "tcp", timeout: float = 20.0):
     """Run ``fn(comm, *args)`` as ``size`` ranks on the first ``size`` workers; return their results."""
     session = f"test-{uuid.uuid4().hex[:10]}"
-    ws = _workers(client)[:size]
+    ws = worker_addresses(client)[:size]
     futs = [client.submit(_comm_task, fn, r, size, session, protocol, timeout, args, workers=[ws[r]],
                           allow_other_workers=False, pure=False) for r in range(size)]
     from distributed import wait
