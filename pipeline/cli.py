@@ -88,9 +88,7 @@ def _bench(args) -> int:
 
     from breadth.bfs import graph500
     from breadth.pipeline import connect, kronecker, prepare
-    from breadth.pipeline.cluster import workers_info
-
-    from breadth.pipeline.cluster import resolve_device
+    from breadth.pipeline.cluster import resolve_device, workers_info
 
     device = resolve_device(args.device)
     extra = {"memory_limit": args.memory_limit} if args.memory_limit else {}
