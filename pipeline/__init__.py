@@ -3,12 +3,28 @@
 >>> from breadth.pipeline import kronecker, prepare, local_cluster
 >>> client = local_cluster(workers=1)                # doctest: +SKIP
 >>> g = prepare(kronecker(20, seed=1), client)       # doctest: +SKIP
+
+The names below load on first use (see :mod:`breadth.bfs.lazy_exports`): importing the package -- which
+every worker spawned under the ``breadth`` command does -- imports nothing heavy.
 """
 
-from .cluster import connect, local_cluster
-from .dataframe import from_dask_dataframe
-from .edges import EdgeList, from_dask_array
-from .kronecker import kronecker
-from .prepare import prepare
+from typing import TYPE_CHECKING
 
-__all__ = ["EdgeList", "connect", "from_dask_array", "from_dask_dataframe", "kronecker", "local_cluster", "prepare"]
+from breadth.bfs.lazy_exports import install
+
+_EXPORTS = {
+    "connect": ".cluster", "local_cluster": ".cluster",
+    "from_dask_dataframe": ".dataframe",
+    "EdgeList": ".edges", "from_dask_array": ".edges",
+    "kronecker": ".kronecker",
+    "prepare": ".prepare",
+}
+__all__ = sorted(_EXPORTS)
+install(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from .cluster import connect, local_cluster
+    from .dataframe import from_dask_dataframe
+    from .edges import EdgeList, from_dask_array
+    from .kronecker import kronecker
+    from .prepare import prepare

@@ -34,11 +34,18 @@ def lclient():
     cluster.close()
 
 
-def load_snap(name: str) -> np.ndarray:
-    """A SNAP file of ../shared/data as an (m, 2) int64 array, read independently of breadth.io."""
+def data_file(name: str) -> Path:
+    """``../shared/data/NAME``; the calling test is skipped, with the reason, when the file is absent (a clone
+    without the shared data beside it)."""
     path = DATA / name
     if not path.exists():
-        pytest.skip(f"{path} not present")
+        pytest.skip(f"{path} not present (the shared real graphs are not beside this checkout)")
+    return path
+
+
+def load_snap(name: str) -> np.ndarray:
+    """A SNAP file of ../shared/data as an (m, 2) int64 array, read independently of breadth.io."""
+    path = data_file(name)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt") as f:
         rows = [ln.split()[:2] for ln in f if ln.strip() and not ln.startswith("#")]

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import DATA
+from conftest import data_file
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_unknown_format_name_and_parquet_errors(tmp_path, lclient):
     import breadth.io as bio
 
     with pytest.raises(bio.UnknownFormatError, match="unknown format 'xml'"):
-        bio.read_edges(str(DATA / "Wiki-Vote.txt"), format="xml")
+        bio.read_edges(_write(tmp_path, "g.txt", b"1 2\n"), format="xml")
     pq.write_table(pa.table({"s": [1, 2], "t": [2, 3], "w": [0.5, 1.0]}), tmp_path / "p.parquet")
     with pytest.raises(bio.MissingColumnError, match="no target column 'dst'.*columns are"):
         bio.read_parquet(str(tmp_path / "p.parquet"), src="s", dst="dst", client=lclient)
@@ -91,7 +91,7 @@ def test_unknown_format_name_and_parquet_errors(tmp_path, lclient):
 def test_truncated_gzip(tmp_path, lclient):
     import breadth.io as bio
 
-    data = (DATA / "facebook_combined.txt.gz").read_bytes()
+    data = data_file("facebook_combined.txt.gz").read_bytes()
     path = _write(tmp_path, "cut.txt.gz", data[: len(data) // 2])
     with pytest.raises(bio.TruncatedInputError, match="cut.txt.gz: compressed stream is damaged or truncated"):
         bio.read_edges(path, client=lclient)

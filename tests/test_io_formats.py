@@ -7,7 +7,7 @@ import gzip
 import numpy as np
 import pytest
 
-from conftest import DATA, load_snap
+from conftest import data_file, load_snap
 
 
 def _shards(g):
@@ -44,7 +44,7 @@ def test_parquet_round_trip_identical_shards(tmp_path, lclient, dtype):
         pq.write_table(t, d / f"part-{i}.parquet", row_group_size=10_000)
     el_p = read_parquet(str(d), src="from", dst="to", directed=True, client=lclient)
     assert el_p.npartitions > 4  # one chunk per row group
-    el_s = read_snap(str(DATA / "Wiki-Vote.txt"), directed=True, client=lclient)
+    el_s = read_snap(str(data_file("Wiki-Vote.txt")), directed=True, client=lclient)
     np.testing.assert_array_equal(el_p.id_map, el_s.id_map)
     _assert_same_graph(prepare(el_p, lclient), prepare(el_s, lclient))
     # a glob names the same files

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import DATA
+from conftest import data_file
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def store(tmp_path_factory, cluster3):
     from breadth.pipeline import prepare
 
     path = tmp_path_factory.mktemp("st") / "wiki.store"
-    g = prepare(read_edges(str(DATA / "Wiki-Vote.txt"), directed=True, client=cluster3), cluster3, nparts=2)
+    g = prepare(read_edges(str(data_file("Wiki-Vote.txt")), directed=True, client=cluster3), cluster3, nparts=2)
     write_store(g, str(path), parameters={"test": True})
     roots = [30, 3, 8297]
     from breadth.bfs import bfs

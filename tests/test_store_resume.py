@@ -18,7 +18,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import DATA
+from conftest import data_file
 
 HOOK = "BREADTH_STORE_TEST_HOOK"
 PARAMS = {"input": "Wiki-Vote.txt", "directed": True}
@@ -30,7 +30,7 @@ def graph4(lclient):
     from breadth.io import read_edges
     from breadth.pipeline import prepare
 
-    g = prepare(read_edges(str(DATA / "Wiki-Vote.txt"), directed=True, client=lclient), lclient, nparts=4)
+    g = prepare(read_edges(str(data_file("Wiki-Vote.txt")), directed=True, client=lclient), lclient, nparts=4)
     yield g
     g.release()
 
