@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -36,24 +37,40 @@ def _int_in(name: str, lo: int, hi: int | None = None):
     return conv
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("breadth")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
 def _cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=_int_in("--workers", 1), default=1,
                    help="local worker processes, one BFS rank each (default 1)")
-    p.add_argument("--threads", type=_int_in("--threads", 1), default=None, help="threads per local worker")
-    p.add_argument("--scheduler", default=None, help="address of an existing Dask scheduler")
-    p.add_argument("--protocol", choices=("tcp", "ucx"), default="tcp", help="rank-to-rank transport")
+    p.add_argument("--threads", type=_int_in("--threads", 1), default=None,
+                   help="threads per local worker (default: cores // workers, so workers x threads <= cores)")
+    p.add_argument("--scheduler", default=None,
+                   help="address of an existing Dask scheduler (default: start a local cluster on this machine)")
+    p.add_argument("--protocol", choices=("tcp", "ucx"), default="tcp",
+                   help="rank-to-rank transport of the search (default tcp; ucx needs the 'ucx' extra)")
+    p.add_argument("--verbose", action="store_true",
+                   help="on failure, print the traceback and Dask's worker logs, not only the one-line error")
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="breadth", description="Out-of-core graph preparation and multi-GPU BFS on Dask.")
-    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
-    b = sub.add_parser("bench", help="Graph500 BFS benchmark on a Kronecker graph")
+    p.add_argument("--version", action="version", version=f"breadth {_version()}")
+    sub = p.add_subparsers(dest="cmd", parser_class=_Parser, metavar="COMMAND")
+    b = sub.add_parser("bench", help="Graph500 BFS benchmark on a Kronecker graph or a shard store")
     b.add_argument("store", nargs="?", default=None,
                    help="a shard store (breadth generate/ingest); without it, --scale generates a graph")
     b.add_argument("--scale", type=_int_in("--scale", 1, 40), default=None, help="log2 of the vertex count")
-    b.add_argument("--edgefactor", type=_int_in("--edgefactor", 1), default=16)
+    b.add_argument("--edgefactor", type=_int_in("--edgefactor", 1), default=16,
+                   help="edge tuples per vertex (default 16, as Graph500)")
     b.add_argument("--roots", type=_int_in("--roots", 1), default=64, help="number of searches (default 64)")
-    b.add_argument("--seed", type=int, default=1, help="generator seed (roots use seed + 1)")
+    b.add_argument("--seed", type=int, default=1, help="generator seed (default 1; roots use seed + 1)")
     b.add_argument("--json", default=None, help="write the full result as JSON to this file")
     b.add_argument("--no-validate", action="store_true", help="skip the five validation rules")
     b.add_argument("--chunk-edges", type=_int_in("--chunk-edges", 1), default=None,
@@ -71,67 +88,85 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def report(res, json_path: str | None) -> int:
-    """Print a Graph500 result in the reference format, write its JSON, and return the exit status
-    (1 when any search failed validation)."""
-    print(res.report())
-    if json_path:
-        res.write_json(json_path)
-    if not res.valid:
-        print(f"breadth: validation FAILED for {len(res.failures())} root(s): {res.failures()[:3]}", file=sys.stderr)
-        return 1
-    return 0
-
-
 def _bench(args) -> int:
+    """``breadth bench --scale S``: generate, prepare and run the Graph500 driver."""
     from distributed import wait
 
     from breadth.bfs import graph500
-    from breadth.pipeline import connect, kronecker, prepare
-    from breadth.pipeline.cluster import resolve_device, workers_info
+
+    from .cli_store import cluster_client, report, spill_area
+    from .cluster import resolve_device, workers_info
+    from .kronecker import kronecker
+    from .prepare import prepare
 
     device = resolve_device(args.device)
-    extra = {"memory_limit": args.memory_limit} if args.memory_limit else {}
-    client = connect(args.scheduler, workers=args.workers, threads_per_worker=args.threads,
-                     protocol=args.protocol if args.protocol == "tcp" else "ucx", device=device, **extra)
-    try:
+    with spill_area(args.spill_dir) as spill_dir, cluster_client(args, device=device) as client:
         edges = kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=args.chunk_edges, device=device)
         # Generate first (Graph500 times generation and construction apart) when the tuples fit in a
         # quarter of the cluster's memory; otherwise generation streams inside construction.
         mem = sum(w.get("memory_limit", 0) or 0 for w in workers_info(client).values())
         gen_time = None
-        if edges.num_edges * 16 * 4 <= mem and not args.spill_dir:
+        if edges.num_edges * 16 * 4 <= mem and not spill_dir:
             t0 = time.perf_counter()
             edges.edges = client.persist(edges.edges)
             wait(edges.edges)
             gen_time = time.perf_counter() - t0
-        g = prepare(edges, client, progress=True, device=device, spill_dir=args.spill_dir)
+        g = prepare(edges, client, progress=sys.stderr.isatty(), device=device, spill_dir=spill_dir)
         edges.edges = None
         print(f"{g}; construction {g.construction_time:.2f} s", file=sys.stderr)
-        res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate, progress=True,
+        res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate,
+                       progress=sys.stderr.isatty(),
                        protocol=args.protocol,
                        header={"graph_generation": f"{gen_time:.17e}" if gen_time is not None else "fused"})
         status = report(res, args.json)
         g.release()
         return status
-    finally:
-        client.close()
-        if args.scheduler is None and client.cluster is not None:
-            client.cluster.close()
+
+
+def _preflight(args) -> None:
+    """Everything that can be checked before any work (see :mod:`breadth.pipeline.cli_checks`)."""
+    from . import cli_checks
+
+    if args.cmd == "bench" and (args.store is None) == (args.scale is None):
+        raise cli_checks.UsageError("bench needs either a STORE or --scale (not both)")
+    if getattr(args, "json", None):
+        cli_checks.output_file(args.json, "--json")
+    if args.cmd in ("generate", "ingest"):
+        cli_checks.output_store(args.out)
+    if args.cmd == "bfs":
+        cli_checks.output_file(args.out, "--out")
+    store = getattr(args, "store", None)
+    if store is not None and not os.path.isdir(store):
+        raise cli_checks.UsageError(f"{store}: no such shard store (expected a directory written by "
+                                    "breadth generate or breadth ingest)")
+    if getattr(args, "spill_dir", None):
+        cli_checks.writable_directory(args.spill_dir, "--spill-dir")
+    args.memory_limit_bytes = cli_checks.memory_limit(getattr(args, "memory_limit", None))
+    cli_checks.device(getattr(args, "device", "cpu"))
+    cli_checks.protocol(getattr(args, "protocol", "tcp"))
+
+
+def _dispatch(args) -> int:
+    _preflight(args)
+    if args.cmd == "bench" and args.store is None:
+        return _bench(args)
+    from .cli_store import run
+
+    return run(args)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``breadth`` command: parse, check, run; every failure is one ``breadth: error:`` line."""
+    from .cli_errors import quiet_logs, report_failures
+
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.cmd == "bench" and (args.store is None) == (args.scale is None):
-        parser.error("bench needs either a STORE or --scale (not both)")
-    if args.cmd != "bench" or args.store is not None:
-        from .cli_store import run
-
-        return run(args)
-    if args.cmd == "bench":
-        return _bench(args)
-    return 2
+    if args.cmd is None:  # `breadth` alone
+        parser.print_help(sys.stderr)
+        return 2
+    args.log_level = quiet_logs(args.verbose)
+    return report_failures(lambda: _dispatch(args), verbose=args.verbose,
+                           resumable=args.cmd in ("generate", "ingest"))
 
 
 if __name__ == "__main__":

@@ -12,31 +12,72 @@ before any work unless ``--overwrite``; on a complete store with the same parame
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shlex
+import shutil
 import sys
+import tempfile
 import time
 import uuid
 
 import numpy as np
 
 
-class CommandError(Exception):
-    """A failure to report as one line (exit status 1)."""
+from .cli_errors import CommandError, hold_signals
 
 
 @contextlib.contextmanager
-def _client(args):
+def cluster_client(args, device: str = "cpu"):
+    """A client for ``--scheduler``, or a local cluster of ``--workers`` x ``--threads`` started for this
+    command (TCP between Dask's processes; ``--protocol`` picks the search ranks' own transport), closed
+    on the way out whatever happens."""
     from .cluster import connect
 
-    client = connect(args.scheduler, workers=args.workers, threads_per_worker=args.threads,
-                     protocol=args.protocol if args.protocol == "tcp" else "ucx")
+    extra = {}
+    if getattr(args, "memory_limit_bytes", None):
+        extra["memory_limit"] = args.memory_limit_bytes
+    release = hold_signals()  # a cluster interrupted half-started cannot be closed cleanly
     try:
+        client = connect(args.scheduler, workers=args.workers, threads_per_worker=args.threads, device=device,
+                         silence_logs=getattr(args, "log_level", logging.WARNING), **extra)
+    except BaseException:
+        release()
+        raise
+    try:
+        release()
         yield client
     finally:
         client.close()
         if args.scheduler is None and client.cluster is not None:
             client.cluster.close()
+
+
+@contextlib.contextmanager
+def spill_area(spill_dir: str | None):
+    """A directory of this run's own under ``--spill-dir`` (``None`` without one), removed on the way out
+    whatever happens.  Enter it *before* :func:`cluster_client`: the cluster then closes first, so no
+    worker is still writing a spill file when the directory goes (an interrupted run leaves nothing)."""
+    if not spill_dir:
+        yield None
+        return
+    path = tempfile.mkdtemp(prefix="breadth-run-", dir=spill_dir)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def report(res, json_path: str | None) -> int:
+    """Print a Graph500 result in the reference format, write its JSON, and return the exit status
+    (1 when any search failed validation)."""
+    print(res.report())
+    if json_path:
+        res.write_json(json_path)
+    if not res.valid:
+        print(f"breadth: validation FAILED for {len(res.failures())} root(s): {res.failures()[:3]}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _summary_line(g, t: float, extra: str = "") -> str:
@@ -97,7 +138,7 @@ def generate(args) -> int:
     st = _begin(args, params)
     if st is None:
         return 0
-    with _client(args) as client:
+    with cluster_client(args) as client:
         t0 = time.perf_counter()
         g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=args.chunk_edges), client,
                     nparts=_nparts(st, client))
@@ -148,7 +189,7 @@ def ingest(args) -> int:
     flags += ["--directed"] * args.directed + ["--no-header"] * args.no_header
     flags += ["--extra-columns"] * args.extra_columns
     flags += (["--src", args.src] if args.src else []) + (["--dst", args.dst] if args.dst else [])
-    with _client(args) as client:
+    with cluster_client(args) as client:
         t0 = time.perf_counter()
         el = read_edges(args.paths, format=args.format, directed=True if args.directed else None, src=args.src,
                         dst=args.dst,
@@ -228,7 +269,7 @@ def bfs_cmd(args) -> int:
     from breadth.bfs.search import to_dense
     from breadth.io.shard_store import load_store
 
-    with _client(args) as client:
+    with cluster_client(args) as client:
         g = load_store(args.store, client)
         roots = _parse_roots(g, args.root)
         for r, text in zip(roots, args.root):
@@ -252,27 +293,19 @@ def bench_store(args) -> int:
     from breadth.bfs import graph500
     from breadth.io.shard_store import load_store
 
-    with _client(args) as client:
+    with cluster_client(args) as client:
         g = load_store(args.store, client)
         print(f"{g}; loaded in {g.source.get('load_time', 0):.2f} s", file=sys.stderr)
-        res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate, progress=True,
+        res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate,
+                       progress=sys.stderr.isatty(),
                        protocol=args.protocol, header={"store": os.path.abspath(args.store)})
-        from .cli import report
-
         return report(res, args.json)
 
 
 def run(args) -> int:
-    """Dispatch a store command; input/store errors become one line and exit status 1."""
-    from breadth.io.errors import IngestError, StoreError
-
+    """Run a store command (errors become one line in :func:`breadth.pipeline.cli_errors.report_failures`)."""
     fn = {"generate": generate, "ingest": ingest, "info": info, "bfs": bfs_cmd, "bench": bench_store}[args.cmd]
-    try:
-        return fn(args)
-    except (IngestError, StoreError, CommandError, FileNotFoundError, NotADirectoryError) as e:
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        sys.stderr.write(f"breadth: error: {msg}\n")
-        return 1
+    return fn(args)
 
 
 def _store_out_args(p) -> None:
@@ -287,15 +320,18 @@ def add_store_commands(sub, int_in, cluster_args) -> None:
     """Add ``generate``, ``ingest``, ``info`` and ``bfs`` to the ``breadth`` subparsers."""
     g = sub.add_parser("generate", help="generate a Kronecker graph and write it as a shard store")
     g.add_argument("--scale", type=int_in("--scale", 1, 40), required=True, help="log2 of the vertex count")
-    g.add_argument("--edgefactor", type=int_in("--edgefactor", 1), default=16)
-    g.add_argument("--seed", type=int, default=1)
-    g.add_argument("--chunk-edges", type=int_in("--chunk-edges", 1), default=1 << 22)
+    g.add_argument("--edgefactor", type=int_in("--edgefactor", 1), default=16,
+                   help="edge tuples per vertex (default 16, as Graph500)")
+    g.add_argument("--seed", type=int, default=1, help="generator seed (default 1)")
+    g.add_argument("--chunk-edges", type=int_in("--chunk-edges", 1), default=1 << 22,
+                   help="edge tuples per generated chunk (default 2**22); the graph is the same for any value")
     _store_out_args(g)
     cluster_args(g)
 
     i = sub.add_parser("ingest", help="read edge files (SNAP text, CSV, Matrix Market, Parquet) into a shard store")
     i.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or globs (gzip allowed)")
-    i.add_argument("--format", choices=("auto", "snap", "csv", "mtx", "parquet"), default="auto")
+    i.add_argument("--format", choices=("auto", "snap", "csv", "mtx", "parquet"), default="auto",
+                   help="input format (default auto: from the file name and its first bytes)")
     i.add_argument("--directed", action="store_true", help="keep edge directions (default: undirected, as Graph500)")
     i.add_argument("--src", default=None, help="source column (csv/parquet)")
     i.add_argument("--dst", default=None, help="target column (csv/parquet)")
@@ -309,11 +345,12 @@ def add_store_commands(sub, int_in, cluster_args) -> None:
     cluster_args(i)
 
     f = sub.add_parser("info", help="print a shard store's manifest")
-    f.add_argument("store")
+    f.add_argument("store", help="a shard store directory")
     f.add_argument("--verify", action="store_true", help="also check every file's checksum")
+    f.add_argument("--verbose", action="store_true", help="on failure, print the traceback too")
 
     b = sub.add_parser("bfs", help="BFS from roots on a stored graph; results to Parquet in original ids")
-    b.add_argument("store")
+    b.add_argument("store", help="a shard store directory (breadth generate/ingest)")
     b.add_argument("--root", action="append", required=True, help="root vertex (original id); repeatable")
     b.add_argument("--out", required=True,
                    help="Parquet file: columns root, vertex, parent, level; unreached vertices are omitted")

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import os
+
+SCHEDULER_TIMEOUT_S = 10.0  # how long connect() waits for an existing scheduler to answer
 
 
 def local_cluster(workers: int = 1, threads_per_worker: int | None = None, protocol: str = "tcp",
-                  memory_limit: str | int = "auto", local_directory: str | None = None):
+                  memory_limit: str | int = "auto", local_directory: str | None = None,
+                  silence_logs: int = logging.WARNING):
     """Start a ``distributed.LocalCluster`` of ``workers`` processes and return a connected Client.
 
     Threads default to ``cores // workers`` (at least one): a BFS rank runs Numba kernels on all of
-    its worker's threads.
+    its worker's threads, and more threads than cores only makes them wait on each other.  Each worker's
+    Numba thread pool gets that size through ``NUMBA_NUM_THREADS``, set by its nanny before the worker
+    imports Numba (breadth's packages import nothing at start-up, see :mod:`breadth.bfs.lazy_exports`).
+    ``silence_logs``: Dask log messages below this level are hidden (the CLI hides all but critical).
 
     >>> from breadth.pipeline import local_cluster
     >>> client = local_cluster(workers=2)          # doctest: +SKIP
@@ -22,7 +29,7 @@ def local_cluster(workers: int = 1, threads_per_worker: int | None = None, proto
     threads = threads_per_worker or max(1, (os.cpu_count() or 1) // workers)
     cluster = LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True, protocol=protocol,
                            memory_limit=memory_limit, dashboard_address=None, local_directory=local_directory,
-                           env={"NUMBA_NUM_THREADS": str(threads)} if threads else None)
+                           silence_logs=silence_logs, env={"NUMBA_NUM_THREADS": str(threads)} if threads else None)
     return Client(cluster)
 
 
@@ -73,15 +80,24 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
     return Client(cluster)
 
 
-def connect(scheduler: str | None = None, workers: int = 1, device: str = "cpu", **kw):
+def connect(scheduler: str | None = None, workers: int = 1, device: str = "cpu",
+            timeout: float = SCHEDULER_TIMEOUT_S, **kw):
     """Client for ``scheduler`` (an address), or for a new local cluster when it is ``None``: CPU worker
-    processes, or one dask-cuda worker per GPU when ``device`` resolves to ``"gpu"``."""
+    processes, or one dask-cuda worker per GPU when ``device`` resolves to ``"gpu"``.
+
+    An existing scheduler that does not answer within ``timeout`` seconds raises ``ConnectionError``
+    naming the address."""
     if scheduler:
         from distributed import Client
 
-        return Client(scheduler)
+        try:
+            return Client(scheduler, timeout=f"{timeout}s")
+        except (OSError, TimeoutError) as e:
+            raise ConnectionError(f"no Dask scheduler answered at {scheduler} within {timeout:g} s "
+                                  f"({type(e).__name__})") from None
     if resolve_device(device) == "gpu":
-        return local_cuda_cluster(workers=workers, protocol=kw.get("protocol", "tcp"))
+        return local_cuda_cluster(workers=workers, protocol=kw.get("protocol", "tcp"),
+                                  silence_logs=kw.get("silence_logs", logging.WARNING))
     return local_cluster(workers=workers, **kw)
 
 

@@ -68,6 +68,17 @@ def _source_seconds(records: list[dict], chunks: list, ours: set) -> tuple[list[
     return per_chunk, other
 
 
+def _progress(futures) -> None:
+    """Dask's text progress bar until ``futures`` finish, drawn on stderr: it writes to stdout, where a
+    command's report goes (``breadth bench > report.txt``)."""
+    import sys
+
+    from distributed import progress as dask_progress
+
+    with contextlib.redirect_stdout(sys.stderr):
+        dask_progress(futures)
+
+
 def _owner_stages(shard) -> dict:
     return shard.meta.get("prepare_stages", {})
 
@@ -167,9 +178,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
             flat = client.compute([dask.delayed(spill_chunk, pure=False)(c, i, n, nparts, directed, batch_rows, root)
                                    for i, c in enumerate(chunks)])
             if progress:
-                from distributed import progress as dask_progress
-
-                dask_progress(flat)
+                _progress(flat)
             wait(flat)  # owners need every chunk's offsets anyway; waiting here times the chunk phase
             t_chunks = time.perf_counter()
             chunk_stage_futs = flat
@@ -187,9 +196,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
             chunk_stage_futs, flat = futs[:len(split)], futs[len(split):]
             del futs
             if progress:
-                from distributed import progress as dask_progress
-
-                dask_progress(flat)
+                _progress(flat)
             wait(flat)  # owners need every chunk's piece anyway; waiting here times the chunk phase
             t_chunks = time.perf_counter()
             piece_futs = [flat[r * len(split):(r + 1) * len(split)] for r in range(nparts)]
@@ -203,9 +210,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
             shards = [client.submit(build_fn, r, nparts, n, piece_futs[r], directed, key=f"shard-{token}-{r}",
                                     **where[r]) for r in range(nparts)]
         if progress:
-            from distributed import progress as dask_progress
-
-            dask_progress(shards)
+            _progress(shards)
         wait(shards)
         t_build = time.perf_counter()
     ours = {f.key for f in flat} | {f.key for f in shards} | {f.key for f in chunk_stage_futs or []}

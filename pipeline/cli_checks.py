@@ -1,0 +1,129 @@
+"""What the ``breadth`` command checks before any work: a failure found after an hour of preparation
+should have been found in the first second.
+
+Each check raises :class:`~breadth.pipeline.cli_errors.UsageError` (exit status 2) with one line naming the
+option, the value and what was expected.  Writability is tested by creating (and removing) a file where the
+output will go, not with ``os.access``, which says yes to root on a read-only mount and to nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from .cli_errors import UsageError
+
+STORE_FORMAT = "breadth-shard-store"  # the "format" of a store's manifest.json (breadth.io.shard_store.FORMAT)
+
+
+def _is_store(directory: str) -> bool:
+    """True when ``directory`` holds a breadth shard store's ``manifest.json`` (complete or in progress)."""
+    path = os.path.join(directory, "manifest.json")
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read().decode("utf-8")).get("format") == STORE_FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def enclosing_store(path: str) -> str | None:
+    """The shard store that ``path`` lies inside (or is), if any."""
+    d = os.path.abspath(path)
+    while True:
+        if _is_store(d):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def writable_directory(directory: str, option: str, value: str | None = None) -> None:
+    """``directory`` exists and a file can be created in it (``value``: the option's value, when the
+    directory is that value's parent)."""
+    value = directory if value is None else value
+    if not os.path.exists(directory):
+        raise UsageError(f"{option} {value}: directory {directory} does not exist")
+    if not os.path.isdir(directory):
+        raise UsageError(f"{option} {value}: {directory} is not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".breadth-probe-", dir=directory)
+    except OSError as e:
+        raise UsageError(f"{option} {value}: cannot write in {directory} ({e.strerror or e})") from None
+    os.close(fd)
+    os.remove(probe)
+
+
+def output_file(path: str, option: str) -> None:
+    """``path`` can be written as a file: its directory exists and takes files, it is not a directory,
+    and it is not inside a shard store (whose files only the store's writer may replace)."""
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path}: is a directory; expected a file name")
+    store = enclosing_store(os.path.dirname(os.path.abspath(path)) or ".")
+    if store is not None:
+        raise UsageError(f"{option} {path}: inside the shard store {store}; write it outside the store")
+    writable_directory(os.path.dirname(os.path.abspath(path)), option, path)
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise UsageError(f"{option} {path}: the existing file is not writable")
+
+
+def output_store(path: str, option: str = "--out") -> None:
+    """``path`` can become a shard store: its parent directory takes files, and it is not inside another
+    store (a store nested in a store would be deleted by the outer one's ``--overwrite``)."""
+    parent = os.path.dirname(os.path.abspath(path))
+    outer = enclosing_store(parent)
+    if outer is not None:
+        raise UsageError(f"{option} {path}: inside the shard store {outer}; choose a directory outside it")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"{option} {path}: exists and is not a directory; expected a store directory")
+    writable_directory(parent, option, path)
+
+
+def memory_limit(text: str | None, option: str = "--memory-limit") -> int | None:
+    """Bytes of a ``--memory-limit`` such as ``8GB``, ``512MiB`` or ``2e9`` (``None`` when not given)."""
+    if text is None:
+        return None
+    from dask.utils import parse_bytes
+
+    try:
+        n = parse_bytes(text)
+    except (ValueError, TypeError):
+        raise UsageError(f"{option} {text!r}: expected a size such as 8GB, 512MiB or 2e9") from None
+    if n <= 0:
+        raise UsageError(f"{option} {text!r}: expected a positive size")
+    return int(n)
+
+
+def device(name: str) -> None:
+    """``--device gpu`` needs CuPy and dask-cuda importable and a visible CUDA device."""
+    if name != "gpu":
+        return
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        raise UsageError("--device gpu: CuPy is not installed; pip install 'breadth[gpu]' (CUDA 12) or "
+                         "'breadth[gpu-cuda13]' (CUDA 13)") from None
+    try:
+        import dask_cuda  # noqa: F401
+    except ImportError:
+        raise UsageError("--device gpu: dask-cuda is not installed; pip install 'breadth[gpu]' (CUDA 12) or "
+                         "'breadth[gpu-cuda13]' (CUDA 13)") from None
+    from .cluster import gpu_available
+
+    if not gpu_available():
+        raise UsageError("--device gpu: no CUDA device is visible")
+
+
+def protocol(name: str) -> None:
+    """``--protocol ucx`` needs the ``ucx`` extra (``ucxx`` and ``distributed-ucxx``)."""
+    if name != "ucx":
+        return
+    try:
+        import distributed_ucxx  # noqa: F401
+        import ucxx  # noqa: F401
+    except Exception as e:  # ImportError, or a UCX library that fails to load
+        raise UsageError(f"--protocol ucx: the UCX transport is not available ({type(e).__name__}: {e}); "
+                         "pip install 'breadth[ucx]', or use --protocol tcp") from None
