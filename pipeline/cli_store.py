@@ -227,11 +227,19 @@ def _parse_roots(graph, texts: list[str]):
     idm = None if graph.id_map is None else np.asarray(graph.id_map)
     if idm is not None and idm.dtype == object:
         return list(texts)
-    try:
-        vals = [int(t) for t in texts]
-    except ValueError as e:
-        raise CommandError(f"--root must be an integer vertex id for this graph: {e}") from None
-    return np.array(vals, dtype=idm.dtype if idm is not None and idm.dtype.kind == "u" else np.int64)
+    dtype = np.dtype(idm.dtype if idm is not None and idm.dtype.kind == "u" else np.int64)
+    vals = []
+    for t in texts:
+        try:
+            v = int(t)
+        except ValueError:
+            raise CommandError(f"--root {t}: expected an integer vertex id (this graph's ids are integers)") from None
+        info = np.iinfo(dtype)
+        if not info.min <= v <= info.max:
+            raise CommandError(f"--root {t}: not a vertex of this graph (its ids are {dtype} "
+                               f"in {max(info.min, 0)}..{info.max})")
+        vals.append(v)
+    return np.array(vals, dtype=dtype)
 
 
 def write_results(results, path: str) -> int:

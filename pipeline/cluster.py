@@ -29,6 +29,9 @@ def local_cluster(workers: int = 1, threads_per_worker: int | None = None, proto
     threads = threads_per_worker or max(1, (os.cpu_count() or 1) // workers)
     cluster = LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True, protocol=protocol,
                            memory_limit=memory_limit, dashboard_address=None, local_directory=local_directory,
+                           # no dashboard; the scheduler's small HTTP server on a free port, not 8787,
+                           # which a user's own Dask or Jupyter often holds ("Port 8787 is already in use")
+                           scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
                            silence_logs=silence_logs, env={"NUMBA_NUM_THREADS": str(threads)} if threads else None)
     return Client(cluster)
 
