@@ -204,6 +204,11 @@ def write_results(results, path: str) -> int:
     try:
         for res in results:
             df = res.to_pandas()
+            if df["vertex"].dtype == np.uint64:
+                # uint64 ids: BFSResult keeps parents as an object array (None marks unreached), which
+                # pyarrow would convert through int64 and overflow on ids >= 2**63; only reached rows are
+                # here, so every parent is an id and the columns are uint64 exactly.
+                df = df.astype({"root": np.uint64, "parent": np.uint64})
             t = pa.Table.from_pandas(df, preserve_index=False)
             if writer is None:
                 writer = pq.ParquetWriter(tmp, t.schema)
