@@ -356,6 +356,17 @@ def _ranges(ranks: list[int]) -> str:
     return ", ".join(items[:8]) + (f" and {len(items) - 8} more range(s)" if len(items) > 8 else "")
 
 
+def is_store(path: str) -> bool:
+    """Whether directory ``path`` is a breadth shard store, complete or partial: its ``manifest.json``
+    or ``progress.json`` is a JSON object carrying breadth's ``"format"`` key (a file of that name
+    written by anything else does not count)."""
+    for name in (MANIFEST, PROGRESS):
+        rec = _read_json(os.path.join(path, name))
+        if rec is not None and rec.get("format") == FORMAT:
+            return True
+    return False
+
+
 def check_store(path: str, parameters: dict | None = None, nparts: int | None = None, *,
                 overwrite: bool = False) -> dict:
     """What writing a store with ``parameters`` to ``path`` would find there; changes nothing.
@@ -389,10 +400,12 @@ def check_store(path: str, parameters: dict | None = None, nparts: int | None = 
         return out  # empty, or only temporary leftovers (a run killed before its progress record)
     rec = _read_json(recpath)
     if rec is None or rec.get("format") != FORMAT:
-        if overwrite:
-            return dict(out, state=state)
-        raise CorruptStoreError(f"{recpath}: unreadable or not a breadth shard store record; pass "
-                                f"overwrite=True (--overwrite) to replace the store")
+        # Not breadth's own record: a user's directory that merely holds a file of that name.  Overwriting
+        # it would delete their file (and whatever looks like a shard next to it), so even overwrite=True
+        # refuses; only a directory whose record carries breadth's format key is ever replaced.
+        raise StoreError(f"{recpath}: not a breadth shard store record (unreadable, or no \"format\": "
+                         f"\"{FORMAT}\"); refusing to write{' over' if overwrite else ' into'} {path} "
+                         f"(remove it yourself or choose another path)")
     out.update(state=state, nparts=rec.get("nparts"), parameters=rec.get("parameters"))
     if state == "partial" and isinstance(out["nparts"], int):
         out["complete"] = _complete_ranks(path, out["nparts"])
