@@ -227,12 +227,42 @@ def write_results(results, path: str) -> int:
     return rows
 
 
+def _results_out_problem(store: str, out: str) -> str | None:
+    """Why ``--out`` cannot take the results of a search on ``store`` (``None`` when it can).
+
+    The results file must not land inside a shard store (``--out STORE/manifest.json`` replaced the
+    store's own manifest): neither inside ``store`` nor inside any directory above ``out`` that is a
+    store (holds a manifest.json or progress.json).  Nor may it be an existing directory, which the
+    final rename would fail on after the whole search."""
+    real_out = os.path.realpath(out)
+    real_store = os.path.realpath(store)
+    if os.path.isdir(real_out):
+        return f"--out {out}: is an existing directory; expected a file name for the Parquet results"
+    if os.path.commonpath([real_out, real_store]) == real_store:
+        return (f"--out {out}: is inside the shard store {store}; expected a path outside the store directory "
+                f"(writing there would replace or add to the store's files)")
+    from breadth.io.shard_store import is_store
+
+    d = os.path.dirname(real_out)
+    while True:
+        if is_store(d):
+            return f"--out {out}: is inside the shard store {d}; expected a path outside any store directory"
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
 def bfs_cmd(args) -> int:
     """``breadth bfs STORE --root ID ... --out results.parquet``."""
     from breadth.bfs import bfs
     from breadth.bfs.search import to_dense
     from breadth.io.shard_store import load_store
 
+    problem = _results_out_problem(args.store, args.out)
+    if problem is not None:  # a usage error, found before the cluster starts or the store loads
+        sys.stderr.write(f"breadth: error: {problem}\n")
+        return 2
     with _client(args) as client:
         g = load_store(args.store, client)
         roots = _parse_roots(g, args.root)

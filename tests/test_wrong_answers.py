@@ -63,3 +63,55 @@ def test_bfs_results_with_uint64_ids_are_uint64_parquet(tmp_path):
                    2**64 - 1: (big + 3, 3)}
     assert set(t.column("root").to_pylist()) == {big + 1}
     assert sorted(os.listdir(tmp_path)) == ["e.parquet", "levels.parquet", "u.store"]  # no temporary left
+
+
+# -- 6. `breadth bfs --out` inside a store, or onto a directory ---------------------------------------
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory):
+    """A scale-6 Kronecker store written by the CLI (two stores: results must not go into either)."""
+    d = tmp_path_factory.mktemp("stores")
+    for name in ("g.store", "other.store"):
+        r = _cli("generate", "--scale", "6", "--out", d / name, "--workers", "1", "--threads", "1")
+        assert r.returncode == 0, r.stderr[-3000:]
+    return d
+
+
+@pytest.mark.parametrize("where,needle", [
+    ("g.store/manifest.json", "is inside the shard store {d}/g.store; expected a path outside the store directory"),
+    ("g.store/shard-00000/levels.parquet", "is inside the shard store {d}/g.store; expected a path outside"),
+    ("g.store/new/levels.parquet", "is inside the shard store {d}/g.store; expected a path outside"),
+    ("other.store/levels.parquet", "is inside the shard store {d}/other.store; expected a path outside any store"),
+    ("g.store", "is an existing directory; expected a file name for the Parquet results"),
+    (".", "is an existing directory; expected a file name for the Parquet results"),
+])
+def test_bfs_out_inside_a_store_or_onto_a_directory_is_refused_before_any_work(small_store, where, needle):
+    d = str(small_store)
+    before = _listing(d)
+    out = os.path.join(d, where)
+    r = _cli("bfs", os.path.join(d, "g.store"), "--root", "1", "--out", out, timeout=60)
+    line = _one_error_line(r, needle.format(d=d), code=2)
+    assert line.startswith(f"breadth: error: --out {out}: "), line
+    assert _listing(d) == before  # the store's manifest and shards are untouched, nothing added
+    # the same store and root with a results file outside it work
+    r = _cli("bfs", os.path.join(d, "g.store"), "--root", "1", "--out", os.path.join(d, "levels.parquet"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    os.remove(os.path.join(d, "levels.parquet"))
+
+
+# -- 7. --overwrite on a directory that is not a breadth store ----------------------------------------
+@pytest.mark.parametrize("cmd", [["generate", "--scale", "4"], ["ingest", "{edges}"]])
+@pytest.mark.parametrize("record", ["manifest.json", "progress.json"])
+def test_overwrite_refuses_a_directory_that_only_holds_a_file_named_like_a_store_record(tmp_path, cmd, record):
+    edges = tmp_path / "e.txt"
+    edges.write_text("1 2\n2 3\n")
+    user = tmp_path / "project"
+    (user / "shard-00000").mkdir(parents=True)  # even names that look like a store's are the user's here
+    (user / record).write_text('{"name": "my project", "version": 1}\n')
+    (user / "shard-00000" / "notes.txt").write_text("precious\n")
+    (user / "id_map.npy").write_bytes(b"mine")
+    before = _listing(user)
+    for extra in (["--overwrite"], []):
+        r = _cli(*[c.format(edges=edges) for c in cmd], "--out", user, *extra, "--workers", "1", timeout=120)
+        _one_error_line(r, f"{user}/{record}: not a breadth shard store record (unreadable, or no \"format\": "
+                           f"\"breadth-shard-store\"); refusing to write {'over' if extra else 'into'} {user}")
+        assert _listing(user) == before
