@@ -115,3 +115,32 @@ def test_overwrite_refuses_a_directory_that_only_holds_a_file_named_like_a_store
         _one_error_line(r, f"{user}/{record}: not a breadth shard store record (unreadable, or no \"format\": "
                            f"\"breadth-shard-store\"); refusing to write {'over' if extra else 'into'} {user}")
         assert _listing(user) == before
+
+
+# -- 8. a failed --spill-dir preparation leaves no spill files ----------------------------------------
+@pytest.mark.parametrize("spill_exists", [True, False])
+def test_failed_spilled_prepare_removes_its_spill_tree(lclient, tmp_path, spill_exists):
+    import dask.array as da
+
+    from breadth.pipeline import from_dask_array, prepare
+
+    good = np.array([[0, 1], [1, 2], [2, 3]] * 400, np.int64)
+    bad = good.copy()
+    bad[700] = [3, 99]  # out of range: the second chunk's task fails after the first wrote its buckets
+    arr = da.concatenate([da.from_array(good, chunks=(600, 2)), da.from_array(bad, chunks=(600, 2))])
+    spill = tmp_path / "spill"
+    if spill_exists:
+        spill.mkdir()
+        (spill / "user.txt").write_text("not ours")
+    with pytest.raises(ValueError, match=r"row 100 has vertex id \[3, 99\] outside \[0, 4\)"):
+        prepare(from_dask_array(arr, num_vertices=4), lclient, spill_dir=str(spill), batch_entries=64)
+    if spill_exists:
+        assert _listing(spill) == {"user.txt": b"not ours"} and os.listdir(spill) == ["user.txt"]
+    else:
+        assert not spill.exists()  # made by this run, removed with it
+    # the same spill directory serves a good run, which also leaves nothing
+    g = prepare(from_dask_array(da.from_array(good, chunks=(600, 2)), num_vertices=4), lclient,
+                spill_dir=str(spill), batch_entries=64)
+    assert g.num_edges == 3
+    assert sorted(os.listdir(spill)) == (["user.txt"] if spill_exists else [])
+    g.release()
