@@ -335,7 +335,9 @@ def add_store_commands(sub, int_in, cluster_args) -> None:
     i.add_argument("--src", default=None, help="source column (csv/parquet)")
     i.add_argument("--dst", default=None, help="target column (csv/parquet)")
     i.add_argument("--ids", choices=("int", "str"), default="int", help="csv vertex id type (default int)")
-    i.add_argument("--no-header", action="store_true", help="csv files have no header row")
+    i.add_argument("--no-header", action="store_true",
+                   help="csv files have no header row (default: a first row whose source and target are "
+                        "integers is an edge, any other first row a header)")
     i.add_argument("--extra-columns", action="store_true",
                    help="snap: ignore columns after the first two (timestamps, weights)")
     i.add_argument("--on-bad-lines", choices=("error", "skip", "warn"), default="error",

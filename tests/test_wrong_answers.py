@@ -144,3 +144,53 @@ def test_failed_spilled_prepare_removes_its_spill_tree(lclient, tmp_path, spill_
     assert g.num_edges == 3
     assert sorted(os.listdir(spill)) == (["user.txt"] if spill_exists else [])
     g.release()
+
+
+# -- 1. a header-less numeric CSV keeps its first edge -------------------------------------------------
+def _orig_edges(el) -> list[tuple]:
+    e = el.edges.compute()
+    idm = np.asarray(el.id_map) if el.id_map is not None else None
+    return sorted((idm[a], idm[b]) if idm is not None else (a, b) for a, b in e.tolist())
+
+
+@pytest.mark.parametrize("text,kw,want", [
+    ("10,20\n20,30\n30,40\n", {}, [(10, 20), (20, 30), (30, 40)]),               # no header: all edges
+    ("src,dst\n10,20\n20,30\n", {}, [(10, 20), (20, 30)]),                       # a header still works
+    (" 10 , 20 ,0.5\r\n20,30,1.5\r\n", {}, [(10, 20), (20, 30)]),                 # weights, blanks, CRLF
+    ("w,a,b\n0.5,10,20\n1.5,20,30\n", {"src": 1, "dst": 2}, [(10, 20), (20, 30)]),
+    ("0.5,10,20\n1.5,20,30\n", {"src": 1, "dst": 2}, [(10, 20), (20, 30)]),
+    ("a,b\n10,20\n", {"src": "a", "dst": "b"}, [(10, 20)]),
+    ("10,20\n20,30\n", {"ids": "str"}, [("10", "20"), ("20", "30")]),
+    ("src,dst\nx,y\n", {"ids": "str"}, [("x", "y")]),
+    ("x,y\ny,z\n", {"ids": "str", "header": False}, [("x", "y"), ("y", "z")]),
+    ("10,20\n20,30\n", {"header": True}, [(20, 30)]),                             # the caller's explicit word
+])
+@pytest.mark.parametrize("gz", [False, True])
+def test_csv_first_row_of_ids_is_an_edge(lclient, tmp_path, text, kw, want, gz):
+    import gzip
+
+    from breadth.io import read_csv
+
+    p = tmp_path / ("e.csv.gz" if gz else "e.csv")
+    (gzip.open if gz else open)(p, "wt").write(text)
+    el = read_csv(str(p), directed=True, client=lclient, **kw)
+    assert _orig_edges(el) == sorted(want)
+
+
+def test_csv_first_row_out_of_range_is_reported_not_taken_for_a_header(lclient, tmp_path):
+    from breadth.io import read_csv
+    from breadth.io.errors import IdRangeError
+
+    p = tmp_path / "e.csv"
+    p.write_text(f"{2**64},1\n2,3\n")
+    with pytest.raises(IdRangeError, match=rf"e.csv:1: vertex id .*: '{2**64},1'"):
+        read_csv(str(p), client=lclient)
+
+
+def test_cli_ingest_headerless_csv_keeps_every_edge(tmp_path):
+    (tmp_path / "e.csv").write_text("1,2\n2,3\n3,4\n")
+    (tmp_path / "h.csv").write_text("src,dst\n1,2\n2,3\n3,4\n")
+    for name in ("e", "h"):
+        r = _cli("ingest", tmp_path / f"{name}.csv", "--out", tmp_path / f"{name}.store", "--workers", "1")
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert "4 vertices, 3 input edges" in r.stdout, r.stdout
