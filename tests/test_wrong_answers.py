@@ -245,3 +245,89 @@ def test_cli_ids_of_2_to_the_64_and_more_are_refused_with_file_and_line(tmp_path
     _one_error_line(r, f"{p}:{line}: vertex id exceeds the uint64 range (expected an integer in 0..2**64-1): "
                        f"{bad!r}")
     assert not (tmp_path / "s" / "manifest.json").exists()
+
+
+# -- 5. a manifest that disagrees with its shards ----------------------------------------------------
+@pytest.fixture(scope="module")
+def directed_store(tmp_path_factory):
+    """A directed two-shard store with an id map (sparse ids), written by the CLI."""
+    d = tmp_path_factory.mktemp("dstore")
+    rng = np.random.default_rng(3)
+    ids = rng.choice(10**6, 50, replace=False) * 7 + 3
+    (d / "e.txt").write_text("".join(f"{ids[a]} {ids[b]}\n" for a, b in rng.integers(0, 50, (300, 2))))
+    r = _cli("ingest", d / "e.txt", "--directed", "--out", d / "g.store", "--workers", "2", "--threads", "1")
+    assert r.returncode == 0, r.stderr[-3000:]
+    return d / "g.store"
+
+
+def _set(*path_and_value):
+    *path, value = path_and_value
+
+    def edit(m):
+        for k in path[:-1]:
+            m = m[k]
+        m[path[-1]] = value(m[path[-1]]) if callable(value) else value
+    return edit
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (_set("num_vertices", lambda v: v - 1), "manifest.json: num_vertices is {nvm1} but the shards cover vertices [0, {nv})"),
+    (_set("num_vertices", lambda v: v + 5), "manifest.json: num_vertices is {nvp5} but the shards cover vertices [0, {nv})"),
+    (_set("nparts", 1), "manifest.json: nparts is 1 but shards lists 2 shard(s)"),
+    (_set("nparts", 3), "manifest.json: nparts is 3 but shards lists 2 shard(s)"),
+    (_set("num_edges", lambda v: v + 1), "manifest.json: num_edges is {nep1} but the shards hold {ne} adjacency entries"),
+    (_set("shards", 0, "nnz", lambda v: v - 1), "manifest.json: shards[0].files.columns has shape [{nnz0}], expected [{nnz0m1}] (from shards[0].nnz {nnz0m1})"),
+    (_set("shards", 1, "files", "columns", "shape", lambda v: [v[0] + 1]), "manifest.json: shards[1].files.columns says int32[{nnz1p1}], the file holds int32[{nnz1}]"),
+    (_set("shards", 0, "hi", lambda v: v - 1), "manifest.json: shards[1].lo is {hi0}, expected {hi0m1} (where the previous shard ends)"),
+    (_set("shards", 1, "dir", "../elsewhere"), "manifest.json: shards[1].dir is '../elsewhere', expected 'shard-00001'"),
+    (_set("directed", False), "manifest.json: shards[0].files lists ['columns', 'in_columns', 'in_offsets', 'offsets', 'self_loops', 'tuple_degree'], expected ['columns', 'offsets', 'self_loops', 'tuple_degree'] for an undirected graph"),
+    (_set("id_map", "shape", [3]), "manifest.json: id_map says int64[3], the file holds int64[{nv}]"),
+    (_set("num_self_loops", -1), "manifest.json: num_self_loops is -1, expected an integer >= 0"),
+    (_set("shards", "oops"), "manifest.json: nparts is 2 but shards lists no shard(s)"),
+])
+def test_manifest_that_disagrees_with_its_shards_is_refused(directed_store, tmp_path, edit, needle):
+    import json
+    import shutil
+
+    from breadth.io import StoreError
+    from breadth.io.shard_store import load_store
+
+    m = json.loads((directed_store / "manifest.json").read_text())
+    st = tmp_path / "s.store"
+    shutil.copytree(directed_store, st)
+    nv, ne, nnz0, nnz1, hi0 = (m["num_vertices"], m["num_edges"], m["shards"][0]["nnz"], m["shards"][1]["nnz"],
+                               m["shards"][0]["hi"])
+    needle = needle.format(nv=nv, nvm1=nv - 1, nvp5=nv + 5, ne=ne, nep1=ne + 1, nnz0=nnz0, nnz0m1=nnz0 - 1,
+                           nnz1=nnz1, nnz1p1=nnz1 + 1, hi0=hi0, hi0m1=hi0 - 1)
+    edit(m)
+    (st / "manifest.json").write_text(json.dumps(m))  # every file and checksum is unchanged
+    with pytest.raises(StoreError) as info:
+        load_store(str(st))  # refused before any worker is asked for anything
+    assert f"{st}: {needle}" in str(info.value) and "\n" not in str(info.value), str(info.value)
+    assert "disagrees with the store" in str(info.value)
+
+
+@pytest.mark.parametrize("raw,detail", [
+    (b'{"format": "breadth-shard-store", "note": "\xff\xfe"}', "('utf-8' codec can't decode byte 0xff in position 43: invalid start byte)"),
+    (b'{"format": "breadth-shard-store", ', "(Expecting property name enclosed in double quotes: line 1 column 35 (char 34))"),
+    (None, None),  # a readable manifest whose num_vertices disagrees with the shards
+])
+@pytest.mark.parametrize("cmd", ["info", "bfs"])
+def test_cli_refuses_a_damaged_or_disagreeing_manifest_in_one_line(directed_store, tmp_path, raw, detail, cmd):
+    import json
+    import shutil
+
+    st = tmp_path / "s.store"
+    shutil.copytree(directed_store, st)
+    if raw is None:
+        m = json.loads((st / "manifest.json").read_text())
+        m["num_vertices"] += 1
+        (st / "manifest.json").write_text(json.dumps(m))
+        needle = f"{st}: manifest.json: num_vertices is {m['num_vertices']} but the shards cover vertices [0, "
+    else:
+        (st / "manifest.json").write_bytes(raw)
+        needle = f"{st}/manifest.json: not valid UTF-8/JSON {detail}"
+    before = _listing(st)
+    args = ["info", st] if cmd == "info" else ["bfs", st, "--root", "3", "--out", tmp_path / "r.parquet", "--workers", "1"]
+    _one_error_line(_cli(*args), needle)
+    assert _listing(st) == before and not (tmp_path / "r.parquet").exists()
