@@ -331,3 +331,57 @@ def test_cli_refuses_a_damaged_or_disagreeing_manifest_in_one_line(directed_stor
     args = ["info", st] if cmd == "info" else ["bfs", st, "--root", "3", "--out", tmp_path / "r.parquet", "--workers", "1"]
     _one_error_line(_cli(*args), needle)
     assert _listing(st) == before and not (tmp_path / "r.parquet").exists()
+
+
+# -- 4. float ids from a Dask DataFrame --------------------------------------------------------------
+def _ddf(d: dict, nparts: int = 2):
+    import dask.dataframe as dd
+    import pandas as pd
+
+    return dd.from_pandas(pd.DataFrame(d, index=[100 + i for i in range(len(next(iter(d.values()))))]),
+                          npartitions=nparts)
+
+
+def test_integral_float_ids_are_the_integer_ids(lclient):
+    import pandas as pd
+
+    from breadth.pipeline import from_dask_dataframe
+
+    # the same graph as integers, as floats (e.g. after a merge that introduced NaN, then dropna) and
+    # as nullable Float64: one vertex per id, never "3" and "3.0" apart
+    ints = {"src": [1, 2, 3, 4], "dst": [2, 3, 1, 1]}
+    want = _orig_edges(from_dask_dataframe(_ddf(ints), directed=True, client=lclient))
+    for d in ({"src": [1.0, 2.0, 3.0, 4.0], "dst": [2, 3, 1, 1]},
+              {"src": [1.0, 2.0, 3.0, 4.0], "dst": [2.0, 3.0, 1.0, 1.0]},
+              {"src": pd.array([1.0, 2.0, 3.0, 4.0], dtype="Float64"), "dst": [2, 3, 1, 1]}):
+        el = from_dask_dataframe(_ddf(d), directed=True, client=lclient)
+        assert el.num_vertices == 4 and np.asarray(el.id_map).dtype.kind == "i"
+        assert _orig_edges(el) == want
+    big = {"src": [2.0**63, 2.0**64 - 2048], "dst": [5.0, 2.0**63]}  # exact floats above int64
+    el = from_dask_dataframe(_ddf(big, 1), directed=True, client=lclient)
+    assert np.asarray(el.id_map).dtype == np.uint64
+    assert _orig_edges(el) == sorted([(2**63, 5), (2**64 - 2048, 2**63)])
+    mixed = {"src": np.array([2**63 + 1, 1], np.uint64), "dst": [1, 2]}  # uint64 with int64: no float64 rounding
+    assert _orig_edges(from_dask_dataframe(_ddf(mixed, 1), directed=True, client=lclient)) == [(1, 2), (2**63 + 1, 1)]
+
+
+@pytest.mark.parametrize("d,cls,needle", [
+    ({"src": [1.0, 2.0, 3.5, 4.0], "dst": [2, 3, 1, 1]}, "NonNumericIdError",
+     "partition 1: column 'src' row 0 (index 102): vertex id 3.5 is not an integer (1 such value(s) in the column)"),
+    ({"src": [1, 2, 3, 4], "dst": [2.0, float("nan"), 1.0, 1.0]}, "NonNumericIdError",
+     "partition 0: column 'dst' row 1 (index 101): missing id (NaN/None); 1 missing id(s) in the column"),
+    ({"src": [1.0, 2.0, 3.0, float("inf")], "dst": [2, 3, 1, 1]}, "NonNumericIdError",
+     "partition 1: column 'src' row 1 (index 103): vertex id inf is not an integer"),
+    ({"src": [1.0, 2.0, 3.0, 2.0**64], "dst": [2, 3, 1, 1]}, "IdRangeError",
+     "partition 1: column 'src' row 1 (index 103): vertex id 1.8446744073709552e+19 exceeds the uint64 range"),
+    ({"src": [1.0, -2.0, 3.0, 4.0], "dst": [2, 3, 1, 1]}, "NegativeIdError", "partition 0: row 1 has negative vertex id -2"),
+    ({"src": [1, -2, 3, 4], "dst": np.array([2, 2**63, 1, 1], np.uint64)}, "NegativeIdError",
+     "partition 0: column 'src' row 1 (index 101): negative vertex id -2"),
+])
+def test_non_integral_nan_or_out_of_range_float_ids_are_one_clear_error(lclient, d, cls, needle):
+    from breadth.io import errors
+    from breadth.pipeline import from_dask_dataframe
+
+    with pytest.raises(getattr(errors, cls)) as info:
+        from_dask_dataframe(_ddf(d), directed=True, client=lclient)
+    assert needle in str(info.value) and "\n" not in str(info.value), str(info.value)
