@@ -701,9 +701,10 @@ def _check_manifest(path: str, m: dict) -> None:
                 bad(f"{f}.files.{a}", f"has shape {shape}, expected [{want[a]}] (from {f}.{src})")
             if a == "in_columns":
                 in_total += shape[0]
-    if m["num_edges"] != (nnz_total if directed else nnz_total // 2):
-        bad("num_edges", f"is {m['num_edges']} but the shards hold {nnz_total} adjacency entries "
-                         f"(expected {nnz_total if directed else nnz_total // 2} {'directed' if directed else 'undirected'} edges)")
+    edges = nnz_total if directed else nnz_total // 2  # prepare's count: an undirected edge is two entries
+    if m["num_edges"] != edges:
+        bad("num_edges", f"is {m['num_edges']} but the shards hold {nnz_total} adjacency entries (expected "
+                         f"{edges} {'directed' if directed else 'undirected'} edges)")
     if directed and in_total != nnz_total:
         bad("shards[*].files.in_columns", f"hold {in_total} in-edges, the out-edges number {nnz_total}")
     idm = m.get("id_map")
