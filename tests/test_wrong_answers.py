@@ -147,6 +147,50 @@ def test_failed_spilled_prepare_removes_its_spill_tree(lclient, tmp_path, spill_
     g.release()
 
 
+
+def _slow_chunk(edges, seconds):
+    import time
+
+    time.sleep(seconds)
+    return edges
+
+
+def test_interrupted_spilled_prepare_removes_its_spill_tree(lclient, tmp_path):
+    import signal
+    import threading
+    import time
+
+    import dask
+    import dask.array as da
+
+    from breadth.pipeline import from_dask_array, prepare
+
+    good = np.array([[0, 1], [1, 2], [2, 3]] * 400, np.int64)
+    slow = da.from_delayed(dask.delayed(_slow_chunk, pure=False)(good, 3.0), shape=good.shape, dtype=np.int64)
+    arr = da.concatenate([da.from_array(good, chunks=(600, 2)), slow])
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    seen = []
+
+    def interrupt():  # Ctrl-C once the fast chunks' bucket files are on disk, while the slow one runs
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 10:
+            files = [f for _, _, fs in os.walk(spill) for f in fs]
+            if files:
+                seen.extend(files)
+                break
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        prepare(from_dask_array(arr, num_vertices=4), lclient, spill_dir=str(spill), batch_entries=64)
+    assert seen  # the run was interrupted with spill files written
+    assert os.listdir(spill) == []
+    time.sleep(3.5)  # the slow chunk's task ends meanwhile: nothing may reappear
+    assert os.listdir(spill) == []
+
+
 # -- 1. a header-less numeric CSV keeps its first edge -------------------------------------------------
 def _orig_edges(el) -> list[tuple]:
     e = el.edges.compute()
