@@ -122,7 +122,7 @@ def run_session(graph, body: Callable, *args, protocol: str = "tcp", timeout: fl
         # for the case where no peer notices (one rank, or peers inside a long local step).
         if _dead_ranks(client, graph):
             break
-    rank, cause = _first_failure(client, graph, futs, timeout)
+    rank, cause = _first_failure(client, graph, futs)
     if all(f.status == "finished" for f in futs):  # every rank came through: nothing failed after all
         return client.gather(futs)
     client.cancel(futs, force=True)
@@ -130,7 +130,7 @@ def run_session(graph, body: Callable, *args, protocol: str = "tcp", timeout: fl
 
 
 _POLL_S = 0.5
-_GRACE_S = 2.0  # how long a dead worker's peers may take to report an error of their own
+_GRACE_S = 2.0  # how long the other ranks may take to report their own errors once one rank has failed
 
 
 def _check_threads(client, graph) -> None:
@@ -157,7 +157,7 @@ def _dead_ranks(client, graph) -> list[int]:
     return [r for r, w in enumerate(graph.workers) if w not in alive]
 
 
-def _first_failure(client, graph, futs, timeout: float) -> tuple[int, BaseException]:
+def _first_failure(client, graph, futs) -> tuple[int, BaseException]:
     """The rank that failed first, and its cause, once every live rank has settled.
 
     A rank's own exception (anything but ``CommError``) comes first, then a rank whose worker died, then
@@ -165,11 +165,13 @@ def _first_failure(client, graph, futs, timeout: float) -> tuple[int, BaseExcept
     """
     from .communicator import CommError
 
-    deadline = time.monotonic() + timeout + 5.0  # peers give up on a silent rank within `timeout`
+    # By now some rank has failed.  The others settle at once (they see its closed connections) unless
+    # one is stalled -- and then its peers have already waited `timeout` for it (that is how the failure
+    # came), so waiting another `timeout` for it (as this did: 251 s for a 120 s timeout) only delays
+    # the report; a stalled rank does not settle anyway.  A short grace lets the cascade land.
+    deadline = time.monotonic() + _GRACE_S
     while True:
         dead = _dead_ranks(client, graph)
-        if dead:  # the cause is known; the peers need not be waited for (they stop within `timeout`)
-            deadline = min(deadline, time.monotonic() + _GRACE_S)
         unsettled = [r for r, f in enumerate(futs) if f.status == "pending" and r not in dead]
         if not unsettled or time.monotonic() > deadline:
             break

@@ -265,6 +265,7 @@ class UCXCommunicator(PeerCommunicator):
         if self._closed:
             return
         self._closed = True
+        failed = self._failed is not None
 
         async def goodbye(p, ep):
             # Closing a UCX endpoint aborts transfers still in flight, so the last round's data could be
@@ -273,6 +274,8 @@ class UCXCommunicator(PeerCommunicator):
             # collective reads the goodbye as "rank closed" and fails at once.
             try:
                 await asyncio.wait_for(ep.send(_goodbye()), 2.0)
+                if failed:  # no round's data to protect, and a stalled peer would never answer: waiting
+                    return  # for it only delays the failure report (the session sees it when we return)
                 await asyncio.wait_for(ep.recv(np.empty(_SLOT, np.uint8)), 2.0)
             except BaseException:
                 pass

@@ -7,6 +7,7 @@ record batches (one Dask chunk per file).
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -32,6 +33,27 @@ def _first_line(path: str) -> tuple[str, int]:
     k = head.find(b"\n")
     line = head if k < 0 else head[:k]
     return line.rstrip(b"\r").decode("utf-8", "replace"), (len(head) if k < 0 else k + 1)
+
+
+_INT_FIELD = re.compile(r"^[+-]?[0-9]+$")
+
+
+def _resolve_header(path: str, delimiter: str, header: bool | None, src, dst) -> bool:
+    """Whether ``path`` starts with a header row.  ``header`` True/False is the caller's word; ``None``
+    (the default) decides from the first line: a row whose source and target fields are integers is an
+    edge -- data, not a header -- so a header-less numeric file keeps its first edge; anything else is a
+    header.  Columns named by text (``src="from"``) can only be found in a header.  (A header-less file
+    whose first row has non-numeric ids, e.g. ``ids="str"`` names, needs ``header=False``.)"""
+    if header is not None:
+        return bool(header)
+    if isinstance(src, str) or isinstance(dst, str):
+        return True
+    line, _ = _first_line(path)
+    fields = [c.strip() for c in line.split(delimiter)]
+    need = [0 if src is None else src, 1 if dst is None else dst]
+    # an integer-looking field counts as an id even if out of range or negative, so that such a first
+    # row is reported as a bad edge (file:line) instead of silently taken for a header
+    return not all(i < len(fields) and _INT_FIELD.match(fields[i]) for i in need)
 
 
 def _column_index(path: str, names: list[str], col, default: int, what: str) -> int:
@@ -90,7 +112,7 @@ def _read_str_csv(path: str, delimiter: str, header: bool, src, dst, on_bad_line
     return edges, stats
 
 
-def csv_parts(paths, *, header: bool = True, delimiter: str = ",", src=None, dst=None, ids: str = "int",
+def csv_parts(paths, *, header: bool | None = None, delimiter: str = ",", src=None, dst=None, ids: str = "int",
               on_bad_lines: str = "error", chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list:
     """Delayed raw ``(edges, ChunkStats)`` chunks of CSV files (see :func:`read_csv`)."""
     import dask
@@ -102,19 +124,20 @@ def csv_parts(paths, *, header: bool = True, delimiter: str = ",", src=None, dst
         raise ValueError(f"ids must be 'int' or 'str', got {ids!r}")
     out = []
     for path in expand_paths(paths):
+        header_here = _resolve_header(path, delimiter, header, src, dst)  # each file decides for itself
         if ids == "str":
-            _check_header(path, delimiter, header, src, dst)  # missing columns fail here, not on a worker
-            out.append(dask.delayed(_read_str_csv, pure=True)(path, delimiter, header, src, dst, on_bad_lines))
+            _check_header(path, delimiter, header_here, src, dst)  # missing columns fail here, not on a worker
+            out.append(dask.delayed(_read_str_csv, pure=True)(path, delimiter, header_here, src, dst, on_bad_lines))
             continue
         names, start = [], 0
-        if header:
+        if header_here:
             line, start = _first_line(path)
             names = [c.strip().strip('"') for c in line.split(delimiter)]
         si = _column_index(path, names, src, 0, "source")
         di = _column_index(path, names, dst, 1, "target")
         opts = TextOptions(sep=ord(delimiter), src_idx=si, dst_idx=di,
-                           max_fields=len(names) if header else 0, comments=b"#", on_bad_lines=on_bad_lines)
-        out += read_text_file_chunks(path, opts, chunk_bytes, data_start=start, header_lines=1 if header else 0)
+                           max_fields=len(names) if header_here else 0, comments=b"#", on_bad_lines=on_bad_lines)
+        out += read_text_file_chunks(path, opts, chunk_bytes, data_start=start, header_lines=1 if header_here else 0)
     return out
 
 
@@ -127,12 +150,15 @@ def _check_header(path, delimiter, header, src, dst):
     _column_index(path, names, dst, 1, "target")
 
 
-def read_csv(paths, *, header: bool = True, delimiter: str = ",", src=None, dst=None, ids: str = "int",
+def read_csv(paths, *, header: bool | None = None, delimiter: str = ",", src=None, dst=None, ids: str = "int",
              directed: bool = False, on_bad_lines: str = "error", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
              relabel: bool = True, persist: bool = True, client=None):
     """Read CSV edge files into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids.
 
-    ``src``/``dst``: column names (with ``header``) or 0-based indices; default the first two columns.
+    ``header``: ``True`` (the first row names the columns), ``False`` (no header row) or ``None`` (the
+    default: each file's first row is a header unless its source and target fields are integers, in
+    which case it is the first edge).
+    ``src``/``dst``: column names (with a header) or 0-based indices; default the first two columns.
     ``ids="int"`` parses integer ids (non-numeric ones are errors naming file, line and text);
     ``ids="str"`` keeps any text as an id (``id_map`` then holds strings).  Lines starting with ``#``
     are comments.

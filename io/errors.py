@@ -38,7 +38,7 @@ class NegativeIdError(BadLineError):
 
 
 class IdRangeError(BadLineError):
-    """A vertex id beyond the integer range (int64 / uint64) or beyond a declared vertex count."""
+    """A vertex id beyond the integer range (uint64) or beyond a declared vertex count."""
 
 
 class EmptyInputError(IngestError):
@@ -83,6 +83,6 @@ KINDS = {
     KIND_EXTRA_FIELDS: (BadLineError, "unexpected extra fields (pass extra_columns='ignore' / allow them)"),
     KIND_NON_NUMERIC: (NonNumericIdError, "non-numeric vertex id"),
     KIND_NEGATIVE: (NegativeIdError, "negative vertex id"),
-    KIND_OVERFLOW: (IdRangeError, "vertex id exceeds the int64 range"),
+    KIND_OVERFLOW: (IdRangeError, "vertex id exceeds the uint64 range (expected an integer in 0..2**64-1)"),
     KIND_OUT_OF_RANGE: (IdRangeError, "vertex id outside the declared range"),
 }

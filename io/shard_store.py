@@ -356,6 +356,17 @@ def _ranges(ranks: list[int]) -> str:
     return ", ".join(items[:8]) + (f" and {len(items) - 8} more range(s)" if len(items) > 8 else "")
 
 
+def is_store(path: str) -> bool:
+    """Whether directory ``path`` is a breadth shard store, complete or partial: its ``manifest.json``
+    or ``progress.json`` is a JSON object carrying breadth's ``"format"`` key (a file of that name
+    written by anything else does not count)."""
+    for name in (MANIFEST, PROGRESS):
+        rec = _read_json(os.path.join(path, name))
+        if rec is not None and rec.get("format") == FORMAT:
+            return True
+    return False
+
+
 def check_store(path: str, parameters: dict | None = None, nparts: int | None = None, *,
                 overwrite: bool = False) -> dict:
     """What writing a store with ``parameters`` to ``path`` would find there; changes nothing.
@@ -389,10 +400,12 @@ def check_store(path: str, parameters: dict | None = None, nparts: int | None = 
         return out  # empty, or only temporary leftovers (a run killed before its progress record)
     rec = _read_json(recpath)
     if rec is None or rec.get("format") != FORMAT:
-        if overwrite:
-            return dict(out, state=state)
-        raise CorruptStoreError(f"{recpath}: unreadable or not a breadth shard store record; pass "
-                                f"overwrite=True (--overwrite) to replace the store")
+        # Not breadth's own record: a user's directory that merely holds a file of that name.  Overwriting
+        # it would delete their file (and whatever looks like a shard next to it), so even overwrite=True
+        # refuses; only a directory whose record carries breadth's format key is ever replaced.
+        raise StoreError(f"{recpath}: not a breadth shard store record (unreadable, or no \"format\": "
+                         f"\"{FORMAT}\"); refusing to write{' over' if overwrite else ' into'} {path} "
+                         f"(remove it yourself or choose another path)")
     out.update(state=state, nparts=rec.get("nparts"), parameters=rec.get("parameters"))
     if state == "partial" and isinstance(out["nparts"], int):
         out["complete"] = _complete_ranks(path, out["nparts"])
@@ -586,16 +599,136 @@ def read_manifest(path: str) -> dict:
     if not os.path.exists(mpath):
         raise IncompleteStoreError(_incomplete_message(path))
     try:
-        with open(mpath) as f:
-            m = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
+        with open(mpath, "rb") as f:
+            raw = f.read()
+    except OSError as e:
         raise CorruptStoreError(f"{mpath}: unreadable manifest: {e}") from None
+    try:  # UnicodeDecodeError is no JSONDecodeError: both are caught, or a damaged byte gives a traceback
+        m = json.loads(raw.decode("utf-8"))
+    except ValueError as e:
+        raise CorruptStoreError(f"{mpath}: not valid UTF-8/JSON ({e})") from None
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         raise CorruptStoreError(f"{mpath}: not a breadth shard store (format "
                                 f"{m.get('format') if isinstance(m, dict) else None!r})")
     if m.get("version") != VERSION:
         raise StoreError(f"{mpath}: store format version {m.get('version')} is not supported (need {VERSION})")
+    _check_manifest(path, m)
     return m
+
+
+def _npy_header(path: str) -> tuple[str, list[int]]:
+    """``(dtype, shape)`` of a ``.npy`` file from its header alone (the data is not read)."""
+    if not os.path.exists(path):
+        raise CorruptStoreError(f"{path}: file listed in the manifest is missing")
+    try:
+        with open(path, "rb") as f, _NPY_HEADER_LOCK:  # the header parser is not thread-safe (see below)
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise ValueError(f".npy version {version} is not written by breadth")
+    except (ValueError, OSError) as e:
+        raise CorruptStoreError(f"{path}: cannot be read as .npy: {e}") from None
+    return str(dtype), list(shape)
+
+
+def _check_manifest(path: str, m: dict) -> None:
+    """Cross-check the manifest's counts with each other and with the arrays' shapes and dtypes in the
+    ``.npy`` headers (no data is read): the checksums only vouch for the files, so an edited manifest
+    (another num_vertices, nparts, nnz, shard range or array length) would otherwise load and give
+    wrong answers.  Raises :class:`CorruptStoreError` naming the store, the field and the mismatch."""
+
+    def bad(field: str, what: str):
+        raise CorruptStoreError(f"{path}: {MANIFEST}: {field} {what}; the manifest disagrees with the store "
+                                f"(edited or damaged); write the store again")
+
+    def integer(obj, key: str, field: str, lo: int = 0) -> int:
+        v = obj.get(key) if isinstance(obj, dict) else None
+        if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+            bad(field, f"is {v!r}, expected an integer >= {lo}")
+        return v
+
+    n = integer(m, "num_vertices", "num_vertices")
+    nparts = integer(m, "nparts", "nparts", 1)
+    for k in ("num_input_edges", "num_edges", "num_self_loops"):
+        integer(m, k, k)
+    directed = m.get("directed")
+    if not isinstance(directed, bool):
+        bad("directed", f"is {directed!r}, expected true or false")
+    shards = m.get("shards")
+    if not isinstance(shards, list) or len(shards) != nparts:
+        bad("nparts", f"is {nparts} but shards lists "
+                      f"{len(shards) if isinstance(shards, list) else 'no'} shard(s)")
+    names = {"offsets", "columns", "tuple_degree", "self_loops"} | ({"in_offsets", "in_columns"} if directed else set())
+    end = 0
+    for i, s in enumerate(shards):  # the vertex ranges first: they decide every array's length
+        f = f"shards[{i}]"
+        if integer(s, "rank", f"{f}.rank") != i:
+            bad(f"{f}.rank", f"is {s['rank']}, expected {i}")
+        if s.get("dir") != _shard_dir(i):  # also keeps file paths inside the store
+            bad(f"{f}.dir", f"is {s.get('dir')!r}, expected {_shard_dir(i)!r}")
+        lo, hi = integer(s, "lo", f"{f}.lo"), integer(s, "hi", f"{f}.hi")
+        if lo != end:
+            bad(f"{f}.lo", f"is {lo}, expected {end} (where the previous shard ends)")
+        if hi < lo:
+            bad(f"{f}.hi", f"is {hi}, expected at least lo = {lo}")
+        end = hi
+    if end != n:
+        bad("num_vertices", f"is {n} but the shards cover vertices [0, {end})")
+    nnz_total = in_total = 0
+    for i, s in enumerate(shards):
+        f = f"shards[{i}]"
+        lo, hi = s["lo"], s["hi"]
+        nnz = integer(s, "nnz", f"{f}.nnz")
+        nnz_total += nnz
+        files = s.get("files")
+        if not isinstance(files, dict) or set(files) != names:
+            bad(f"{f}.files", f"lists {sorted(files) if isinstance(files, dict) else files!r}, expected "
+                              f"{sorted(names)} for a{' directed' if directed else 'n undirected'} graph")
+        want = {"offsets": hi - lo + 1, "columns": nnz, "tuple_degree": hi - lo, "self_loops": hi - lo,
+                "in_offsets": hi - lo + 1, "in_columns": None}
+        for a in sorted(names):
+            rec = files[a]
+            if not isinstance(rec, dict):
+                bad(f"{f}.files.{a}", f"is {rec!r}, expected a file record")
+            dtype, shape = _npy_header(os.path.join(path, _shard_dir(i), f"{a}.npy"))
+            if rec.get("shape") != shape or rec.get("dtype") != dtype:
+                bad(f"{f}.files.{a}", f"says {rec.get('dtype')}{rec.get('shape')}, the file holds {dtype}{shape}")
+            if len(shape) != 1 or (want[a] is not None and shape[0] != want[a]):
+                src = {"columns": f"nnz {nnz}"}.get(a, f"hi - lo = {hi - lo}")
+                bad(f"{f}.files.{a}", f"has shape {shape}, expected [{want[a]}] (from {f}.{src})")
+            if a == "in_columns":
+                in_total += shape[0]
+    edges = nnz_total if directed else nnz_total // 2  # prepare's count: an undirected edge is two entries
+    if m["num_edges"] != edges:
+        bad("num_edges", f"is {m['num_edges']} but the shards hold {nnz_total} adjacency entries (expected "
+                         f"{edges} {'directed' if directed else 'undirected'} edges)")
+    if directed and in_total != nnz_total:
+        bad("shards[*].files.in_columns", f"hold {in_total} in-edges, the out-edges number {nnz_total}")
+    idm = m.get("id_map")
+    if idm is not None:
+        if not isinstance(idm, dict) or idm.get("file") not in ("id_map.npy", "id_map.parquet"):
+            bad("id_map", f"is {idm!r}, expected a record of id_map.npy or id_map.parquet")
+        p = os.path.join(path, idm["file"])
+        if idm["file"].endswith(".npy"):
+            dtype, shape = _npy_header(p)
+            if idm.get("dtype") != dtype or idm.get("shape") != shape:
+                bad("id_map", f"says {idm.get('dtype')}{idm.get('shape')}, the file holds {dtype}{shape}")
+        else:
+            import pyarrow.parquet as pq
+
+            if not os.path.exists(p):
+                raise CorruptStoreError(f"{p}: file listed in the manifest is missing")
+            try:
+                shape = [pq.read_metadata(p).num_rows]
+            except Exception as e:  # pyarrow raises its own error types for a damaged footer
+                raise CorruptStoreError(f"{p}: cannot be read as Parquet: {e}") from None
+            if idm.get("shape") != shape:
+                bad("id_map.shape", f"is {idm.get('shape')}, the file holds {shape[0]} ids")
+        if shape != [n]:
+            bad("id_map", f"holds {shape[0]} ids, expected num_vertices = {n}")
 
 
 def _verify(path: str, rec: dict) -> None:

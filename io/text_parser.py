@@ -25,6 +25,7 @@ from .errors import (KIND_FEW_FIELDS, KIND_EXTRA_FIELDS, KIND_NEGATIVE, KIND_NON
                      KIND_OUT_OF_RANGE, KIND_OVERFLOW, KINDS, TruncatedInputError)
 
 INT64_MAX = np.iinfo(np.int64).max
+UINT64_MAX = np.iinfo(np.uint64).max  # text ids may use the whole uint64 range, as Parquet uint64 columns do
 DEFAULT_CHUNK_BYTES = 64 << 20
 STREAM_BLOCK_BYTES = 8 << 20  # decompressed bytes per block of a compressed stream (read ahead by a thread)
 MAX_REPORTED = 5  # bad lines per chunk described in warnings / the report
@@ -57,11 +58,19 @@ def rfind_byte(buf, b):
     return -1
 
 
+_U0 = np.uint64(0)
+_U10 = np.uint64(10)
+_UMAX = np.uint64(UINT64_MAX)
+
+
 @numba.njit(nogil=True, cache=True)
 def _parse_int(buf, fs, fe, base, limit):
-    """(value, kind) of the decimal integer in buf[fs:fe] (no surrounding blanks)."""
+    """(value, kind) of the decimal integer in buf[fs:fe] (no surrounding blanks), as uint64.
+
+    Everything is uint64 (``base``/``limit`` too): Numba turns mixed int64/uint64 arithmetic into
+    float64, which would round ids above 2**53."""
     if fs >= fe:
-        return 0, KIND_FEW_FIELDS
+        return _U0, KIND_FEW_FIELDS
     neg = False
     p = fs
     if buf[p] == 45:  # '-'
@@ -70,41 +79,44 @@ def _parse_int(buf, fs, fe, base, limit):
     elif buf[p] == 43:  # '+'
         p += 1
     if p >= fe:
-        return 0, KIND_NON_NUMERIC
-    v = np.int64(0)
+        return _U0, KIND_NON_NUMERIC
+    v = _U0
     overflow = False
     for q in range(p, fe):
         c = buf[q]
         if c < 48 or c > 57:
-            return 0, KIND_NON_NUMERIC
-        d = np.int64(c - 48)
-        if v > (INT64_MAX - d) // 10:
+            return _U0, KIND_NON_NUMERIC
+        d = np.uint64(c) - np.uint64(48)
+        if v > (_UMAX - d) // _U10:
             overflow = True
         else:
-            v = v * 10 + d
-    if neg and (v != 0 or overflow):
-        return 0, KIND_NEGATIVE
+            v = v * _U10 + d
+    if neg and (v != _U0 or overflow):
+        return _U0, KIND_NEGATIVE
     if overflow:
-        return 0, KIND_OVERFLOW
+        return _U0, KIND_OVERFLOW
     if v < base or v > limit:
-        return 0, KIND_OUT_OF_RANGE
+        return _U0, KIND_OUT_OF_RANGE
     return v - base, KIND_OK
 
 
 @numba.njit(nogil=True, cache=True)
 def parse_edges(buf, sep, src_idx, dst_idx, max_fields, comments, base, limit, skip_bad, out, bad_pos, bad_kind):
-    """Parse edge lines of ``buf`` (uint8) into ``out`` (int64 ``(cap, 2)``).
+    """Parse edge lines of ``buf`` (uint8) into ``out`` (uint64 ``(cap, 2)``).
 
     ``sep``: -1 for whitespace runs or commas, else one delimiter byte.  ``src_idx``/``dst_idx``: field
     numbers of the endpoints; ``max_fields`` > 0 makes lines with more fields bad.  Ids must lie in
-    ``[base, limit]`` and are stored minus ``base`` (1 for Matrix Market).  Returns ``(rows, nbad)``;
-    with ``skip_bad`` false parsing stops at the first bad line (``nbad == 1``).  The first
-    ``bad_pos.size`` bad lines' start offsets and kind codes land in ``bad_pos``/``bad_kind``.
+    ``[base, limit]`` (uint64) and are stored minus ``base`` (1 for Matrix Market).  Returns
+    ``(rows, nbad, big)``, ``big`` true when some stored id exceeds the int64 range; with ``skip_bad``
+    false parsing stops at the first bad line (``nbad == 1``).  The first ``bad_pos.size`` bad lines'
+    start offsets and kind codes land in ``bad_pos``/``bad_kind``.
     """
     n = buf.size
     need = max(src_idx, dst_idx) + 1
     rows = 0
     nbad = 0
+    big = False
+    i64max = np.uint64(INT64_MAX)
     i = 0
     while i < n:
         ls = i
@@ -128,8 +140,8 @@ def parse_edges(buf, sep, src_idx, dst_idx, max_fields, comments, base, limit, s
             continue
         nf = 0
         kind = KIND_OK
-        u = np.int64(0)
-        v = np.int64(0)
+        u = _U0
+        v = _U0
         while True:
             fs = p
             if sep < 0:
@@ -177,12 +189,14 @@ def parse_edges(buf, sep, src_idx, dst_idx, max_fields, comments, base, limit, s
                 bad_kind[nbad] = kind
             nbad += 1
             if not skip_bad:
-                return rows, nbad
+                return rows, nbad, big
             continue
         out[rows, 0] = u
         out[rows, 1] = v
+        if u > i64max or v > i64max:
+            big = True
         rows += 1
-    return rows, nbad
+    return rows, nbad, big
 
 
 @dataclass(frozen=True)
@@ -195,7 +209,7 @@ class TextOptions:
     max_fields: int = 2  # 0: any number of extra fields allowed
     comments: bytes = b"#%"
     base: int = 0
-    limit: int = INT64_MAX
+    limit: int = UINT64_MAX
     on_bad_lines: str = "error"  # error | skip | warn
 
 
@@ -222,13 +236,15 @@ def _line_text(buf: np.ndarray, pos: int) -> str:
 def _parse_block(buf: np.ndarray, opts: TextOptions, path: str, line_of) -> tuple[np.ndarray, ChunkStats]:
     """Parse one block; ``line_of(pos)`` gives the 1-based file line of block offset ``pos``."""
     cap = count_newlines(buf) + 1
-    out = np.empty((cap, 2), np.int64)
+    out = np.empty((cap, 2), np.uint64)
     bad_pos = np.zeros(MAX_REPORTED, np.int64)
     bad_kind = np.zeros(MAX_REPORTED, np.int64)
     skip = opts.on_bad_lines != "error"
-    rows, nbad = parse_edges(buf, np.int64(opts.sep), opts.src_idx, opts.dst_idx, opts.max_fields,
-                             np.frombuffer(opts.comments, np.uint8), np.int64(opts.base), np.int64(opts.limit),
-                             skip, out, bad_pos, bad_kind)
+    rows, nbad, big = parse_edges(buf, np.int64(opts.sep), opts.src_idx, opts.dst_idx, opts.max_fields,
+                                  np.frombuffer(opts.comments, np.uint8), np.uint64(opts.base),
+                                  np.uint64(opts.limit), skip, out, bad_pos, bad_kind)
+    # int64 (the common case) unless some id needs the upper half of uint64; relabeling takes both
+    out = out if big else out.view(np.int64)
     stats = ChunkStats(edges=int(rows), skipped=int(nbad) if skip else 0)
     for j in range(min(int(nbad), MAX_REPORTED)):
         pos = int(bad_pos[j])
@@ -357,6 +373,8 @@ def read_stream(path: str, opts: TextOptions, chunk_bytes: int = DEFAULT_CHUNK_B
             parts.append(e)
             stats = stats.merge(s)
             lines_before += count_newlines(arr)
+    if any(p.dtype == np.uint64 for p in parts):  # int64 blocks hold no negatives: uint64 holds all
+        parts = [p.astype(np.uint64, copy=False) for p in parts]
     edges = np.concatenate(parts) if len(parts) != 1 else parts[0]
     if not parts:
         edges = np.empty((0, 2), np.int64)

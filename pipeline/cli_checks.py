@@ -8,32 +8,18 @@ output will go, not with ``os.access``, which says yes to root on a read-only mo
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 
 from .cli_errors import UsageError
 
-STORE_FORMAT = "breadth-shard-store"  # the "format" of a store's manifest.json (breadth.io.shard_store.FORMAT)
-
-
-def _is_store(directory: str) -> bool:
-    """True when ``directory`` holds a breadth shard store's ``manifest.json`` (complete or in progress)."""
-    path = os.path.join(directory, "manifest.json")
-    if not os.path.isfile(path):
-        return False
-    try:
-        with open(path, "rb") as f:
-            return json.loads(f.read().decode("utf-8")).get("format") == STORE_FORMAT
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
 def enclosing_store(path: str) -> str | None:
     """The shard store that ``path`` lies inside (or is), if any."""
+    from breadth.io.shard_store import is_store
+
     d = os.path.abspath(path)
     while True:
-        if _is_store(d):
+        if is_store(d):
             return d
         parent = os.path.dirname(d)
         if parent == d:

@@ -253,6 +253,11 @@ def write_results(results, path: str) -> int:
     try:
         for res in results:
             df = res.to_pandas()
+            if df["vertex"].dtype == np.uint64:
+                # uint64 ids: BFSResult keeps parents as an object array (None marks unreached), which
+                # pyarrow would convert through int64 and overflow on ids >= 2**63; only reached rows are
+                # here, so every parent is an id and the columns are uint64 exactly.
+                df = df.astype({"root": np.uint64, "parent": np.uint64})
             t = pa.Table.from_pandas(df, preserve_index=False)
             if writer is None:
                 writer = pq.ParquetWriter(tmp, t.schema)
@@ -344,7 +349,9 @@ def add_store_commands(sub, int_in, cluster_args) -> None:
     i.add_argument("--src", default=None, help="source column (csv/parquet)")
     i.add_argument("--dst", default=None, help="target column (csv/parquet)")
     i.add_argument("--ids", choices=("int", "str"), default="int", help="csv vertex id type (default int)")
-    i.add_argument("--no-header", action="store_true", help="csv files have no header row")
+    i.add_argument("--no-header", action="store_true",
+                   help="csv files have no header row (default: a first row whose source and target are "
+                        "integers is an edge, any other first row a header)")
     i.add_argument("--extra-columns", action="store_true",
                    help="snap: ignore columns after the first two (timestamps, weights)")
     i.add_argument("--on-bad-lines", choices=("error", "skip", "warn"), default="error",

@@ -5,8 +5,42 @@ from __future__ import annotations
 import numpy as np
 
 
+def _py(x):
+    """A NumPy scalar as the Python value (messages show ``11``, not ``np.int64(11)``)."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _integral_ids(a: np.ndarray, index, column: str, where: str) -> np.ndarray:
+    """Float ids (a column that went through NaN-able arithmetic or CSV type inference) as integers:
+    3.0 is vertex 3, exactly as the integer column would give it -- not the string "3.0", a vertex
+    apart from 3.  A non-integral or infinite value is an error naming the row; a negative one is
+    refused here next to ids >= 2**63, else by ``normalize_ids`` (int64).  int64, or uint64 when some id
+    needs it (floats are exact integers up there)."""
+    from breadth.io.errors import IdRangeError, NegativeIdError, NonNumericIdError
+
+    with np.errstate(invalid="ignore"):
+        bad = np.flatnonzero(~np.isfinite(a) | (np.floor(a) != a))
+    if bad.size:
+        i = bad[0]
+        raise NonNumericIdError(f"{where}: column {column!r} row {i} (index {_py(index[i])!r}): vertex id "
+                                f"{float(a[i])!r} is not an integer ({bad.size} such value(s) in the column)",
+                                column=column, line=int(i))
+    big = np.flatnonzero(a >= 2.0**64)
+    if big.size:
+        i = big[0]
+        raise IdRangeError(f"{where}: column {column!r} row {i} (index {_py(index[i])!r}): vertex id "
+                           f"{float(a[i])!r} exceeds the uint64 range", column=column, line=int(i))
+    if a.size and a.max() >= 2.0**63:
+        if a.min() < 0:
+            i = int(np.argmin(a))
+            raise NegativeIdError(f"{where}: column {column!r} row {i} (index {_py(index[i])!r}): negative "
+                                  f"vertex id {float(a[i])!r}", column=column, line=i)
+        return a.astype(np.uint64)
+    return a.astype(np.int64)
+
+
 def _partition_edges(df, src: str, dst: str, where: str):
-    from breadth.io.errors import MissingColumnError, NonNumericIdError
+    from breadth.io.errors import MissingColumnError, NegativeIdError, NonNumericIdError
     from breadth.io.text_parser import ChunkStats
 
     from .relabel import normalize_ids
@@ -21,17 +55,29 @@ def _partition_edges(df, src: str, dst: str, where: str):
     cols = []
     for c in (src, dst):
         s = df[c]
-        if s.isna().any():
-            raise NonNumericIdError(f"{where}: column {c!r} has {int(s.isna().sum())} missing id(s)", column=c)
+        missing = np.flatnonzero(s.isna().to_numpy())
+        if missing.size:
+            i = missing[0]
+            raise NonNumericIdError(f"{where}: column {c!r} row {i} (index {_py(s.index[i])!r}): missing id (NaN/None);"
+                                    f" {missing.size} missing id(s) in the column", column=c, line=int(i))
         a = s.to_numpy()
-        if a.dtype.kind not in "iu":
+        if a.dtype.kind == "f":
+            a = _integral_ids(a, s.index, c, where)
+        elif a.dtype.kind not in "iu":
             a = s.astype(str).to_numpy(dtype=object)
         cols.append(a)
     if (cols[0].dtype == object) != (cols[1].dtype == object):
         cols = [c.astype(str).astype(object) for c in cols]
     elif cols[0].dtype != cols[1].dtype:
-        cols = [c.astype(np.uint64) if np.result_type(*[x.dtype for x in cols]).kind == "f" else c
-                for c in cols]
+        # int64 with uint64: uint64 holds both, once the int64 side is known to have no negatives
+        # (NumPy's common type for the pair is float64, which would round ids above 2**53)
+        for c, a in zip((src, dst), cols):
+            neg = np.flatnonzero(a < 0) if a.dtype.kind == "i" else ()
+            if len(neg):
+                i = neg[0]
+                raise NegativeIdError(f"{where}: column {c!r} row {i} (index {_py(df.index[i])!r}): negative vertex "
+                                      f"id {a[i]}", column=c, line=int(i))
+        cols = [a.astype(np.uint64) for a in cols]
     edges = normalize_ids(np.stack(cols, axis=1), where)
     return edges, ChunkStats(edges=int(edges.shape[0]))
 

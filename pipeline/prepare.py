@@ -104,6 +104,25 @@ def _add_bottom_up_order(client, shards, workers, token):
     return ordered
 
 
+def _remove_spill(client, futures: list, root: str, created: str | None) -> None:
+    """After a failed spilled preparation: cancel its tasks and remove ``root`` (and ``created``, the
+    spill directory itself when this run made it and it is empty again).
+
+    A chunk task already running when the run failed cannot be stopped and may still write a bucket
+    file; it never creates ``root`` again (see :func:`~breadth.pipeline.spill.spill_chunk`), so removing
+    until ``root`` is gone leaves nothing behind."""
+    with contextlib.suppress(Exception):
+        client.cancel(futures, force=True)
+    for _ in range(100):
+        shutil.rmtree(root, ignore_errors=True)
+        if not os.path.lexists(root):
+            break
+        time.sleep(0.05)
+    if created is not None:
+        with contextlib.suppress(OSError):
+            os.rmdir(created)
+
+
 def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: bool = False,
             directed: bool | None = None, device: str = "cpu", spill_dir: str | None = None,
             host_batches: bool = False, batch_entries: int | None = None, stages: dict | None = None) -> ShardedGraph:
@@ -144,10 +163,35 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     >>> g.num_vertices
     65536
     """
-    import dask
-    from distributed import default_client, wait
+    from distributed import default_client
 
     client = client or default_client()
+    if spill_dir is None:
+        return _prepare(edges, client, nparts, progress, directed, device, None, host_batches, batch_entries,
+                        stages, [])
+    # The spill tree is this run's alone (a fresh token); whatever stops the run -- an error in a task,
+    # on the client, or Ctrl-C -- removes it, so a failed run leaves no bucket files behind.
+    created = None if os.path.isdir(spill_dir) else os.path.abspath(spill_dir)
+    root = os.path.join(spill_dir, f"breadth-spill-{uuid.uuid4().hex[:8]}")
+    os.makedirs(root)
+    futures: list = []
+    try:
+        return _prepare(edges, client, nparts, progress, directed, device, root, host_batches, batch_entries,
+                        stages, futures)
+    except BaseException:
+        _remove_spill(client, futures, root, created)
+        raise
+
+
+def _prepare(edges: EdgeList, client, nparts: int | None, progress: bool, directed: bool | None, device: str,
+             root: str | None, host_batches: bool, batch_entries: int | None, stages: dict | None,
+             futures: list) -> ShardedGraph:
+    """:func:`prepare` on ``client``; ``root``: this run's spill tree (already created) or ``None``.
+    The futures of the spilled path go into ``futures`` so that a failed run can cancel them."""
+    import dask
+    from distributed import wait
+
+    spill_dir = None if root is None else os.path.dirname(root)
     device = resolve_device(device)
     if device == "gpu":  # imported lazily: CPU installs never need CuPy
         from .build_csr_gpu import build_shard_gpu as build_fn
@@ -173,10 +217,10 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
         if spill_dir is not None:
             if device == "gpu":
                 raise ValueError("spill_dir (out-of-core preparation) is implemented for device='cpu' only")
-            root = os.path.join(spill_dir, f"breadth-spill-{token}")
             batch_rows = _batch_rows(edges.num_edges, nparts, block, batch_entries)
             flat = client.compute([dask.delayed(spill_chunk, pure=False)(c, i, n, nparts, directed, batch_rows, root)
                                    for i, c in enumerate(chunks)])
+            futures += flat
             if progress:
                 _progress(flat)
             wait(flat)  # owners need every chunk's offsets anyway; waiting here times the chunk phase
@@ -184,6 +228,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
             chunk_stage_futs = flat
             shards = [client.submit(build_shard_spilled, r, nparts, n, directed, batch_rows, root, flat,
                                     key=f"shard-{token}-{r}", **where[r]) for r in range(nparts)]
+            futures += shards
             piece_futs = None
         elif host_batches:
             batch_rows = _batch_rows(edges.num_edges, nparts, block, batch_entries)

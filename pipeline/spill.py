@@ -15,6 +15,7 @@ Every file is written under a temporary name and renamed, and deleted as soon as
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -96,7 +97,10 @@ def spill_chunk(edges: np.ndarray, chunk_id: int, n: int, nparts: int, directed:
     for r, piece in enumerate(pieces):
         lo, _ = owner_range(r, nparts, n)
         d = os.path.join(root, f"owner-{r}")
-        os.makedirs(d, exist_ok=True)
+        # mkdir, not makedirs: ``root`` exists for the whole run (prepare creates it); a task still
+        # running after a failed run removed it must fail here rather than create the tree again
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(d)
         for k, arr in enumerate((piece.out, piece.inc)[:kinds]):
             with times("sort"):
                 out = np.empty(arr.shape, dt)

@@ -34,7 +34,7 @@ CORPUS = [
     ("nonnum.txt", b"# h\n1 2\n3 x7\n", {}, "NonNumericIdError", ":3: non-numeric vertex id: '3 x7'"),
     ("float.txt", b"1 2\n2.5 3\n", {}, "NonNumericIdError", ":2: non-numeric vertex id: '2.5 3'"),
     ("neg.txt", b"1 2\r\n-3 4\r\n", {}, "NegativeIdError", ":2: negative vertex id: '-3 4'"),
-    ("big.txt", b"1 2\n99999999999999999999 1\n", {}, "IdRangeError", ":2: vertex id exceeds the int64 range"),
+    ("big.txt", b"1 2\n99999999999999999999 1\n", {}, "IdRangeError", ":2: vertex id exceeds the uint64 range (expected an integer in 0..2**64-1)"),
     ("few.txt", b"1 2\n\n5\n", {}, "BadLineError", ":3: too few fields: '5'"),
     ("extra.txt", b"1 2\n1 2 3\n", {}, "BadLineError", ":2: unexpected extra fields"),
     ("empty.txt", b"", {}, "EmptyInputError", "no edges in"),

@@ -384,6 +384,39 @@ def test_silent_rank_is_named_after_timeout(cluster, kron13, protocol):
     g.release()
 
 
+def _rank2_stalls_until(engine, setup_s, root, flag):
+    engine.search(int(root))
+    if engine.comm.rank == 2:  # alive but silent until the test lets it go (at most a minute)
+        with open(flag + ".start", "w") as f:
+            f.write(repr(time.time()))
+        t0 = time.monotonic()
+        while not os.path.exists(flag) and time.monotonic() - t0 < 60:
+            time.sleep(0.05)
+    engine.search(int(root))
+    return "done"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_stalled_rank_is_reported_at_about_the_timeout(cluster, kron13, protocol, tmp_path):
+    # A rank that stays silent (not one that wakes up soon, as above) must be named once its peers give
+    # up on it, after about `timeout` -- not after the peers' timeout plus another wait of the timeout
+    # for the stalled rank to settle (251 s for a 120 s timeout).
+    el, edges, roots = kron13
+    g = prepare(el, cluster, nparts=3)
+    flag, timeout = str(tmp_path / "wake"), 4.0
+    try:
+        with pytest.raises(RankError) as info:
+            run_session(g, _rank2_stalls_until, roots[2], flag, protocol=protocol, timeout=timeout)
+        took = time.time() - float(open(flag + ".start").read())
+    finally:
+        open(flag, "w").close()  # let the stalled rank's thread go: its worker serves the next tests
+    assert info.value.rank == 2 and isinstance(info.value.cause, CommError), info.value
+    assert "from rank(s) [2]" in str(info.value) and f"{timeout:g} s" in str(info.value), info.value
+    print(f"stalled rank reported after {took:.2f} s ({protocol}, timeout {timeout:g} s)")
+    assert timeout < took < timeout + 4.0, took  # the peers' timeout, a select tick, the settle grace
+    g.release()
+
+
 def test_more_ranks_than_worker_threads_is_refused_at_once(cluster, kron13):
     el, edges, roots = kron13
     g = prepare(el, cluster, nparts=NWORKERS + 1)  # two ranks on one single-threaded worker
