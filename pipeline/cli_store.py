@@ -26,17 +26,80 @@ class CommandError(Exception):
 
 
 @contextlib.contextmanager
-def _client(args):
-    from .cluster import connect
+def _client(args, device: str = "cpu"):
+    """A client for ``--scheduler``, or for a local cluster of ``--workers`` processes; with
+    ``--memory-limit``, each local worker gets that limit under the Dask thresholds of
+    :func:`~breadth.pipeline.memory_plan.dask_memory_config` (ended only past the limit, never paused,
+    no retries), and ``--spill-dir`` is also the workers' local directory (where Dask spills task outputs)."""
+    import dask
+    import distributed  # noqa: F401  its config defaults load first: leaving the override must not drop them
 
-    client = connect(args.scheduler, workers=args.workers, threads_per_worker=args.threads,
-                     protocol=args.protocol if args.protocol == "tcp" else "ucx")
+    from .cluster import connect
+    from .memory_plan import dask_memory_config
+
+    limit = getattr(args, "memory_limit", None)
+    kw = {}
+    if limit and args.scheduler is None:
+        kw["memory_limit"] = limit
+        if getattr(args, "spill_dir", None):
+            os.makedirs(args.spill_dir, exist_ok=True)
+            kw["local_directory"] = args.spill_dir
+    with dask.config.set(dask_memory_config() if limit else {}):  # read as the cluster starts
+        client = connect(args.scheduler, workers=args.workers, threads_per_worker=args.threads,
+                         protocol=args.protocol if args.protocol == "tcp" else "ucx", device=device, **kw)
     try:
         yield client
     finally:
         client.close()
         if args.scheduler is None and client.cluster is not None:
             client.cluster.close()
+
+
+def _threads(args) -> int:
+    """Threads per local worker, as :func:`~breadth.pipeline.cluster.local_cluster` chooses them."""
+    return args.threads or max(1, (os.cpu_count() or 1) // args.workers)
+
+
+def memory_plan_for(args, num_vertices: int, num_tuples: int, directed: bool = False, *, search: bool = False,
+                    store: bool = False, what: str = "", client=None):
+    """The :class:`~breadth.pipeline.memory_plan.MemoryPlan` of ``--memory-limit`` for this graph, or
+    ``None`` without a limit.  Workers and threads are ``--workers``/``--threads`` (a local cluster) or,
+    given a ``client`` of an existing cluster, its smallest worker's.  Raises
+    :class:`~breadth.pipeline.memory_plan.MemoryLimitError` below the minimum."""
+    if not getattr(args, "memory_limit", None):
+        return None
+    from .cluster import workers_info
+    from .memory_plan import plan_memory
+
+    workers, threads = args.workers, _threads(args)
+    if client is not None and args.scheduler is not None:
+        info = workers_info(client)
+        workers, threads = max(1, len(info)), max([w.get("nthreads", 1) for w in info.values()] or [1])
+    plan = plan_memory(args.memory_limit, num_vertices, num_tuples, workers, threads, directed,
+                       chunk_edges=getattr(args, "chunk_edges", None), search=search, store=store,
+                       force_spill=bool(getattr(args, "spill_dir", None)), what=what)
+    print(f"breadth: {plan.describe()}", file=sys.stderr)
+    return plan
+
+
+@contextlib.contextmanager
+def spill_dir_for(args, plan):
+    """Where preparation spills: ``--spill-dir``; else, when the memory plan needs the disk tier, a
+    temporary directory that is removed afterwards (also after a failure); else ``None`` (in memory)."""
+    if getattr(args, "spill_dir", None):
+        os.makedirs(args.spill_dir, exist_ok=True)
+        yield args.spill_dir
+    elif plan is not None and plan.spill:
+        import shutil
+        import tempfile
+
+        d = tempfile.mkdtemp(prefix="breadth-spill-")
+        try:
+            yield d
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+    else:
+        yield None
 
 
 def _summary_line(g, t: float, extra: str = "") -> str:
@@ -94,13 +157,17 @@ def generate(args) -> int:
 
     # chunk size is not a parameter of the graph: the generator gives the same edges for any chunking
     params = {"command": "generate", "scale": args.scale, "edgefactor": args.edgefactor, "seed": args.seed}
+    # the limit is checked before anything starts (the graph's size is known from its parameters)
+    plan = memory_plan_for(args, 1 << args.scale, args.edgefactor << args.scale, store=True,
+                           what=f"scale {args.scale}")
     st = _begin(args, params)
     if st is None:
         return 0
-    with _client(args) as client:
+    chunk = args.chunk_edges or (plan.chunk_edges if plan else None)
+    with _client(args) as client, spill_dir_for(args, plan) as spill:
         t0 = time.perf_counter()
-        g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=args.chunk_edges), client,
-                    nparts=_nparts(st, client))
+        g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=chunk), client,
+                    nparts=_nparts(st, client), spill_dir=spill, batch_entries=plan.batch_entries if plan else None)
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, ["--scale", args.scale, "--edgefactor", args.edgefactor,
                                                      "--seed", args.seed]))
@@ -148,13 +215,23 @@ def ingest(args) -> int:
     flags += ["--directed"] * args.directed + ["--no-header"] * args.no_header
     flags += ["--extra-columns"] * args.extra_columns
     flags += (["--src", args.src] if args.src else []) + (["--dst", args.dst] if args.dst else [])
+    if args.memory_limit:  # before anything starts: no graph fits below an empty graph's minimum
+        from .memory_plan import plan_memory
+
+        plan_memory(args.memory_limit, 1, 0, args.workers, _threads(args), store=True)
     with _client(args) as client:
         t0 = time.perf_counter()
         el = read_edges(args.paths, format=args.format, directed=True if args.directed else None, src=args.src,
                         dst=args.dst,
                         on_bad_lines=args.on_bad_lines, client=client, **kw)
         t_read = time.perf_counter() - t0
-        g = prepare(el, client, nparts=_nparts(st, client))
+        # the graph's size is known once read (parsed chunks wait in the workers' memory, which Dask
+        # spills to its local directory past 60 % of the limit); the chunks are the reader's
+        plan = memory_plan_for(args, el.num_vertices, el.num_edges, el.directed, store=True,
+                               what=f"{el.num_vertices:,} vertices and {el.num_edges:,} tuples", client=client)
+        with spill_dir_for(args, plan) as spill:
+            g = prepare(el, client, nparts=_nparts(st, client), spill_dir=spill,
+                        batch_entries=plan.batch_entries if plan else None)
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, flags), extra={"read_s": t_read})
         skipped = el.source.get("skipped_lines", 0)
@@ -252,6 +329,12 @@ def bench_store(args) -> int:
     from breadth.bfs import graph500
     from breadth.io.shard_store import load_store
 
+    from breadth.io.shard_store import read_manifest
+
+    if args.memory_limit:
+        m = read_manifest(args.store)
+        memory_plan_for(args, m["num_vertices"], m["num_input_edges"], m["directed"], search=True,
+                        what=os.path.basename(os.path.abspath(args.store)))
     with _client(args) as client:
         g = load_store(args.store, client)
         print(f"{g}; loaded in {g.source.get('load_time', 0):.2f} s", file=sys.stderr)
@@ -267,12 +350,38 @@ def run(args) -> int:
     from breadth.io.errors import IngestError, StoreError
 
     fn = {"generate": generate, "ingest": ingest, "info": info, "bfs": bfs_cmd, "bench": bench_store}[args.cmd]
+    with memory_errors(args):
+        try:
+            return fn(args)
+        except (IngestError, StoreError, CommandError, FileNotFoundError, NotADirectoryError) as e:
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            sys.stderr.write(f"breadth: error: {msg}\n")
+            return 1
+
+
+@contextlib.contextmanager
+def memory_errors(args):
+    """One line and an exit status for the two memory failures: a ``--memory-limit`` below the minimum
+    (:class:`~breadth.pipeline.memory_plan.MemoryLimitError`, a usage error: exit 2) and a worker ended
+    by its nanny for exceeding the limit (Dask's ``KilledWorker``, exit 1; no retry, see
+    :func:`~breadth.pipeline.memory_plan.dask_memory_config`).  The status is raised as ``SystemExit``."""
+    from .memory_plan import MemoryLimitError, format_bytes
+
     try:
-        return fn(args)
-    except (IngestError, StoreError, CommandError, FileNotFoundError, NotADirectoryError) as e:
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        sys.stderr.write(f"breadth: error: {msg}\n")
-        return 1
+        yield
+    except MemoryLimitError as e:
+        sys.stderr.write(f"breadth: error: {e}\n")
+        raise SystemExit(2) from None
+    except Exception as e:
+        from distributed import KilledWorker
+
+        if not isinstance(e, KilledWorker):
+            raise
+        limit = getattr(args, "memory_limit", None)
+        why = (f"it exceeded --memory-limit {format_bytes(limit)} (raise the limit)" if limit
+               else "it died (out of memory?)")
+        sys.stderr.write(f"breadth: error: a worker was ended while running a task; {why}\n")
+        raise SystemExit(1) from None
 
 
 def _store_out_args(p) -> None:
@@ -283,15 +392,17 @@ def _store_out_args(p) -> None:
                    help="replace an existing store, or start a partial one again (also one of other parameters)")
 
 
-def add_store_commands(sub, int_in, cluster_args) -> None:
+def add_store_commands(sub, int_in, cluster_args, memory_args) -> None:
     """Add ``generate``, ``ingest``, ``info`` and ``bfs`` to the ``breadth`` subparsers."""
     g = sub.add_parser("generate", help="generate a Kronecker graph and write it as a shard store")
     g.add_argument("--scale", type=int_in("--scale", 1, 40), required=True, help="log2 of the vertex count")
     g.add_argument("--edgefactor", type=int_in("--edgefactor", 1), default=16)
     g.add_argument("--seed", type=int, default=1)
-    g.add_argument("--chunk-edges", type=int_in("--chunk-edges", 1), default=1 << 22)
+    g.add_argument("--chunk-edges", type=int_in("--chunk-edges", 1), default=None,
+                   help="edge tuples per generated chunk (default: from --memory-limit, else 2**22)")
     _store_out_args(g)
     cluster_args(g)
+    memory_args(g)
 
     i = sub.add_parser("ingest", help="read edge files (SNAP text, CSV, Matrix Market, Parquet) into a shard store")
     i.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or globs (gzip allowed)")
@@ -307,6 +418,7 @@ def add_store_commands(sub, int_in, cluster_args) -> None:
                    help="malformed lines: stop with an error (default), or skip and count them")
     _store_out_args(i)
     cluster_args(i)
+    memory_args(i)
 
     f = sub.add_parser("info", help="print a shard store's manifest")
     f.add_argument("store")
