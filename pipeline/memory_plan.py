@@ -88,6 +88,8 @@ def parse_memory_limit(text: str) -> int:
     from dask.utils import parse_bytes
 
     try:
+        if not text.strip():  # parse_bytes reads "" as 1 byte
+            raise ValueError(text)
         value = int(parse_bytes(text))
     except (ValueError, TypeError):
         raise ValueError(f"expected a size such as 500MB or 2GiB, got {text!r}") from None
