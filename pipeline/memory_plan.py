@@ -23,8 +23,8 @@ for every chunk before any owner builds, and the store is written after the buil
   deduplicated columns, 4; per-row counters, 48 B/row): :func:`batch_bytes`.
 * **store phase** (``generate``/``ingest``): the shard plus a 1 MiB write block (the store writes arrays in
   slices of their own memory, :mod:`breadth.io.shard_store`).
-* **search phase** (``bench``): the shard plus the search's per-vertex state (:data:`SEARCH_BYTES_PER_VERTEX`
-  per owned vertex and a bitmap of all vertices).
+* **search phase** (``bench``): the shard plus the search's compiled kernels (:data:`SEARCH_CODE_BYTES`)
+  and its per-vertex state (:data:`SEARCH_BYTES_PER_VERTEX` per owned vertex and a bitmap of all vertices).
 
 So the minimum limit is::
 
@@ -66,6 +66,9 @@ BUILD_BYTES_PER_VERTEX = 24
 STORE_WRITE_BUFFER = 1 * MiB
 #: bytes per owned vertex of a search (parents, levels, frontier lists, received updates: int64 each)
 SEARCH_BYTES_PER_VERTEX = 48
+#: the search's own compiled kernels (Numba code loaded into the worker: measured ~10 MiB more than a
+#: preparation's peak at scale 18 with the same shard)
+SEARCH_CODE_BYTES = 10 * MiB
 #: in-memory path: bytes per adjacency entry held by an owner (int64 entries 16 + scatter 8 + columns 4)
 IN_MEMORY_BYTES_PER_ENTRY = 28
 MIN_CHUNK_EDGES = 1 << 16
@@ -188,7 +191,7 @@ def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, th
     B = WORKER_BASELINE
     after = [S + STORE_WRITE_BUFFER] if store else []
     if search:
-        after.append(S + SEARCH_BYTES_PER_VERTEX * nloc + num_vertices // 4)
+        after.append(S + SEARCH_CODE_BYTES + SEARCH_BYTES_PER_VERTEX * nloc + num_vertices // 4)
 
     def chunk_phase(c: int) -> int:
         return threads * CHUNK_BYTES_PER_TUPLE * c
