@@ -26,11 +26,12 @@ class CommandError(Exception):
 
 
 @contextlib.contextmanager
-def _client(args, device: str = "cpu"):
+def _client(args, device: str = "cpu", managed_target: float | None = None):
     """A client for ``--scheduler``, or for a local cluster of ``--workers`` processes; with
     ``--memory-limit``, each local worker gets that limit under the Dask thresholds of
     :func:`~breadth.pipeline.memory_plan.dask_memory_config` (ended only past the limit, never paused,
-    no retries), and ``--spill-dir`` is also the workers' local directory (where Dask spills task outputs)."""
+    no retries), and ``--spill-dir`` is also the workers' local directory (where Dask spills task outputs,
+    past ``managed_target`` of the limit)."""
     import dask
     import distributed  # noqa: F401  its config defaults load first: leaving the override must not drop them
 
@@ -44,7 +45,7 @@ def _client(args, device: str = "cpu"):
         if getattr(args, "spill_dir", None):
             os.makedirs(args.spill_dir, exist_ok=True)
             kw["local_directory"] = args.spill_dir
-    with dask.config.set(dask_memory_config() if limit else {}):  # read as the cluster starts
+    with dask.config.set(dask_memory_config(managed_target) if limit else {}):  # read as the cluster starts
         client = connect(args.scheduler, workers=args.workers, threads_per_worker=args.threads,
                          protocol=args.protocol if args.protocol == "tcp" else "ucx", device=device, **kw)
     try:
@@ -61,11 +62,12 @@ def _threads(args) -> int:
 
 
 def memory_plan_for(args, num_vertices: int, num_tuples: int, directed: bool = False, *, search: bool = False,
-                    store: bool = False, what: str = "", client=None):
+                    store: bool = False, what: str = "", client=None, chunk_edges: int | None = None):
     """The :class:`~breadth.pipeline.memory_plan.MemoryPlan` of ``--memory-limit`` for this graph, or
     ``None`` without a limit.  Workers and threads are ``--workers``/``--threads`` (a local cluster) or,
     given a ``client`` of an existing cluster, its smallest worker's.  Raises
-    :class:`~breadth.pipeline.memory_plan.MemoryLimitError` below the minimum."""
+    :class:`~breadth.pipeline.memory_plan.MemoryLimitError` below the minimum.  ``chunk_edges``: the
+    chunks of a source already read into the workers' memory (``ingest``), else ``--chunk-edges``."""
     if not getattr(args, "memory_limit", None):
         return None
     from .cluster import workers_info
@@ -76,8 +78,9 @@ def memory_plan_for(args, num_vertices: int, num_tuples: int, directed: bool = F
         info = workers_info(client)
         workers, threads = max(1, len(info)), max([w.get("nthreads", 1) for w in info.values()] or [1])
     plan = plan_memory(args.memory_limit, num_vertices, num_tuples, workers, threads, directed,
-                       chunk_edges=getattr(args, "chunk_edges", None), search=search, store=store,
-                       force_spill=bool(getattr(args, "spill_dir", None)), what=what)
+                       chunk_edges=chunk_edges or getattr(args, "chunk_edges", None), search=search, store=store,
+                       force_spill=bool(getattr(args, "spill_dir", None)), what=what,
+                       source_chunks_held=chunk_edges is not None)
     print(f"breadth: {plan.describe()}", file=sys.stderr)
     return plan
 
@@ -186,6 +189,16 @@ def _fingerprint(paths: list[str]) -> list[list]:
     return out
 
 
+def _text_format(args) -> bool:
+    """Whether the inputs are text (SNAP, CSV, Matrix Market: read in byte ranges of ``chunk_bytes``)."""
+    from breadth.io.formats import detect_format
+    from breadth.io.paths import expand_paths
+
+    if args.format != "auto":
+        return args.format != "parquet"
+    return all(detect_format(f) != "parquet" for f in expand_paths(args.paths))
+
+
 def ingest(args) -> int:
     """``breadth ingest PATH... --out STORE``: read edge files, relabel, prepare, store.
 
@@ -208,6 +221,14 @@ def ingest(args) -> int:
               "inputs": _fingerprint(args.paths), "format": args.format, "directed": args.directed,
               "src": args.src, "dst": args.dst, "ids": args.ids, "no_header": args.no_header,
               "extra_columns": args.extra_columns, "on_bad_lines": args.on_bad_lines}
+    target = None
+    if args.memory_limit:  # before anything starts: reading these files must fit
+        from .memory_plan import plan_reading
+
+        rp = plan_reading(args.memory_limit, args.paths, args.workers, _threads(args))
+        target = rp.managed_target
+        if _text_format(args):
+            kw["chunk_bytes"] = rp.chunk_bytes
     st = _begin(args, params)
     if st is None:
         return 0
@@ -215,20 +236,17 @@ def ingest(args) -> int:
     flags += ["--directed"] * args.directed + ["--no-header"] * args.no_header
     flags += ["--extra-columns"] * args.extra_columns
     flags += (["--src", args.src] if args.src else []) + (["--dst", args.dst] if args.dst else [])
-    if args.memory_limit:  # before anything starts: no graph fits below an empty graph's minimum
-        from .memory_plan import plan_memory
-
-        plan_memory(args.memory_limit, 1, 0, args.workers, _threads(args), store=True)
-    with _client(args) as client:
+    with _client(args, managed_target=target) as client:
         t0 = time.perf_counter()
         el = read_edges(args.paths, format=args.format, directed=True if args.directed else None, src=args.src,
                         dst=args.dst,
                         on_bad_lines=args.on_bad_lines, client=client, **kw)
         t_read = time.perf_counter() - t0
         # the graph's size is known once read (parsed chunks wait in the workers' memory, which Dask
-        # spills to its local directory past 60 % of the limit); the chunks are the reader's
+        # spills to its local directory past what the reading plan left them); the chunks are the reader's
         plan = memory_plan_for(args, el.num_vertices, el.num_edges, el.directed, store=True,
-                               what=f"{el.num_vertices:,} vertices and {el.num_edges:,} tuples", client=client)
+                               what=f"{el.num_vertices:,} vertices and {el.num_edges:,} tuples", client=client,
+                               chunk_edges=max(el.edges.chunks[0], default=1))
         with spill_dir_for(args, plan) as spill:
             g = prepare(el, client, nparts=_nparts(st, client), spill_dir=spill,
                         batch_entries=plan.batch_entries if plan else None)

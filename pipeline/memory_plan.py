@@ -39,6 +39,15 @@ under the limit, and keeps the adjacency entries in memory (no disk tier) only w
 fits: every owner then holds its int64 entries from all chunks (16 B/entry) while the builder adds its
 int64 scatter array and the columns (12 B/entry) -- 28 B/entry instead of a batch.
 
+``ingest`` first reads its files (:func:`plan_reading`, before anything starts): a read task and the
+relabelling of its chunk hold about :data:`READ_BYTES_PER_TEXT_BYTE` bytes per byte of edge text (the
+text, the parsed int64 tuples at 16 B per line, for a compressed stream, read whole by one task, their
+concatenation, the chunk's sorted ids and its mapped copy), so plain
+text is read in byte ranges sized to the limit and the largest compressed stream (its uncompressed size
+from the gzip trailer) must fit whole; the parsed chunks then wait in the workers' memory as Dask data,
+spilled to Dask's local directory (``--spill-dir``) past what the limit leaves them.  The graph's
+size is only known once read; the preparation is planned then, as above.
+
 The clusters that breadth starts with a limit run with Dask's thresholds set by
 :func:`dask_memory_config`: the nanny ends a worker only when its RSS exceeds the limit itself, workers
 never pause (a paused worker with a task that needs the memory is a hang) and a task whose worker was
@@ -71,6 +80,13 @@ SEARCH_BYTES_PER_VERTEX = 48
 SEARCH_CODE_BYTES = 10 * MiB
 #: in-memory path: bytes per adjacency entry held by an owner (int64 entries 16 + scatter 8 + columns 4)
 IN_MEMORY_BYTES_PER_ENTRY = 28
+#: bytes of a worker reading and relabelling per byte of edge text: the text block, the int64 tuples (~1.2
+#: at 16 B per ~13-byte line), their concatenation for a whole stream, the sorted copy that finds the
+#: chunk's unique ids and the chunk mapped to dense ids (measured: cnr-2000.txt.gz, 43 MB of text, 3.2 M
+#: lines, one worker at 392 MiB, 190 MiB above its baseline: 4.6 per byte)
+READ_BYTES_PER_TEXT_BYTE = 5
+DEFAULT_READ_CHUNK_BYTES = 64 << 20
+MIN_READ_CHUNK_BYTES = 1 << 20
 MIN_CHUNK_EDGES = 1 << 16
 MIN_BATCH_ENTRIES = 1 << 16
 DEFAULT_CHUNK_EDGES = 1 << 22
@@ -173,14 +189,18 @@ def _largest_pow2(lo: int, hi: int, fits) -> int | None:
 
 def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, threads: int,
                 directed: bool = False, chunk_edges: int | None = None, search: bool = False,
-                store: bool = False, force_spill: bool = False, what: str = "") -> MemoryPlan:
+                store: bool = False, force_spill: bool = False, what: str = "",
+                source_chunks_held: bool = False) -> MemoryPlan:
     """Size a preparation on ``workers`` workers of ``threads`` threads to ``limit`` bytes per worker.
 
     ``chunk_edges``: the user's chunk size (kept; refused when it cannot fit), ``None`` to derive it from
     the limit.  ``search``: a Graph500 search follows on the same workers (``bench``); ``store``: the
     shards are written to a store (``generate``, ``ingest``).  ``force_spill``: use the disk tier even
     when the in-memory path would fit (``--spill-dir`` given).  ``what`` names the graph in the
-    message (e.g. ``"scale 18"``).
+    message (e.g. ``"scale 18"``).  ``source_chunks_held``: the edge chunks are already in the workers'
+    memory (``ingest``'s parsed chunks, counted by :func:`plan_reading`), so a chunk task does not hold a
+    freshly generated chunk and the next one (16 B per tuple less); ``chunk_edges`` is then the
+    reader's largest chunk.
 
     Raises :class:`MemoryLimitError` (its message gives the minimum, see the module docstring) when
     ``limit`` is below it.
@@ -193,8 +213,10 @@ def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, th
     if search:
         after.append(S + SEARCH_CODE_BYTES + SEARCH_BYTES_PER_VERTEX * nloc + num_vertices // 4)
 
+    per_tuple = CHUNK_BYTES_PER_TUPLE - (16 if source_chunks_held else 0)
+
     def chunk_phase(c: int) -> int:
-        return threads * CHUNK_BYTES_PER_TUPLE * c
+        return threads * per_tuple * c
 
     def build_phase(b: int) -> int:
         return S + BUILD_BYTES_PER_VERTEX * nloc + batch_bytes(b, num_tuples, num_vertices, nparts)
@@ -223,13 +245,74 @@ def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, th
     return MemoryPlan(limit=limit, minimum=minimum, chunk_edges=c, batch_entries=b, spill=spill, phases=phases)
 
 
-def dask_memory_config() -> dict:
+@dataclass(frozen=True)
+class ReadPlan:
+    """How ``ingest`` reads its files under a per-worker memory limit (bytes)."""
+
+    chunk_bytes: int  # bytes of plain text per read task
+    minimum: int  # the smallest limit that can read these files (bytes)
+    task_bytes: int  # estimated peak of one worker's read tasks at this chunk size (bytes)
+    managed_target: float  # Dask's ``target`` fraction: parsed chunks past it go to disk
+
+
+def text_bytes(path: str) -> tuple[int, bool]:
+    """``(bytes of edge text, compressed)`` of one input file: a gzip file's uncompressed size from its
+    trailer (ISIZE, exact below 4 GiB per member), any other file's own size."""
+    import os
+
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        if f.read(2) != b"\x1f\x8b" or size < 18:
+            return size, False
+        f.seek(-4, os.SEEK_END)
+        isize = int.from_bytes(f.read(4), "little")
+    # ISIZE is the size mod 2**32: a stream that compresses better than 1:1 is at least its file size
+    while isize < size:
+        isize += 1 << 32
+    return isize, True
+
+
+def plan_reading(limit: int, paths: list[str], workers: int, threads: int) -> ReadPlan:
+    """Size ``ingest``'s reading to ``limit`` bytes per worker (see the module docstring).  Parquet inputs
+    (read by row group) are not counted.  Raises :class:`MemoryLimitError` below the minimum: the
+    baseline plus ``threads`` read tasks of the largest compressed stream (read whole) or of
+    :data:`MIN_READ_CHUNK_BYTES` of plain text, or an empty graph's stored shard."""
+    from breadth.io.formats import detect_format
+    from breadth.io.paths import expand_paths
+
+    files = [f for f in expand_paths(paths) if detect_format(f) != "parquet"]
+    sizes = [text_bytes(f) for f in files]
+    stream = max([b for b, gz in sizes if gz] or [0])
+    plain = max([b for b, gz in sizes if not gz] or [0])
+
+    def task(c: int) -> int:
+        return threads * READ_BYTES_PER_TEXT_BYTE * max(stream, min(c, plain))
+
+    floor = plan_memory(10**15, 1, 0, workers, threads, store=True).minimum
+    minimum = max(floor, WORKER_BASELINE + task(MIN_READ_CHUNK_BYTES))
+    if limit < minimum:
+        why = (f"a compressed input of {format_bytes(stream)} is parsed whole by one task" if stream
+               else "worker baseline + a read task")
+        raise MemoryLimitError(f"--memory-limit {format_bytes(limit)} is below the minimum of "
+                               f"{format_bytes(minimum)} for reading these files on {workers} worker(s) "
+                               f"({why}); raise it", minimum)
+    room = limit - WORKER_BASELINE
+    c = _largest_pow2(MIN_READ_CHUNK_BYTES, DEFAULT_READ_CHUNK_BYTES, lambda v: task(v) <= room)
+    target = min(0.6, max(0.05, (room - task(c)) / limit))
+    return ReadPlan(chunk_bytes=c, minimum=minimum, task_bytes=task(c), managed_target=target)
+
+
+def dask_memory_config(managed_target: float | None = None) -> dict:
     """Dask settings for a local cluster whose workers have a memory limit sized by :func:`plan_memory`:
     the nanny ends a worker only past the limit itself (not at 95 %), no pausing (a paused worker waits
     for memory that its running task holds: a hang), no spilling of task outputs triggered by process
     memory (the memory is breadth's arrays, not Dask's data), and a task whose worker died fails at once
-    instead of being retried on a restarted worker that needs the same memory (a restart loop)."""
+    instead of being retried on a restarted worker that needs the same memory (a restart loop).
+    ``managed_target``: the fraction of the limit past which Dask moves task outputs to its local
+    directory (default: Dask's, 0.6; ``ingest`` sets what its reading leaves, see :func:`plan_reading`)."""
+    extra = {} if managed_target is None else {"distributed.worker.memory.target": managed_target}
     return {
+        **extra,
         "distributed.worker.memory.terminate": 1.0,
         "distributed.worker.memory.pause": False,
         "distributed.worker.memory.spill": False,
