@@ -40,11 +40,14 @@ def _client(args, device: str = "cpu", managed_target: float | None = None):
 
     limit = getattr(args, "memory_limit", None)
     kw = {}
+    scratch = None  # Dask's folder in --spill-dir, removed afterwards when this run created it
     if limit and args.scheduler is None:
         kw["memory_limit"] = limit
         if getattr(args, "spill_dir", None):
             os.makedirs(args.spill_dir, exist_ok=True)
             kw["local_directory"] = args.spill_dir
+            scratch = os.path.join(args.spill_dir, "dask-scratch-space")
+            scratch = None if os.path.exists(scratch) else scratch
     with dask.config.set(dask_memory_config(managed_target) if limit else {}):  # read as the cluster starts
         client = connect(args.scheduler, workers=args.workers, threads_per_worker=args.threads,
                          protocol=args.protocol if args.protocol == "tcp" else "ucx", device=device, **kw)
@@ -54,6 +57,10 @@ def _client(args, device: str = "cpu", managed_target: float | None = None):
         client.close()
         if args.scheduler is None and client.cluster is not None:
             client.cluster.close()
+        if scratch:
+            import shutil
+
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _threads(args) -> int:
