@@ -35,8 +35,8 @@ def _client(args, device: str = "cpu", managed_target: float | None = None):
     import dask
     import distributed  # noqa: F401  its config defaults load first: leaving the override must not drop them
 
-    from .cluster import connect
-    from .memory_plan import dask_memory_config
+    from .cluster import connect, worker_addresses
+    from .memory_plan import dask_memory_config, format_bytes
 
     limit = getattr(args, "memory_limit", None)
     kw = {}
@@ -52,6 +52,9 @@ def _client(args, device: str = "cpu", managed_target: float | None = None):
         client = connect(args.scheduler, workers=args.workers, threads_per_worker=args.threads,
                          protocol=args.protocol if args.protocol == "tcp" else "ucx", device=device, **kw)
     try:
+        if not worker_addresses(client):  # e.g. every worker ended at start-up: say so, not "nparts ... 0"
+            raise CommandError("the cluster has no running worker"
+                               + (f" (do they fit in --memory-limit {format_bytes(limit)}?)" if limit else ""))
         yield client
     finally:
         client.close()
@@ -167,17 +170,22 @@ def generate(args) -> int:
 
     # chunk size is not a parameter of the graph: the generator gives the same edges for any chunking
     params = {"command": "generate", "scale": args.scale, "edgefactor": args.edgefactor, "seed": args.seed}
-    # the limit is checked before anything starts (the graph's size is known from its parameters)
-    plan = memory_plan_for(args, 1 << args.scale, args.edgefactor << args.scale, store=True,
-                           what=f"scale {args.scale}")
+    # the limit is checked before anything starts (the graph's size is known from its parameters); an
+    # existing cluster (--scheduler) is planned for once its workers are known
+    nv, nt = 1 << args.scale, args.edgefactor << args.scale
+    plan = None if args.scheduler else memory_plan_for(args, nv, nt, store=True, what=f"scale {args.scale}")
     st = _begin(args, params)
     if st is None:
         return 0
-    chunk = args.chunk_edges or (plan.chunk_edges if plan else None)
-    with _client(args) as client, spill_dir_for(args, plan) as spill:
+    with _client(args) as client:
+        if args.scheduler:
+            plan = memory_plan_for(args, nv, nt, store=True, what=f"scale {args.scale}", client=client)
+        chunk = args.chunk_edges or (plan.chunk_edges if plan else None)
         t0 = time.perf_counter()
-        g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=chunk), client,
-                    nparts=_nparts(st, client), spill_dir=spill, batch_entries=plan.batch_entries if plan else None)
+        with spill_dir_for(args, plan) as spill:
+            g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=chunk), client,
+                        nparts=_nparts(st, client), spill_dir=spill,
+                        batch_entries=plan.batch_entries if plan else None)
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, ["--scale", args.scale, "--edgefactor", args.edgefactor,
                                                      "--seed", args.seed]))
@@ -352,9 +360,7 @@ def bfs_cmd(args) -> int:
 def bench_store(args) -> int:
     """``breadth bench STORE``: the Graph500 driver on stored shards."""
     from breadth.bfs import graph500
-    from breadth.io.shard_store import load_store
-
-    from breadth.io.shard_store import read_manifest
+    from breadth.io.shard_store import load_store, read_manifest
 
     if args.memory_limit:
         m = read_manifest(args.store)
@@ -386,10 +392,11 @@ def run(args) -> int:
 
 @contextlib.contextmanager
 def memory_errors(args):
-    """One line and an exit status for the two memory failures: a ``--memory-limit`` below the minimum
-    (:class:`~breadth.pipeline.memory_plan.MemoryLimitError`, a usage error: exit 2) and a worker ended
-    by its nanny for exceeding the limit (Dask's ``KilledWorker``, exit 1; no retry, see
-    :func:`~breadth.pipeline.memory_plan.dask_memory_config`).  The status is raised as ``SystemExit``."""
+    """One line and an exit status for the memory failures: a ``--memory-limit`` below the minimum
+    (:class:`~breadth.pipeline.memory_plan.MemoryLimitError`, a usage error: exit 2), a worker ended by
+    its nanny for exceeding the limit (Dask's ``KilledWorker``, exit 1; no retry, see
+    :func:`~breadth.pipeline.memory_plan.dask_memory_config`) and a cluster left without workers
+    (:class:`CommandError`, exit 1).  The status is raised as ``SystemExit``."""
     from .memory_plan import MemoryLimitError, format_bytes
 
     try:
@@ -397,6 +404,9 @@ def memory_errors(args):
     except MemoryLimitError as e:
         sys.stderr.write(f"breadth: error: {e}\n")
         raise SystemExit(2) from None
+    except CommandError as e:
+        sys.stderr.write(f"breadth: error: {e}\n")
+        raise SystemExit(1) from None
     except Exception as e:
         from distributed import KilledWorker
 

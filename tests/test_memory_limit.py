@@ -90,3 +90,13 @@ def test_generate_just_above_the_minimum_completes_and_validates(tmp_path):
     r = _run("bench", str(store), "--roots", "4", "--workers", "2")
     assert r.returncode == 0, r.stderr[-3000:]
     assert "SCALE: 14" in r.stdout or "NBFS: 4" in r.stdout
+
+
+def test_ingest_under_a_limit_completes(tmp_path):
+    store = tmp_path / "wiki.store"
+    r = _run("ingest", str(DATA / "Wiki-Vote.txt"), "--directed", "--workers", "2", "--memory-limit", "300MB",
+             "--spill-dir", str(tmp_path / "spill"), "--out", str(store))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "memory plan: limit 300MB" in r.stderr
+    assert (store / "manifest.json").exists()
+    assert not list((tmp_path / "spill").iterdir())  # bucket files and Dask's scratch folder are gone
