@@ -2,15 +2,19 @@
 limit that can work.  All sizes are in bytes; counts (tuples, entries, vertices) are plain integers.
 
 A worker's resident memory (RSS, what Dask's nanny compares with ``memory_limit``) during a preparation
-is its baseline plus the largest of three phases, which never overlap on one worker (preparation waits
-for every chunk before any owner builds, and the store is written after the build):
+is its baseline plus the largest of its phases, which never overlap on one worker (preparation waits
+for every chunk before any owner builds, and the store is written, or the search run, after the build):
 
 * **baseline** ``B``: a worker process that has imported distributed, NumPy and Numba and run the
-  pipeline's Numba kernels.  Measured on Linux x86-64 (Python 3.11, distributed 2026.7, numba 0.61):
-  an idle worker of a script that imports only distributed holds 79 MiB; importing Numba adds 55 MiB
-  and the first call of a compiled kernel (LLVM's initialisation, even from Numba's cache) another
-  60 MiB, so a working worker holds 190-210 MiB before any data.  :data:`WORKER_BASELINE` is that
-  figure (plus Dask's own bookkeeping), and it dominates every limit below scale 20.
+  pipeline's Numba kernels.  Measured on Linux x86-64 (Python 3.11, distributed 2026.7.1, numba 0.68.1):
+  an idle worker of a script that imports only distributed holds 77 MiB, one started by the CLI 135 MiB
+  (a spawned worker re-imports the parent's main module, and ``breadth.pipeline`` imports Numba);
+  importing Numba costs 55 MiB and the first call of a compiled kernel (LLVM's initialisation, even
+  from Numba's cache) another 60 MiB, so *any* worker that has run a kernel holds about 195 MiB before
+  its first byte of data, whatever it imported beyond (importing only the modules a worker needs saves
+  under 1 MiB once the kernels ran; glibc arena and Numba thread settings change nothing).
+  :data:`WORKER_BASELINE` is that figure plus Dask's own bookkeeping; it is the floor of every limit
+  (no limit below about 225 MB can work for any graph) and dominates them below scale 20.
 * **chunk phase** ``T * 80 * c``: each of the worker's ``T`` threads runs a chunk task over ``c`` edge
   tuples: the generated int64 tuples (16 B/tuple) and the next chunk queued behind it (16), the
   split into per-owner int64 ``[row, column]`` entries (2 entries per tuple, 32), and one owner's entries
@@ -33,7 +37,9 @@ So the minimum limit is::
 with ``c_min`` = :data:`MIN_CHUNK_EDGES` and ``b_min`` = :data:`MIN_BATCH_ENTRIES` (smaller chunks and
 batches only multiply tasks, files and reads), ``nloc`` = vertices per owner and ``S`` computed with
 every adjacency entry counted (``2 m / P`` per owner for ``m`` undirected tuples on ``P`` owners:
-duplicates are only known after the build).  Above the minimum, :func:`plan_memory` picks the largest
+duplicates are only known after the build).  Checked against measurements (2 workers of 1 thread,
+``benchmarks/results/memory_limit_cpu.json``): scale 18, minimum 244 MB, worker peaks 232 MB at that
+limit; scale 20, minimum 310 MB, peaks 294 MB.  Above the minimum, :func:`plan_memory` picks the largest
 power-of-two chunk and batch (up to the defaults, 2**22 tuples and 2**25 entries) that keep each phase
 under the limit, and keeps the adjacency entries in memory (no disk tier) only when the in-memory path
 fits: every owner then holds its int64 entries from all chunks (16 B/entry) while the builder adds its
