@@ -228,14 +228,24 @@ def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, th
         return S + BUILD_BYTES_PER_VERTEX * nloc + batch_bytes(b, num_tuples, num_vertices, nparts)
 
     c_min = min(chunk_edges or MIN_CHUNK_EDGES, max(1, num_tuples))
-    minimum = B + max([chunk_phase(c_min), build_phase(MIN_BATCH_ENTRIES), *after])
+    shard = f"shard ~{format_bytes(S)}"
+    # each phase at its smallest, named for the message: the largest one sets the minimum
+    smallest = {f"chunk ~{format_bytes(chunk_phase(c_min))}": chunk_phase(c_min),
+                f"{shard} + build": build_phase(MIN_BATCH_ENTRIES)}
+    if store:
+        smallest[f"{shard} + write"] = after[0]
+    if search:
+        smallest[f"{shard} + search"] = after[-1]
+    largest = max(smallest, key=smallest.get)
+    minimum = B + smallest[largest]
     if limit < minimum:
         graph = f" for {what}" if what else ""
         chunk = f" with --chunk-edges {chunk_edges}" if chunk_edges else ""
         raise MemoryLimitError(
             f"--memory-limit {format_bytes(limit)} is below the minimum of {format_bytes(minimum)}{graph} on "
-            f"{workers} worker(s){chunk} (worker baseline ~{format_bytes(B)} + chunk + batch + shard of "
-            f"~{format_bytes(S)}); raise it or add --workers", minimum)
+            f"{workers} worker(s){chunk} (worker baseline ~{format_bytes(B)} + {largest}); raise it"
+            + (" or lower --chunk-edges" if chunk_edges and largest.startswith("chunk") else " or add --workers"),
+            minimum)
     room = limit - B
     c = chunk_edges or _largest_pow2(MIN_CHUNK_EDGES, DEFAULT_CHUNK_EDGES, lambda v: chunk_phase(v) <= room)
     b = _largest_pow2(MIN_BATCH_ENTRIES, DEFAULT_BATCH_ENTRIES, lambda v: build_phase(v) <= room)
