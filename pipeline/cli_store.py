@@ -48,6 +48,13 @@ def _client(args, device: str = "cpu", managed_target: float | None = None):
             kw["local_directory"] = args.spill_dir
             scratch = os.path.join(args.spill_dir, "dask-scratch-space")
             scratch = None if os.path.exists(scratch) else scratch
+    if limit:
+        import logging
+
+        # a worker ended for exceeding the limit is reported as one "breadth: error:" line (memory_errors);
+        # the nanny's and scheduler's own lines about it (several per kill) would only repeat it
+        for name in ("distributed.nanny", "distributed.nanny.memory", "distributed.scheduler"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
     with dask.config.set(dask_memory_config(managed_target) if limit else {}):  # read as the cluster starts
         client = connect(args.scheduler, workers=args.workers, threads_per_worker=args.threads,
                          protocol=args.protocol if args.protocol == "tcp" else "ucx", device=device, **kw)
