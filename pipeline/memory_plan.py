@@ -39,7 +39,7 @@ batches only multiply tasks, files and reads), ``nloc`` = vertices per owner and
 every adjacency entry counted (``2 m / P`` per owner for ``m`` undirected tuples on ``P`` owners:
 duplicates are only known after the build).  Checked against measurements (2 workers of 1 thread,
 ``benchmarks/results/memory_limit_cpu.json``): scale 18, minimum 244 MB, worker peaks 232 MB at that
-limit; scale 20, minimum 310 MB, peaks 294 MB.  Above the minimum, :func:`plan_memory` picks the largest
+limit; scale 20, minimum 310 MB, peaks 290-294 MB (two runs).  Above the minimum, :func:`plan_memory` picks the largest
 power-of-two chunk and batch (up to the defaults, 2**22 tuples and 2**25 entries) that keep each phase
 under the limit, and keeps the adjacency entries in memory (no disk tier) only when the in-memory path
 fits: every owner then holds its int64 entries from all chunks (16 B/entry) while the builder adds its
