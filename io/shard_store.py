@@ -110,6 +110,21 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+#: bytes per write of an array's data: NumPy's own writer copies 16 MiB at a time into a bytes object when
+#: the target is not a real file (the hashing writer), which a worker with a memory limit pays for
+_WRITE_BLOCK = 1 << 20
+
+
+def _write_npy(w: "_HashingWriter", arr: np.ndarray) -> None:
+    """``arr`` (C-contiguous, not object) as ``.npy`` bytes into ``w``: the header
+    ``numpy.lib.format.write_array`` writes (version 1.0), then the data in slices of the array's own
+    memory (no copy), so the file and its sha256 are ``write_array``'s exactly."""
+    np.lib.format.write_array_header_1_0(w, np.lib.format.header_data_from_array_1_0(arr))
+    data = memoryview(arr.reshape(-1)).cast("B") if arr.size else memoryview(b"")
+    for i in range(0, len(data), _WRITE_BLOCK):
+        w.write(data[i:i + _WRITE_BLOCK])
+
+
 def _save(path: str, arr: np.ndarray, atomic: bool = False) -> dict:
     """``arr`` -> ``path`` as ``.npy``, fsynced; returns its record (sha256, bytes, dtype, shape).
 
@@ -119,7 +134,7 @@ def _save(path: str, arr: np.ndarray, atomic: bool = False) -> dict:
     try:
         with open(target, "wb") as f:
             w = _HashingWriter(f)
-            np.lib.format.write_array(w, arr, allow_pickle=False)
+            _write_npy(w, arr)
             f.flush()
             os.fsync(f.fileno())
         if atomic:
@@ -134,7 +149,7 @@ def _save(path: str, arr: np.ndarray, atomic: bool = False) -> dict:
 def _digest(arr: np.ndarray) -> tuple[str, int]:
     """sha256 and size of the ``.npy`` bytes :func:`_save` would write for ``arr`` (nothing is written)."""
     w = _HashingWriter()
-    np.lib.format.write_array(w, np.ascontiguousarray(arr), allow_pickle=False)
+    _write_npy(w, np.ascontiguousarray(arr))
     return w.h.hexdigest(), w.n
 
 

@@ -46,6 +46,25 @@ def _version() -> str:
         return "unknown"
 
 
+def _memory_limit(text: str) -> int:
+    from .memory_plan import parse_memory_limit
+
+    try:
+        return parse_memory_limit(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _memory_args(p: argparse.ArgumentParser) -> None:
+    """``--memory-limit`` and ``--spill-dir`` of the commands that prepare a graph (generate, ingest, bench)."""
+    p.add_argument("--memory-limit", type=_memory_limit, default=None,
+                   help="RSS limit per local worker, e.g. 300MB: chunk and batch sizes follow from it, the disk "
+                        "tier is used when it must be, and a limit below the graph's minimum is refused at once")
+    p.add_argument("--spill-dir", default=None,
+                   help="prepare out of core: spill per-owner buckets here and build shards in row batches "
+                        "(with --memory-limit, a temporary directory is used, then removed, when none is given)")
+
+
 def _cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=_int_in("--workers", 1), default=1,
                    help="local worker processes, one BFS rank each (default 1)")
@@ -76,15 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--chunk-edges", type=_int_in("--chunk-edges", 1), default=None,
                    help="edge tuples per generated chunk (default 2**22 on CPU, 2**26 on GPU)")
     _cluster_args(b)
-    b.add_argument("--spill-dir", default=None,
-                   help="prepare out of core: spill per-owner buckets here and build shards in row batches")
-    b.add_argument("--memory-limit", default=None, help="memory limit per local worker, e.g. 8GB")
+    _memory_args(b)
     b.add_argument("--device", choices=("cpu", "gpu", "auto"), default="cpu",
                    help="cpu: NumPy/Numba workers; gpu: one dask-cuda worker per GPU, CuPy kernels; "
                         "auto: gpu when CuPy and a device are present")
     from .cli_store import add_store_commands
 
-    add_store_commands(sub, _int_in, _cluster_args)
+    add_store_commands(sub, _int_in, _cluster_args, _memory_args)
     return p
 
 
@@ -94,29 +111,37 @@ def _bench(args) -> int:
 
     from breadth.bfs import graph500
 
-    from .cli_store import cluster_client, report, spill_area
+    from .cli_cluster import cluster_client, memory_plan_for, spill_dir_for
+    from .cli_store import report
     from .cluster import resolve_device, workers_info
     from .kronecker import kronecker
     from .prepare import prepare
 
     device = resolve_device(args.device)
-    with spill_area(args.spill_dir) as spill_dir, cluster_client(args, device=device) as client:
-        edges = kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=args.chunk_edges, device=device)
+    nv, nt, what = 1 << args.scale, args.edgefactor << args.scale, f"scale {args.scale}"
+    # before any cluster starts: the graph's size is known from its parameters
+    plan = None if args.scheduler or device == "gpu" else memory_plan_for(args, nv, nt, search=True, what=what)
+    with cluster_client(args, device=device) as client, spill_dir_for(args, plan) as spill_dir:
+        if plan is None and args.scheduler and device == "cpu":  # an existing cluster: its own workers
+            plan = memory_plan_for(args, nv, nt, search=True, what=what, client=client)
+        chunk = args.chunk_edges or (plan.chunk_edges if plan else None)
+        edges = kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=chunk, device=device)
         # Generate first (Graph500 times generation and construction apart) when the tuples fit in a
-        # quarter of the cluster's memory; otherwise generation streams inside construction.
+        # quarter of the cluster's memory and no memory plan sized the chunks to be streamed;
+        # otherwise generation streams inside construction.
         mem = sum(w.get("memory_limit", 0) or 0 for w in workers_info(client).values())
         gen_time = None
-        if edges.num_edges * 16 * 4 <= mem and not spill_dir:
+        if edges.num_edges * 16 * 4 <= mem and not spill_dir and plan is None:
             t0 = time.perf_counter()
             edges.edges = client.persist(edges.edges)
             wait(edges.edges)
             gen_time = time.perf_counter() - t0
-        g = prepare(edges, client, progress=sys.stderr.isatty(), device=device, spill_dir=spill_dir)
+        g = prepare(edges, client, progress=sys.stderr.isatty(), device=device, spill_dir=spill_dir,
+                    batch_entries=plan.batch_entries if plan else None)
         edges.edges = None
         print(f"{g}; construction {g.construction_time:.2f} s", file=sys.stderr)
         res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate,
-                       progress=sys.stderr.isatty(),
-                       protocol=args.protocol,
+                       progress=sys.stderr.isatty(), protocol=args.protocol,
                        header={"graph_generation": f"{gen_time:.17e}" if gen_time is not None else "fused"})
         status = report(res, args.json)
         g.release()
@@ -140,19 +165,21 @@ def _preflight(args) -> None:
         raise cli_checks.UsageError(f"{store}: no such shard store (expected a directory written by "
                                     "breadth generate or breadth ingest)")
     if getattr(args, "spill_dir", None):
-        cli_checks.writable_directory(args.spill_dir, "--spill-dir")
-    args.memory_limit_bytes = cli_checks.memory_limit(getattr(args, "memory_limit", None))
+        cli_checks.creatable_directory(args.spill_dir, "--spill-dir")
     cli_checks.device(getattr(args, "device", "cpu"))
     cli_checks.protocol(getattr(args, "protocol", "tcp"))
 
 
 def _dispatch(args) -> int:
-    _preflight(args)
-    if args.cmd == "bench" and args.store is None:
-        return _bench(args)
-    from .cli_store import run
+    from .cli_cluster import memory_errors
 
-    return run(args)
+    _preflight(args)
+    with memory_errors(args):
+        if args.cmd == "bench" and args.store is None:
+            return _bench(args)
+        from .cli_store import run
+
+        return run(args)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,6 +43,20 @@ def writable_directory(directory: str, option: str, value: str | None = None) ->
     os.remove(probe)
 
 
+def creatable_directory(directory: str, option: str) -> None:
+    """``directory`` exists and takes files, or can be made: its nearest existing ancestor takes files."""
+    d = os.path.abspath(directory)
+    if os.path.isdir(d):
+        writable_directory(d, option, directory)
+        return
+    if os.path.exists(d):
+        raise UsageError(f"{option} {directory}: exists and is not a directory")
+    parent = os.path.dirname(d)
+    while not os.path.exists(parent) and os.path.dirname(parent) != parent:
+        parent = os.path.dirname(parent)
+    writable_directory(parent, option, directory)
+
+
 def output_file(path: str, option: str) -> None:
     """``path`` can be written as a file: its directory exists and takes files, it is not a directory,
     and it is not inside a shard store (whose files only the store's writer may replace)."""
@@ -66,21 +80,6 @@ def output_store(path: str, option: str = "--out") -> None:
     if os.path.exists(path) and not os.path.isdir(path):
         raise UsageError(f"{option} {path}: exists and is not a directory; expected a store directory")
     writable_directory(parent, option, path)
-
-
-def memory_limit(text: str | None, option: str = "--memory-limit") -> int | None:
-    """Bytes of a ``--memory-limit`` such as ``8GB``, ``512MiB`` or ``2e9`` (``None`` when not given)."""
-    if text is None:
-        return None
-    from dask.utils import parse_bytes
-
-    try:
-        n = parse_bytes(text)
-    except (ValueError, TypeError):
-        raise UsageError(f"{option} {text!r}: expected a size such as 8GB, 512MiB or 2e9") from None
-    if n <= 0:
-        raise UsageError(f"{option} {text!r}: expected a positive size")
-    return int(n)
 
 
 def device(name: str) -> None:

@@ -11,61 +11,16 @@ before any work unless ``--overwrite``; on a complete store with the same parame
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
 import shlex
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 
 import numpy as np
 
-
-from .cli_errors import CommandError, hold_signals
-
-
-@contextlib.contextmanager
-def cluster_client(args, device: str = "cpu"):
-    """A client for ``--scheduler``, or a local cluster of ``--workers`` x ``--threads`` started for this
-    command (TCP between Dask's processes; ``--protocol`` picks the search ranks' own transport), closed
-    on the way out whatever happens."""
-    from .cluster import connect
-
-    extra = {}
-    if getattr(args, "memory_limit_bytes", None):
-        extra["memory_limit"] = args.memory_limit_bytes
-    release = hold_signals()  # a cluster interrupted half-started cannot be closed cleanly
-    try:
-        client = connect(args.scheduler, workers=args.workers, threads_per_worker=args.threads, device=device,
-                         silence_logs=getattr(args, "log_level", logging.WARNING), **extra)
-    except BaseException:
-        release()
-        raise
-    try:
-        release()
-        yield client
-    finally:
-        client.close()
-        if args.scheduler is None and client.cluster is not None:
-            client.cluster.close()
-
-
-@contextlib.contextmanager
-def spill_area(spill_dir: str | None):
-    """A directory of this run's own under ``--spill-dir`` (``None`` without one), removed on the way out
-    whatever happens.  Enter it *before* :func:`cluster_client`: the cluster then closes first, so no
-    worker is still writing a spill file when the directory goes (an interrupted run leaves nothing)."""
-    if not spill_dir:
-        yield None
-        return
-    path = tempfile.mkdtemp(prefix="breadth-run-", dir=spill_dir)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+from .cli_cluster import cluster_client, memory_plan_for, spill_dir_for, threads_per_worker
+from .cli_errors import CommandError
 
 
 def report(res, json_path: str | None) -> int:
@@ -135,13 +90,22 @@ def generate(args) -> int:
 
     # chunk size is not a parameter of the graph: the generator gives the same edges for any chunking
     params = {"command": "generate", "scale": args.scale, "edgefactor": args.edgefactor, "seed": args.seed}
+    # the limit is checked before anything starts (the graph's size is known from its parameters); an
+    # existing cluster (--scheduler) is planned for once its workers are known
+    nv, nt = 1 << args.scale, args.edgefactor << args.scale
+    plan = None if args.scheduler else memory_plan_for(args, nv, nt, store=True, what=f"scale {args.scale}")
     st = _begin(args, params)
     if st is None:
         return 0
     with cluster_client(args) as client:
+        if args.scheduler:
+            plan = memory_plan_for(args, nv, nt, store=True, what=f"scale {args.scale}", client=client)
+        chunk = args.chunk_edges or (plan.chunk_edges if plan else None)
         t0 = time.perf_counter()
-        g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=args.chunk_edges), client,
-                    nparts=_nparts(st, client))
+        with spill_dir_for(args, plan) as spill:
+            g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=chunk), client,
+                        nparts=_nparts(st, client), spill_dir=spill,
+                        batch_entries=plan.batch_entries if plan else None)
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, ["--scale", args.scale, "--edgefactor", args.edgefactor,
                                                      "--seed", args.seed]))
@@ -182,6 +146,14 @@ def ingest(args) -> int:
               "inputs": _fingerprint(args.paths), "format": args.format, "directed": args.directed,
               "src": args.src, "dst": args.dst, "ids": args.ids, "no_header": args.no_header,
               "extra_columns": args.extra_columns, "on_bad_lines": args.on_bad_lines}
+    target = None
+    if args.memory_limit:  # before anything starts: reading these files must fit
+        from .memory_plan import plan_reading
+
+        rp = plan_reading(args.memory_limit, args.paths, args.workers, threads_per_worker(args))
+        target = rp.managed_target
+        if _text_format(args):
+            kw["chunk_bytes"] = rp.chunk_bytes
     st = _begin(args, params)
     if st is None:
         return 0
@@ -189,13 +161,20 @@ def ingest(args) -> int:
     flags += ["--directed"] * args.directed + ["--no-header"] * args.no_header
     flags += ["--extra-columns"] * args.extra_columns
     flags += (["--src", args.src] if args.src else []) + (["--dst", args.dst] if args.dst else [])
-    with cluster_client(args) as client:
+    with cluster_client(args, managed_target=target) as client:
         t0 = time.perf_counter()
         el = read_edges(args.paths, format=args.format, directed=True if args.directed else None, src=args.src,
                         dst=args.dst,
                         on_bad_lines=args.on_bad_lines, client=client, **kw)
         t_read = time.perf_counter() - t0
-        g = prepare(el, client, nparts=_nparts(st, client))
+        # the graph's size is known once read (parsed chunks wait in the workers' memory, which Dask
+        # spills to its local directory past what the reading plan left them); the chunks are the reader's
+        plan = memory_plan_for(args, el.num_vertices, el.num_edges, el.directed, store=True,
+                               what=f"{el.num_vertices:,} vertices and {el.num_edges:,} tuples", client=client,
+                               chunk_edges=max(el.edges.chunks[0], default=1))
+        with spill_dir_for(args, plan) as spill:
+            g = prepare(el, client, nparts=_nparts(st, client), spill_dir=spill,
+                        batch_entries=plan.batch_entries if plan else None)
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, flags), extra={"read_s": t_read})
         skipped = el.source.get("skipped_lines", 0)
@@ -205,6 +184,16 @@ def ingest(args) -> int:
         for path, line, what, text in el.source.get("bad_lines", [])[:5]:
             print(f"  skipped {path}:{line}: {what}: {text!r}")
     return 0
+
+
+def _text_format(args) -> bool:
+    """Whether the inputs are text (SNAP, CSV, Matrix Market: read in byte ranges of ``chunk_bytes``)."""
+    from breadth.io.formats import detect_format
+    from breadth.io.paths import expand_paths
+
+    if args.format != "auto":
+        return args.format != "parquet"
+    return all(detect_format(f) != "parquet" for f in expand_paths(args.paths))
 
 
 def info(args) -> int:
@@ -304,8 +293,12 @@ def bfs_cmd(args) -> int:
 def bench_store(args) -> int:
     """``breadth bench STORE``: the Graph500 driver on stored shards."""
     from breadth.bfs import graph500
-    from breadth.io.shard_store import load_store
+    from breadth.io.shard_store import load_store, read_manifest
 
+    if args.memory_limit:
+        m = read_manifest(args.store)
+        memory_plan_for(args, m["num_vertices"], m["num_input_edges"], m["directed"], search=True,
+                        what=os.path.basename(os.path.abspath(args.store)))
     with cluster_client(args) as client:
         g = load_store(args.store, client)
         print(f"{g}; loaded in {g.source.get('load_time', 0):.2f} s", file=sys.stderr)
@@ -329,17 +322,19 @@ def _store_out_args(p) -> None:
                    help="replace an existing store, or start a partial one again (also one of other parameters)")
 
 
-def add_store_commands(sub, int_in, cluster_args) -> None:
+def add_store_commands(sub, int_in, cluster_args, memory_args) -> None:
     """Add ``generate``, ``ingest``, ``info`` and ``bfs`` to the ``breadth`` subparsers."""
     g = sub.add_parser("generate", help="generate a Kronecker graph and write it as a shard store")
     g.add_argument("--scale", type=int_in("--scale", 1, 40), required=True, help="log2 of the vertex count")
     g.add_argument("--edgefactor", type=int_in("--edgefactor", 1), default=16,
                    help="edge tuples per vertex (default 16, as Graph500)")
     g.add_argument("--seed", type=int, default=1, help="generator seed (default 1)")
-    g.add_argument("--chunk-edges", type=int_in("--chunk-edges", 1), default=1 << 22,
-                   help="edge tuples per generated chunk (default 2**22); the graph is the same for any value")
+    g.add_argument("--chunk-edges", type=int_in("--chunk-edges", 1), default=None,
+                   help="edge tuples per generated chunk (default: from --memory-limit, else 2**22); the graph "
+                        "is the same for any value")
     _store_out_args(g)
     cluster_args(g)
+    memory_args(g)
 
     i = sub.add_parser("ingest", help="read edge files (SNAP text, CSV, Matrix Market, Parquet) into a shard store")
     i.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or globs (gzip allowed)")
@@ -358,6 +353,7 @@ def add_store_commands(sub, int_in, cluster_args) -> None:
                    help="malformed lines: stop with an error (default), or skip and count them")
     _store_out_args(i)
     cluster_args(i)
+    memory_args(i)
 
     f = sub.add_parser("info", help="print a shard store's manifest")
     f.add_argument("store", help="a shard store directory")

@@ -1,0 +1,140 @@
+"""The cluster a ``breadth`` command runs on, and the memory plan it runs under.
+
+:func:`cluster_client` starts the local cluster (or connects to ``--scheduler``) for one command and closes
+it whatever happens; :func:`memory_plan_for` turns ``--memory-limit`` into chunk and batch sizes (see
+:mod:`breadth.pipeline.memory_plan`); :func:`spill_dir_for` says where the disk tier writes; and
+:func:`memory_errors` turns the memory failures into the CLI's one-line errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+
+from .cli_errors import CommandError, UsageError, hold_signals
+
+
+def threads_per_worker(args) -> int:
+    """Threads per local worker, as :func:`~breadth.pipeline.cluster.local_cluster` chooses them."""
+    return args.threads or max(1, (os.cpu_count() or 1) // args.workers)
+
+
+@contextlib.contextmanager
+def cluster_client(args, device: str = "cpu", managed_target: float | None = None):
+    """A client for ``--scheduler``, or for a local cluster of ``--workers`` x ``--threads`` started for this
+    command (TCP between Dask's processes; ``--protocol`` picks the search ranks' own transport), closed on
+    the way out whatever happens.
+
+    With ``--memory-limit``, each local worker gets that limit under the Dask thresholds of
+    :func:`~breadth.pipeline.memory_plan.dask_memory_config` (ended only past the limit, never paused, no
+    retries), and ``--spill-dir`` is also the workers' local directory (where Dask spills task outputs past
+    ``managed_target`` of the limit; the folder Dask makes there is removed afterwards)."""
+    import dask
+    import distributed  # noqa: F401  its config defaults load first: leaving the override must not drop them
+
+    from .cluster import connect, worker_addresses
+    from .memory_plan import dask_memory_config, format_bytes
+
+    limit = getattr(args, "memory_limit", None)
+    kw = {}
+    scratch = None  # Dask's folder in --spill-dir, removed afterwards when this run created it
+    if limit and args.scheduler is None:
+        kw["memory_limit"] = limit
+        if getattr(args, "spill_dir", None):
+            os.makedirs(args.spill_dir, exist_ok=True)
+            kw["local_directory"] = args.spill_dir
+            scratch = os.path.join(args.spill_dir, "dask-scratch-space")
+            scratch = None if os.path.exists(scratch) else scratch
+    release = hold_signals()  # a cluster interrupted half-started cannot be closed cleanly
+    try:
+        with dask.config.set(dask_memory_config(managed_target) if limit else {}):  # read as the cluster starts
+            client = connect(args.scheduler, workers=args.workers, threads_per_worker=args.threads, device=device,
+                             silence_logs=getattr(args, "log_level", logging.WARNING), **kw)
+    except BaseException:
+        release()
+        raise
+    try:
+        release()
+        if not worker_addresses(client):  # e.g. every worker ended at start-up: say so, not "nparts ... 0"
+            raise CommandError("the cluster has no running worker"
+                               + (f" (do they fit in --memory-limit {format_bytes(limit)}?)" if limit else ""))
+        yield client
+    finally:
+        client.close()
+        if args.scheduler is None and client.cluster is not None:
+            client.cluster.close()
+        if scratch:
+            import shutil
+
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def memory_plan_for(args, num_vertices: int, num_tuples: int, directed: bool = False, *, search: bool = False,
+                    store: bool = False, what: str = "", client=None, chunk_edges: int | None = None):
+    """The :class:`~breadth.pipeline.memory_plan.MemoryPlan` of ``--memory-limit`` for this graph, or
+    ``None`` without a limit.  Workers and threads are ``--workers``/``--threads`` (a local cluster) or,
+    given a ``client`` of an existing cluster, its smallest worker's.  Raises
+    :class:`~breadth.pipeline.memory_plan.MemoryLimitError` below the minimum.  ``chunk_edges``: the
+    chunks of a source already read into the workers' memory (``ingest``), else ``--chunk-edges``."""
+    if not getattr(args, "memory_limit", None):
+        return None
+    from .cluster import workers_info
+    from .memory_plan import plan_memory
+
+    workers, threads = args.workers, threads_per_worker(args)
+    if client is not None and args.scheduler is not None:
+        info = workers_info(client)
+        workers, threads = max(1, len(info)), max([w.get("nthreads", 1) for w in info.values()] or [1])
+    plan = plan_memory(args.memory_limit, num_vertices, num_tuples, workers, threads, directed,
+                       chunk_edges=chunk_edges or getattr(args, "chunk_edges", None), search=search, store=store,
+                       force_spill=bool(getattr(args, "spill_dir", None)), what=what,
+                       source_chunks_held=chunk_edges is not None)
+    print(f"breadth: {plan.describe()}", file=sys.stderr)
+    return plan
+
+
+@contextlib.contextmanager
+def spill_dir_for(args, plan):
+    """Where preparation spills: ``--spill-dir``; else, when the memory plan needs the disk tier, a
+    temporary directory that is removed afterwards (also after a failure); else ``None`` (in memory).
+    Preparation writes its files in a folder of its own there and removes it, also when it fails or is
+    interrupted (:func:`~breadth.pipeline.prepare.prepare`)."""
+    if getattr(args, "spill_dir", None):
+        os.makedirs(args.spill_dir, exist_ok=True)
+        yield args.spill_dir
+    elif plan is not None and plan.spill:
+        import shutil
+        import tempfile
+
+        d = tempfile.mkdtemp(prefix="breadth-spill-")
+        try:
+            yield d
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+    else:
+        yield None
+
+
+@contextlib.contextmanager
+def memory_errors(args):
+    """The memory failures as the CLI's errors: a ``--memory-limit`` below the minimum
+    (:class:`~breadth.pipeline.memory_plan.MemoryLimitError`) is a usage error (exit 2), and a worker ended
+    by its nanny for exceeding the limit (Dask's ``KilledWorker``; never retried, see
+    :func:`~breadth.pipeline.memory_plan.dask_memory_config`) a failure naming the limit (exit 1)."""
+    from .memory_plan import MemoryLimitError, format_bytes
+
+    try:
+        yield
+    except MemoryLimitError as e:
+        raise UsageError(str(e)) from None
+    except Exception as e:
+        from distributed import KilledWorker
+
+        if not isinstance(e, KilledWorker):
+            raise
+        limit = getattr(args, "memory_limit", None)
+        why = (f"it exceeded --memory-limit {format_bytes(limit)} (raise the limit)" if limit
+               else "it died (out of memory?)")
+        raise CommandError(f"a worker was ended while running a task; {why}") from None

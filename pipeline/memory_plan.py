@@ -1,0 +1,337 @@
+"""Sizing a preparation to a per-worker memory limit: chunk size, batch size, disk tier, and the smallest
+limit that can work.  All sizes are in bytes; counts (tuples, entries, vertices) are plain integers.
+
+A worker's resident memory (RSS, what Dask's nanny compares with ``memory_limit``) during a preparation
+is its baseline plus the largest of its phases, which never overlap on one worker (preparation waits
+for every chunk before any owner builds, and the store is written, or the search run, after the build):
+
+* **baseline** ``B``: a worker process that has imported distributed, NumPy and Numba and run the
+  pipeline's Numba kernels.  Measured on Linux x86-64 (Python 3.11, distributed 2026.7.1, numba 0.68.1):
+  an idle worker of a script that imports only distributed holds 77 MiB, one started by the CLI 135 MiB
+  (a spawned worker re-imports the parent's main module, and ``breadth.pipeline`` imports Numba);
+  importing Numba costs 55 MiB and the first call of a compiled kernel (LLVM's initialisation, even
+  from Numba's cache) another 60 MiB, so *any* worker that has run a kernel holds about 195 MiB before
+  its first byte of data, whatever it imported beyond (importing only the modules a worker needs saves
+  under 1 MiB once the kernels ran; glibc arena and Numba thread settings change nothing).
+  :data:`WORKER_BASELINE` is that figure plus Dask's own bookkeeping and the spread between runs (peaks of
+  205 and 220 MiB for the same scale-14 run, in the merged tree with lazily imported packages); it is the
+  floor of every limit (no limit below about 240 MB can work for any graph) and dominates them below scale 20.
+* **chunk phase** ``T * 80 * c``: each of the worker's ``T`` threads runs a chunk task over ``c`` edge
+  tuples: the generated int64 tuples (16 B/tuple) and the next chunk queued behind it (16), the
+  split into per-owner int64 ``[row, column]`` entries (2 entries per tuple, 32), and one owner's entries
+  sorted by row batch as 32-bit pairs (up to 16): :data:`CHUNK_BYTES_PER_TUPLE` = 80.
+* **build phase** ``S + 24 * nloc + batch``: the owner's final shard ``S`` (:func:`shard_bytes`: int64
+  offsets, 8 B/vertex; columns, 4 B/entry when ids fit in 32 bits; int32 tuple degrees and self-loop
+  counts, 4 + 4 B/vertex; directed graphs add the in-edge offsets and columns), the build's per-vertex
+  scratch (int64 degrees and row offsets, 24 B/vertex), and one row batch of ``b`` adjacency entries
+  (the batch read as 32-bit pairs, 8 B/entry; the builder's int64 scatter array, 8; its 32-bit
+  deduplicated columns, 4; per-row counters, 48 B/row): :func:`batch_bytes`.
+* **store phase** (``generate``/``ingest``): the shard plus a 1 MiB write block (the store writes arrays in
+  slices of their own memory, :mod:`breadth.io.shard_store`).
+* **search phase** (``bench``): the shard plus the search's compiled kernels (:data:`SEARCH_CODE_BYTES`)
+  and its per-vertex state (:data:`SEARCH_BYTES_PER_VERTEX` per owned vertex and a bitmap of all vertices).
+
+So the minimum limit is::
+
+    minimum = B + max(T * 80 * c_min, S + 24 * nloc + batch_bytes(b_min), S + 1 MiB [store], search [bench])
+
+with ``c_min`` = :data:`MIN_CHUNK_EDGES` and ``b_min`` = :data:`MIN_BATCH_ENTRIES` (smaller chunks and
+batches only multiply tasks, files and reads), ``nloc`` = vertices per owner and ``S`` computed with
+every adjacency entry counted (``2 m / P`` per owner for ``m`` undirected tuples on ``P`` owners:
+duplicates are only known after the build).  Checked against measurements (2 workers of 1 thread,
+``benchmarks/results/memory_limit_cpu.json``): scale 18, minimum 244 MB, worker peaks 232 MB at that
+limit; scale 20, minimum 310 MB, peaks 290-294 MB (two runs).  Above the minimum, :func:`plan_memory` picks the largest
+power-of-two chunk and batch (up to the defaults, 2**22 tuples and 2**25 entries) that keep each phase
+under the limit, and keeps the adjacency entries in memory (no disk tier) only when the in-memory path
+fits: every owner then holds its int64 entries from all chunks (16 B/entry) while the builder adds its
+int64 scatter array and the columns (12 B/entry) -- 28 B/entry instead of a batch.
+
+``ingest`` first reads its files (:func:`plan_reading`, before anything starts): a read task and the
+relabelling of its chunk hold about :data:`READ_BYTES_PER_TEXT_BYTE` bytes per byte of edge text (the
+text, the parsed int64 tuples at 16 B per line, for a compressed stream, read whole by one task, their
+concatenation, the chunk's sorted ids and its mapped copy), so plain
+text is read in byte ranges sized to the limit and the largest compressed stream (its uncompressed size
+from the gzip trailer) must fit whole; the parsed chunks then wait in the workers' memory as Dask data,
+spilled to Dask's local directory (``--spill-dir``) past what the limit leaves them.  The graph's
+size is only known once read; the preparation is planned then, as above.
+
+The clusters that breadth starts with a limit run with Dask's thresholds set by
+:func:`dask_memory_config`: the nanny ends a worker only when its RSS exceeds the limit itself, workers
+never pause (a paused worker with a task that needs the memory is a hang) and a task whose worker was
+ended fails at once (no retry: a retry on a fresh worker needs the same memory, a restart loop).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+MiB = 1 << 20
+
+#: RSS of a worker that has imported distributed, NumPy and Numba and run the pipeline's kernels (bytes)
+WORKER_BASELINE = 225 * MiB
+#: bytes per edge tuple of a running chunk task: tuples + the next chunk (16 + 16), split (32), sorted (16)
+CHUNK_BYTES_PER_TUPLE = 80
+#: bytes per adjacency entry of a row batch: read pairs (8), int64 scatter (8), deduplicated columns (4)
+BATCH_BYTES_PER_ENTRY = 20
+#: bytes per row of a row batch: the builder's int64 degree, offset, cursor, unique-count arrays (and copies)
+BATCH_BYTES_PER_ROW = 48
+#: bytes per owned vertex of the build's scratch: int64 tuple degrees, row offsets and their concatenation
+BUILD_BYTES_PER_VERTEX = 24
+#: bytes per write of a store file (breadth.io.shard_store writes an array in slices of its own memory)
+STORE_WRITE_BUFFER = 1 * MiB
+#: bytes per owned vertex of a search (parents, levels, frontier lists, received updates: int64 each)
+SEARCH_BYTES_PER_VERTEX = 48
+#: the search's own compiled kernels (Numba code loaded into the worker: measured ~10 MiB more than a
+#: preparation's peak at scale 18 with the same shard)
+SEARCH_CODE_BYTES = 10 * MiB
+#: in-memory path: bytes per adjacency entry held by an owner (int64 entries 16 + scatter 8 + columns 4)
+IN_MEMORY_BYTES_PER_ENTRY = 28
+#: bytes of a worker reading and relabelling per byte of edge text: the text block, the int64 tuples (~1.2
+#: at 16 B per ~13-byte line), their concatenation for a whole stream, the sorted copy that finds the
+#: chunk's unique ids and the chunk mapped to dense ids (measured: cnr-2000.txt.gz, 43 MB of text, 3.2 M
+#: lines, one worker at 392 MiB, 190 MiB above its baseline: 4.6 per byte)
+READ_BYTES_PER_TEXT_BYTE = 5
+DEFAULT_READ_CHUNK_BYTES = 64 << 20
+MIN_READ_CHUNK_BYTES = 1 << 20
+MIN_CHUNK_EDGES = 1 << 16
+MIN_BATCH_ENTRIES = 1 << 16
+DEFAULT_CHUNK_EDGES = 1 << 22
+DEFAULT_BATCH_ENTRIES = 1 << 25
+
+
+class MemoryLimitError(ValueError):
+    """A memory limit below the minimum that can work (the message names the minimum)."""
+
+    def __init__(self, message: str, minimum: int):
+        super().__init__(message)
+        self.minimum = minimum
+
+
+def parse_memory_limit(text: str) -> int:
+    """``"100MB"``, ``"1.5GiB"``, ``"200000000"`` -> bytes (``dask.utils.parse_bytes``); ``ValueError``
+    with a one-line message for anything else or a value below 1 byte."""
+    from dask.utils import parse_bytes
+
+    try:
+        if not text.strip():  # parse_bytes reads "" as 1 byte
+            raise ValueError(text)
+        value = int(parse_bytes(text))
+    except (ValueError, TypeError):
+        raise ValueError(f"expected a size such as 500MB or 2GiB, got {text!r}") from None
+    if value < 1:
+        raise ValueError(f"expected a positive size, got {text!r}")
+    return value
+
+
+def format_bytes(n: int) -> str:
+    """Bytes as whole decimal megabytes, rounded up (the unit ``--memory-limit`` is usually given in)."""
+    return f"{math.ceil(n / 1e6)}MB"
+
+
+def _block(num_vertices: int, nparts: int) -> int:
+    """Vertices per owner, as :func:`breadth.bfs.shard.block_size` (not imported: it pulls in breadth.bfs)."""
+    per = -(-num_vertices // nparts)
+    return max(64, -(-per // 64) * 64)
+
+
+def _column_bytes(num_vertices: int) -> int:
+    return 4 if num_vertices <= 2**31 - 1 else 8
+
+
+def entries_per_owner(num_tuples: int, nparts: int) -> int:
+    """Adjacency entries per owner: each tuple is two entries (both ways, or out and in), spread over
+    ``nparts`` owners; duplicates and self-loops counted (unknown before the build)."""
+    return -(-2 * num_tuples // nparts)
+
+
+def shard_bytes(num_vertices: int, num_tuples: int, nparts: int, directed: bool = False) -> int:
+    """Bytes of one owner's final shard: offsets (8 B per vertex + 8), columns (4 or 8 B per entry),
+    int32 tuple degrees and self-loop counts (8 B per vertex); directed graphs split the entries into
+    out- and in-columns and add in-offsets (8 B per vertex)."""
+    nloc = _block(num_vertices, nparts)
+    cols = entries_per_owner(num_tuples, nparts) * _column_bytes(num_vertices)
+    offsets = 8 * (nloc + 1) * (2 if directed else 1)
+    return offsets + cols + 8 * nloc
+
+
+def batch_bytes(batch_entries: int, num_tuples: int, num_vertices: int, nparts: int) -> int:
+    """Bytes of one row batch of about ``batch_entries`` adjacency entries (see the module docstring)."""
+    nloc = _block(num_vertices, nparts)
+    rows = min(nloc, max(64, nloc * batch_entries // max(1, entries_per_owner(num_tuples, nparts))))
+    return BATCH_BYTES_PER_ENTRY * batch_entries + BATCH_BYTES_PER_ROW * rows
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """How a preparation fits a per-worker memory limit (bytes)."""
+
+    limit: int  # bytes per worker
+    minimum: int  # the smallest limit that can work for this graph and cluster (bytes)
+    chunk_edges: int  # edge tuples per chunk
+    batch_entries: int  # adjacency entries per row batch (disk tier)
+    spill: bool  # True: the disk tier (bucket files and row batches); False: entries stay in memory
+    phases: dict = field(default_factory=dict)  # estimated peak RSS of each phase at these sizes (bytes)
+
+    def describe(self) -> str:
+        """One line for the log."""
+        path = "disk tier (spill files, row batches)" if self.spill else "in memory"
+        peaks = ", ".join(f"{k} {format_bytes(v)}" for k, v in self.phases.items())
+        return (f"memory plan: limit {format_bytes(self.limit)} per worker (minimum {format_bytes(self.minimum)}); "
+                f"chunks of {self.chunk_edges:,} tuples, {path}, batches of {self.batch_entries:,} entries; "
+                f"estimated peaks: {peaks}")
+
+
+def _largest_pow2(lo: int, hi: int, fits) -> int | None:
+    """The largest power of two in ``[lo, hi]`` (``hi`` itself when it fits) for which ``fits`` holds."""
+    if fits(hi):
+        return hi
+    v = 1 << (max(hi, 1).bit_length() - 1)
+    while v >= lo:
+        if fits(v):
+            return v
+        v >>= 1
+    return None
+
+
+def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, threads: int,
+                directed: bool = False, chunk_edges: int | None = None, search: bool = False,
+                store: bool = False, force_spill: bool = False, what: str = "",
+                source_chunks_held: bool = False) -> MemoryPlan:
+    """Size a preparation on ``workers`` workers of ``threads`` threads to ``limit`` bytes per worker.
+
+    ``chunk_edges``: the user's chunk size (kept; refused when it cannot fit), ``None`` to derive it from
+    the limit.  ``search``: a Graph500 search follows on the same workers (``bench``); ``store``: the
+    shards are written to a store (``generate``, ``ingest``).  ``force_spill``: use the disk tier even
+    when the in-memory path would fit (``--spill-dir`` given).  ``what`` names the graph in the
+    message (e.g. ``"scale 18"``).  ``source_chunks_held``: the edge chunks are already in the workers'
+    memory (``ingest``'s parsed chunks, counted by :func:`plan_reading`), so a chunk task does not hold a
+    freshly generated chunk and the next one (16 B per tuple less); ``chunk_edges`` is then the
+    reader's largest chunk.
+
+    Raises :class:`MemoryLimitError` (its message gives the minimum, see the module docstring) when
+    ``limit`` is below it.
+    """
+    nparts = workers
+    nloc = _block(num_vertices, nparts)
+    S = shard_bytes(num_vertices, num_tuples, nparts, directed)
+    B = WORKER_BASELINE
+    after = [S + STORE_WRITE_BUFFER] if store else []
+    if search:
+        after.append(S + SEARCH_CODE_BYTES + SEARCH_BYTES_PER_VERTEX * nloc + num_vertices // 4)
+
+    per_tuple = CHUNK_BYTES_PER_TUPLE - (16 if source_chunks_held else 0)
+
+    def chunk_phase(c: int) -> int:
+        return threads * per_tuple * c
+
+    def build_phase(b: int) -> int:
+        return S + BUILD_BYTES_PER_VERTEX * nloc + batch_bytes(b, num_tuples, num_vertices, nparts)
+
+    c_min = min(chunk_edges or MIN_CHUNK_EDGES, max(1, num_tuples))
+    shard = f"shard ~{format_bytes(S)}"
+    # each phase at its smallest, named for the message: the largest one sets the minimum
+    smallest = {f"chunk ~{format_bytes(chunk_phase(c_min))}": chunk_phase(c_min),
+                f"{shard} + build": build_phase(MIN_BATCH_ENTRIES)}
+    if store:
+        smallest[f"{shard} + write"] = after[0]
+    if search:
+        smallest[f"{shard} + search"] = after[-1]
+    largest = max(smallest, key=smallest.get)
+    minimum = B + smallest[largest]
+    if limit < minimum:
+        graph = f" for {what}" if what else ""
+        chunk = f" with --chunk-edges {chunk_edges}" if chunk_edges else ""
+        raise MemoryLimitError(
+            f"--memory-limit {format_bytes(limit)} is below the minimum of {format_bytes(minimum)}{graph} on "
+            f"{workers} worker(s){chunk} (worker baseline ~{format_bytes(B)} + {largest}); raise it"
+            + (" or lower --chunk-edges" if chunk_edges and largest.startswith("chunk") else " or add --workers"),
+            minimum)
+    room = limit - B
+    c = chunk_edges or _largest_pow2(MIN_CHUNK_EDGES, DEFAULT_CHUNK_EDGES, lambda v: chunk_phase(v) <= room)
+    b = _largest_pow2(MIN_BATCH_ENTRIES, DEFAULT_BATCH_ENTRIES, lambda v: build_phase(v) <= room)
+    c = min(c, max(1, num_tuples))
+    E = entries_per_owner(num_tuples, nparts)
+    in_memory = max(16 * E + chunk_phase(c), IN_MEMORY_BYTES_PER_ENTRY * E + BATCH_BYTES_PER_ROW * nloc)
+    spill = force_spill or B + in_memory > limit
+    phases = {"chunk": B + chunk_phase(c), "build": B + (build_phase(b) if spill else in_memory)}
+    if store:
+        phases["store"] = B + S + STORE_WRITE_BUFFER
+    if search:
+        phases["search"] = B + after[-1]
+    return MemoryPlan(limit=limit, minimum=minimum, chunk_edges=c, batch_entries=b, spill=spill, phases=phases)
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """How ``ingest`` reads its files under a per-worker memory limit (bytes)."""
+
+    chunk_bytes: int  # bytes of plain text per read task
+    minimum: int  # the smallest limit that can read these files (bytes)
+    task_bytes: int  # estimated peak of one worker's read tasks at this chunk size (bytes)
+    managed_target: float  # Dask's ``target`` fraction: parsed chunks past it go to disk
+
+
+def text_bytes(path: str) -> tuple[int, bool]:
+    """``(bytes of edge text, compressed)`` of one input file: a gzip file's uncompressed size from its
+    trailer (ISIZE, exact below 4 GiB per member), any other file's own size."""
+    import os
+
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        if f.read(2) != b"\x1f\x8b" or size < 18:
+            return size, False
+        f.seek(-4, os.SEEK_END)
+        isize = int.from_bytes(f.read(4), "little")
+    # ISIZE is the size mod 2**32: a stream that compresses better than 1:1 is at least its file size
+    while isize < size:
+        isize += 1 << 32
+    return isize, True
+
+
+def plan_reading(limit: int, paths: list[str], workers: int, threads: int) -> ReadPlan:
+    """Size ``ingest``'s reading to ``limit`` bytes per worker (see the module docstring).  Parquet inputs
+    (read by row group) are not counted.  Raises :class:`MemoryLimitError` below the minimum: the
+    baseline plus ``threads`` read tasks of the largest compressed stream (read whole) or of
+    :data:`MIN_READ_CHUNK_BYTES` of plain text, or an empty graph's stored shard."""
+    from breadth.io.formats import detect_format
+    from breadth.io.paths import expand_paths
+
+    files = [f for f in expand_paths(paths) if detect_format(f) != "parquet"]
+    sizes = [text_bytes(f) for f in files]
+    stream = max([b for b, gz in sizes if gz] or [0])
+    plain = max([b for b, gz in sizes if not gz] or [0])
+
+    def task(c: int) -> int:
+        return threads * READ_BYTES_PER_TEXT_BYTE * max(stream, min(c, plain))
+
+    floor = plan_memory(10**15, 1, 0, workers, threads, store=True).minimum
+    minimum = max(floor, WORKER_BASELINE + task(MIN_READ_CHUNK_BYTES))
+    if limit < minimum:
+        why = (f"a compressed input of {format_bytes(stream)} is parsed whole by one task" if stream
+               else "worker baseline + a read task")
+        raise MemoryLimitError(f"--memory-limit {format_bytes(limit)} is below the minimum of "
+                               f"{format_bytes(minimum)} for reading these files on {workers} worker(s) "
+                               f"({why}); raise it", minimum)
+    room = limit - WORKER_BASELINE
+    c = _largest_pow2(MIN_READ_CHUNK_BYTES, DEFAULT_READ_CHUNK_BYTES, lambda v: task(v) <= room)
+    target = min(0.6, max(0.05, (room - task(c)) / limit))
+    return ReadPlan(chunk_bytes=c, minimum=minimum, task_bytes=task(c), managed_target=target)
+
+
+def dask_memory_config(managed_target: float | None = None) -> dict:
+    """Dask settings for a local cluster whose workers have a memory limit sized by :func:`plan_memory`:
+    the nanny ends a worker only past the limit itself (not at 95 %), no pausing (a paused worker waits
+    for memory that its running task holds: a hang), no spilling of task outputs triggered by process
+    memory (the memory is breadth's arrays, not Dask's data), and a task whose worker died fails at once
+    instead of being retried on a restarted worker that needs the same memory (a restart loop).
+    ``managed_target``: the fraction of the limit past which Dask moves task outputs to its local
+    directory (default: Dask's, 0.6; ``ingest`` sets what its reading leaves, see :func:`plan_reading`)."""
+    extra = {} if managed_target is None else {"distributed.worker.memory.target": managed_target}
+    return {
+        **extra,
+        "distributed.worker.memory.terminate": 1.0,
+        "distributed.worker.memory.pause": False,
+        "distributed.worker.memory.spill": False,
+        "distributed.scheduler.allowed-failures": 0,
+    }

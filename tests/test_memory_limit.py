@@ -1,0 +1,102 @@
+"""``--memory-limit``: sized up front, refused at once below the minimum, honoured above it."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from breadth.pipeline.memory_plan import (MemoryLimitError, format_bytes, parse_memory_limit, plan_memory,
+                                          shard_bytes)
+
+from conftest import DATA
+
+THREADS = max(1, (os.cpu_count() or 1) // 2)  # what the CLI gives each of 2 local workers
+
+
+def _run(*args, env=None, timeout=300):
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def _minimum(scale: int, **kw) -> int:
+    return plan_memory(10**15, 1 << scale, 16 << scale, 2, THREADS, **kw).minimum
+
+
+def test_parse_memory_limit():
+    assert parse_memory_limit("100MB") == 100_000_000
+    assert parse_memory_limit("1GiB") == 1 << 30
+    assert parse_memory_limit("123456789") == 123456789
+    for bad in ("banana", "", "-5MB", "0"):
+        with pytest.raises(ValueError):
+            parse_memory_limit(bad)
+
+
+def test_plan_fits_the_limit_and_grows_with_it():
+    n, m = 1 << 18, 16 << 18
+    low = _minimum(18, store=True)
+    with pytest.raises(MemoryLimitError) as e:
+        plan_memory(low - 1, n, m, 2, THREADS, store=True, what="scale 18")
+    assert e.value.minimum == low and format_bytes(low) in str(e.value)
+    small = plan_memory(low, n, m, 2, THREADS, store=True)
+    big = plan_memory(4 * low, n, m, 2, THREADS, store=True)
+    assert small.spill and all(v <= low for v in small.phases.values())
+    assert all(v <= 4 * low for v in big.phases.values())
+    assert small.chunk_edges <= big.chunk_edges and small.batch_entries <= big.batch_entries
+    # the shard is part of the minimum: more workers, smaller shards, a smaller minimum
+    assert shard_bytes(n, m, 4) < shard_bytes(n, m, 2)
+    assert plan_memory(10**15, n, m, 4, 1, store=True).minimum < plan_memory(10**15, n, m, 2, 1, store=True).minimum
+    # a chunk size given by the user is kept, and refused when it cannot fit
+    assert plan_memory(big.limit, n, m, 2, THREADS, chunk_edges=4096, store=True).chunk_edges == 4096
+    with pytest.raises(MemoryLimitError, match="--chunk-edges"):
+        plan_memory(low, n, m, 2, THREADS, chunk_edges=1 << 24, store=True)
+
+
+@pytest.mark.parametrize("command", ["generate", "bench", "ingest"])
+def test_too_small_limit_is_refused_at_once(command, tmp_path):
+    out = tmp_path / "g.store"
+    args = {"generate": ["generate", "--scale", "18", "--out", str(out)],
+            "bench": ["bench", "--scale", "18"],
+            "ingest": ["ingest", str(DATA / "Wiki-Vote.txt"), "--directed", "--out", str(out)]}[command]
+    r = _run(*args, "--workers", "2", "--memory-limit", "50MB", timeout=60)
+    assert r.returncode == 2, r.stderr[-2000:]
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("breadth: error: --memory-limit 50MB is below the minimum of ")
+    assert "Traceback" not in r.stderr
+    if command != "ingest":  # ingest's size is known only once read: its up-front floor is an empty graph's
+        assert format_bytes(_minimum(18, store=command == "generate", search=command == "bench")) in lines[0]
+        assert "scale 18 on 2 worker(s)" in lines[0]
+    assert not out.exists()  # refused before anything was written
+
+
+def test_bad_memory_limit_is_a_usage_error():
+    r = _run("generate", "--scale", "10", "--memory-limit", "banana", "--out", "never.store", timeout=60)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("breadth: error: argument --memory-limit:") and "banana" in lines[0]
+
+
+def test_generate_just_above_the_minimum_completes_and_validates(tmp_path):
+    limit = _minimum(14, store=True) + 1_000_000
+    store = tmp_path / "s14.store"
+    tmp = tmp_path / "tmp"  # the disk tier's temporary spill directory goes here, and must be gone after
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp))
+    r = _run("generate", "--scale", "14", "--workers", "2", "--memory-limit", str(limit), "--out", str(store),
+             env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "disk tier" in r.stderr  # the plan, logged on stderr
+    assert not [p for p in tmp.iterdir() if p.name.startswith("breadth-spill-")]
+    r = _run("bench", str(store), "--roots", "4", "--workers", "2")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "SCALE: 14" in r.stdout or "NBFS: 4" in r.stdout
+
+
+def test_ingest_under_a_limit_completes(tmp_path):
+    store = tmp_path / "wiki.store"
+    r = _run("ingest", str(DATA / "Wiki-Vote.txt"), "--directed", "--workers", "2", "--memory-limit", "300MB",
+             "--spill-dir", str(tmp_path / "spill"), "--out", str(store))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "memory plan: limit 300MB" in r.stderr
+    assert (store / "manifest.json").exists()
+    assert not list((tmp_path / "spill").iterdir())  # bucket files and Dask's scratch folder are gone
