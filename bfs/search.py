@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .id_map import as_id_map
 from .session import run_session
 
 
@@ -42,16 +43,32 @@ def _bfs_rank(engine, setup_s, roots):
     return out
 
 
+def graph_id_map(graph):
+    """The graph's id map as a :class:`~breadth.bfs.id_map.PartitionedIdMap` (None without one); a
+    classic single-array map is wrapped once."""
+    idm = as_id_map(graph.id_map, graph.client)
+    if idm is not None and idm is not graph.id_map:
+        graph.id_map = idm
+    return idm
+
+
 def to_dense(graph, ids) -> np.ndarray:
-    """Dense ids of original ids (the identity when the graph has no id map)."""
+    """Dense ids (``(k,)`` int64) of original ids (the identity when the graph has no id map).  Each id is
+    looked up in the id-map part that owns it; raises KeyError for an id not in the graph.
+
+    >>> to_dense(g, [30, 7])          # doctest: +SKIP
+    array([ 2, 11])
+    """
     ids = np.atleast_1d(np.asarray(ids))
-    if graph.id_map is None:
+    idm = graph_id_map(graph)
+    if idm is None:
+        if ids.dtype.kind not in "iu":
+            raise KeyError(f"vertex {ids[0]!r} is not in the graph")
         dense = ids.astype(np.int64)
         bad = (dense < 0) | (dense >= graph.num_vertices)
     else:
-        idm = np.asarray(graph.id_map)
-        dense = np.searchsorted(idm, ids)
-        bad = (dense >= idm.size) | (idm[np.minimum(dense, idm.size - 1)] != ids)
+        dense = idm.to_dense(ids)
+        bad = dense < 0
     if bad.any():
         raise KeyError(f"vertex {ids[bad][0]!r} is not in the graph")
     return dense.astype(np.int64)
@@ -70,17 +87,16 @@ def bfs(graph, root, *, protocol: str = "tcp", timeout: float = 60.0):
     orig = np.atleast_1d(np.asarray(root))
     dense = to_dense(graph, orig)
     parts = run_session(graph, _bfs_rank, dense, protocol=protocol, timeout=timeout)
-    idm = None if graph.id_map is None else np.asarray(graph.id_map)
+    idm = graph_id_map(graph)
     results = []
     for i, r in enumerate(orig.tolist()):
         parent = np.concatenate([p[i][0] for p in parts])
         level = np.concatenate([p[i][1] for p in parts])
-        if idm is not None and idm.dtype.kind == "i":
-            parent = np.where(parent >= 0, idm[np.maximum(parent, 0)], -1)
-        elif idm is not None:  # uint64 or string ids: -1 is not one of their ids, so unreached -> None
-            reached = parent >= 0
-            mapped = np.full(parent.size, None, dtype=object)
-            mapped[reached] = idm[parent[reached]]
+        if idm is not None:  # the parents' original ids, each looked up in the part that holds it
+            ok = parent >= 0
+            mapped = np.full(parent.size, -1, np.int64) if idm.dtype == np.int64 else \
+                np.full(parent.size, None, dtype=object)  # uint64/str: -1 is not one of their ids -> None
+            mapped[ok] = idm.to_original(parent[ok])
             parent = mapped
-        results.append(BFSResult(r, parent, level, idm))
+        results.append(BFSResult(r, parent, level, None if idm is None else idm.gather()))
     return results[0] if single else results

@@ -174,8 +174,9 @@ def info(args) -> int:
     if args.verify:
         m = read_manifest(args.store)
         recs = [(os.path.join(args.store, s["dir"], f"{k}.npy"), r) for s in m["shards"] for k, r in s["files"].items()]
-        if m["id_map"]:
-            recs.append((os.path.join(args.store, m["id_map"]["file"]), m["id_map"]))
+        from breadth.io.id_map_store import id_map_files
+
+        recs += [(os.path.join(args.store, f), r) for f, r in id_map_files(m["id_map"])]
         for p, r in recs:
             _verify(p, r)
         print(f"checksums:      {len(recs)} file(s) OK")
@@ -183,7 +184,9 @@ def info(args) -> int:
 
 
 def _parse_roots(graph, texts: list[str]):
-    idm = None if graph.id_map is None else np.asarray(graph.id_map)
+    from breadth.bfs.search import graph_id_map
+
+    idm = graph_id_map(graph)  # its dtype only: the map itself stays on the workers
     if idm is not None and idm.dtype == object:
         return list(texts)
     try:

@@ -1,0 +1,134 @@
+"""Distributed relabeling by hash ownership: original ids (sparse int64, uint64, strings) -> dense ``0..n-1``.
+
+No process holds all the ids.  With ``P`` owners (one per worker by default) the steps are Dask tasks:
+
+1. **split** (one task per chunk, where the chunk is): ``pandas.factorize`` the chunk's endpoints into
+   codes and its unique ids (a chunk-local table), and cut the unique ids into ``P`` pieces by
+   :func:`~breadth.bfs.id_map.owner_of` (a hash of the id's value).
+2. **own** (one task per owner, pinned round-robin to the workers): owner ``p`` receives its piece of
+   every chunk (the shuffle), and keeps their sorted union -- part ``p`` of the id map.
+3. **offsets**: the client gathers the ``P`` part sizes; owner ``p``'s ids get dense ids
+   ``offsets[p] .. offsets[p+1]-1`` in sorted order.
+4. **look up** (one small task per chunk and owner, next to the owner's part): the chunk's piece for
+   ``p`` -> dense ids by binary search in part ``p``.
+5. **densify** (one task per chunk): the chunk's table (its unique ids, now with dense ids) maps the
+   chunk's codes to dense ids.
+
+Each worker holds its share of the map plus what its chunks need; the client holds ``O(P + chunks)``
+numbers.  The map back stays where step 2 left it, as a :class:`~breadth.bfs.id_map.PartitionedIdMap`.
+The array operations are the pure functions of :mod:`breadth.bfs.id_map` plus the three below; only
+the Dask orchestration lives in :func:`relabel_hashed`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from breadth.bfs.id_map import PartitionedIdMap, lookup_sorted, owner_of, split_by_owner, unique_ids
+
+
+# ---------------------------------------------------------------- per-chunk / per-owner pure functions
+
+def _as_dtype(a: np.ndarray, dtype) -> np.ndarray:
+    return a.astype(dtype, copy=False) if a.dtype != dtype else a
+
+
+def chunk_split(edges: np.ndarray, nowners: int, dtype) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """A chunk's ``(k, 2)`` edges -> ``(codes, order, pieces)``.
+
+    ``codes`` (``(k, 2)`` int64) index the chunk's unique ids ``u``; ``pieces[p]`` are the ids of ``u``
+    that owner ``p`` numbers, and ``order`` (``(len(u),)``) is the permutation of ``u`` that lists
+    them piece after piece.
+
+    >>> codes, order, pieces = chunk_split(np.array([[10, 20], [20, 30]]), 1, np.int64)
+    >>> codes.tolist(), [p.tolist() for p in pieces]
+    ([[0, 1], [1, 2]], [[10, 20, 30]])
+    """
+    import pandas as pd
+
+    flat = _as_dtype(np.ascontiguousarray(edges).ravel(), dtype)
+    codes, uniq = pd.factorize(flat, sort=False)
+    uniq = np.asarray(uniq, dtype=dtype)
+    owner = owner_of(uniq, nowners)
+    order = np.argsort(owner, kind="stable")
+    pieces = split_by_owner(uniq, owner, nowners)
+    return codes.astype(np.int64, copy=False).reshape(-1, 2), order, pieces
+
+
+def owner_part(dtype, *pieces: np.ndarray) -> np.ndarray:
+    """Owner ``p``'s part of the id map: the sorted union of the pieces the chunks sent it."""
+    arrs = [_as_dtype(p, dtype) for p in pieces if len(p)]
+    if not arrs:
+        return np.empty(0, dtype)
+    return unique_ids(np.concatenate(arrs))
+
+
+def chunk_dense(split: tuple, *looked_up: np.ndarray) -> np.ndarray:
+    """The chunk's edges in dense ids (``(k, 2)`` int64): ``looked_up[p]`` are the dense ids of
+    ``pieces[p]``, so their concatenation follows ``order``."""
+    codes, order, _ = split
+    table = np.empty(order.size, np.int64)
+    table[order] = np.concatenate(looked_up) if looked_up else np.empty(0, np.int64)
+    return table[codes]
+
+
+def _split_part(part: tuple, nowners: int, dtype) -> tuple:
+    return chunk_split(part[0], nowners, dtype)
+
+
+def _piece(split: tuple, p: int) -> np.ndarray:
+    return split[2][p]
+
+
+def _lookup(part: np.ndarray, offset: int, piece: np.ndarray) -> np.ndarray:
+    return lookup_sorted(part, offset, piece)
+
+
+# ---------------------------------------------------------------- the Dask orchestration
+
+
+def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[str], *,
+                   nowners: int | None = None) -> tuple[list, PartitionedIdMap]:
+    """Relabel raw chunks (futures of ``(edges, stats)``) to dense ids with hash owners.
+
+    Returns ``(dense, id_map)``: ``dense[c]`` is a future of chunk ``c``'s ``(rows[c], 2)`` int64 dense
+    edges (only chunks with rows), ``id_map`` the partitioned map back, its parts left on the workers.
+
+    >>> dense, idm = relabel_hashed(client, parts, rows, np.int64, workers)   # doctest: +SKIP
+    >>> idm.nparts == len(workers), idm.size                                  # doctest: +SKIP
+    (True, 1048224)
+    """
+    P = int(nowners or len(workers))
+    dtype = np.dtype(dtype)
+    chunks = [p for p, r in zip(parts, rows) if r]
+    splits = [client.submit(_split_part, p, P, dtype, pure=False) for p in chunks]
+    pieces = [[client.submit(_piece, s, p, pure=False) for p in range(P)] for s in splits]
+    owners = [client.submit(owner_part, dtype, *[pieces[c][p] for c in range(len(splits))],
+                            workers=[workers[p % len(workers)]], allow_other_workers=True, pure=False)
+              for p in range(P)]
+    sizes = client.gather([client.submit(len, o, pure=False) for o in owners])
+    offsets = np.zeros(P + 1, np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    dense = []
+    for c, s in enumerate(splits):
+        looked = [client.submit(_lookup, owners[p], int(offsets[p]), pieces[c][p], pure=False) for p in range(P)]
+        dense.append(client.submit(chunk_dense, s, *looked, pure=False))
+    del pieces, splits  # the dense chunks keep what they need alive
+    return dense, PartitionedIdMap(owners, offsets, dtype if dtype != np.dtype("O") else np.dtype(object),
+                                   "hash", None, client)
+
+
+def global_dtype(kinds: list[str]) -> Any:
+    """The id map's dtype from the chunks' id kinds: object for strings, uint64 if any chunk needs it."""
+    ks = set(kinds) - {"empty"}
+    if "str" in ks and len(ks) > 1:
+        from breadth.io.errors import NonNumericIdError
+
+        raise NonNumericIdError("vertex ids mix strings and integers across chunks; read them as strings")
+    if "str" in ks:
+        return np.dtype(object)
+    if "uint" in ks:
+        return np.dtype(np.uint64)
+    return np.dtype(np.int64)
