@@ -1,45 +1,23 @@
-"""``bfs``: searches from given roots on a prepared graph, results gathered in original vertex ids."""
+"""``bfs``: searches from given roots on a prepared graph; results stay on the workers, in original ids."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
 from .id_map import as_id_map
+from .results import BFSResult, write_results_dataset
 from .session import run_session
 
-
-@dataclass
-class BFSResult:
-    """One search.  ``parent[i]``/``level[i]`` belong to dense vertex ``i`` (``vertex_ids[i]`` in the
-    source's ids): ``parent`` in original ids (the root is its own parent, -1 unreached; an object array
-    with ``None`` for unreached when ids are strings or uint64), ``level`` in hops (-1 unreached)."""
-
-    root: int
-    parent: np.ndarray  # (n,) int64, original ids
-    level: np.ndarray  # (n,) int32
-    vertex_ids: np.ndarray | None = None  # (n,) original ids; None when they are 0..n-1
-
-    @property
-    def reached(self) -> int:
-        return int((self.level >= 0).sum())
-
-    def to_pandas(self):
-        """Reached vertices only: columns ``root, vertex, parent, level`` in original ids."""
-        import pandas as pd
-
-        mask = self.level >= 0
-        vid = np.flatnonzero(mask) if self.vertex_ids is None else self.vertex_ids[mask]
-        return pd.DataFrame({"root": self.root, "vertex": vid, "parent": self.parent[mask],
-                             "level": self.level[mask]})
+__all__ = ["BFSResult", "bfs", "to_dense", "write_results_dataset"]
 
 
 def _bfs_rank(engine, setup_s, roots):
+    """Per root: ``(lo, parent, level)`` of this rank's vertices (dense ids), left on the worker."""
     out = []
+    lo = int(engine.shard.lo)
     for r in roots:
         engine.search(int(r))
-        out.append((engine.b.to_host(engine.parent).astype(np.int64), engine.b.to_host(engine.level).copy()))
+        out.append((lo, engine.b.to_host(engine.parent).astype(np.int64), engine.b.to_host(engine.level).copy()))
     return out
 
 
@@ -77,26 +55,27 @@ def to_dense(graph, ids) -> np.ndarray:
 def bfs(graph, root, *, protocol: str = "tcp", timeout: float = 60.0):
     """Breadth-first search from ``root`` (an original id, or a list of them).
 
-    Returns a :class:`BFSResult` (a list of them for a list of roots).
+    Returns a :class:`~breadth.bfs.results.BFSResult` (a list of them for a list of roots) whose data
+    stay on the workers until asked for.
 
     >>> from breadth.bfs import bfs
     >>> res = bfs(g, 0)                       # doctest: +SKIP
     >>> res.level[:5], res.parent[:5]         # doctest: +SKIP
+    >>> res.to_parquet("out/bfs-0")           # doctest: +SKIP
     """
     single = np.ndim(root) == 0
     orig = np.atleast_1d(np.asarray(root))
     dense = to_dense(graph, orig)
-    parts = run_session(graph, _bfs_rank, dense, protocol=protocol, timeout=timeout)
+    ranks = run_session(graph, _bfs_rank, dense, protocol=protocol, timeout=timeout, gather=False)
+    client = graph.client
     idm = graph_id_map(graph)
+    roots = orig.tolist() if orig.dtype != object else list(orig)
     results = []
-    for i, r in enumerate(orig.tolist()):
-        parent = np.concatenate([p[i][0] for p in parts])
-        level = np.concatenate([p[i][1] for p in parts])
-        if idm is not None:  # the parents' original ids, each looked up in the part that holds it
-            ok = parent >= 0
-            mapped = np.full(parent.size, -1, np.int64) if idm.dtype == np.int64 else \
-                np.full(parent.size, None, dtype=object)  # uint64/str: -1 is not one of their ids -> None
-            mapped[ok] = idm.to_original(parent[ok])
-            parent = mapped
-        results.append(BFSResult(r, parent, level, None if idm is None else idm.gather()))
+    for i, r in enumerate(roots):
+        per_rank = [client.submit(_pick, f, i, pure=False) for f in ranks]
+        results.append(BFSResult(r, per_rank, idm, client))
     return results[0] if single else results
+
+
+def _pick(rank_out: list, i: int) -> tuple:
+    return rank_out[i]

@@ -226,9 +226,9 @@ def write_results(results, path: str) -> int:
 
 
 def bfs_cmd(args) -> int:
-    """``breadth bfs STORE --root ID ... --out results.parquet``."""
+    """``breadth bfs STORE --root ID ... --out DIR``: a Parquet dataset that ``pandas.read_parquet(DIR)`` reads."""
     from breadth.bfs import bfs
-    from breadth.bfs.search import to_dense
+    from breadth.bfs.search import to_dense, write_results_dataset
     from breadth.io.shard_store import load_store
 
     with _client(args) as client:
@@ -243,9 +243,10 @@ def bfs_cmd(args) -> int:
         res = bfs(g, roots if isinstance(roots, list) else roots.tolist() if roots.dtype != np.uint64 else roots)
         res = res if isinstance(res, list) else [res]
         t = time.perf_counter() - t0
-        rows = write_results(res, args.out)
+        rows = write_results_dataset(res, args.out)  # written by the workers, one file per rank and root
         for r in res:
-            print(f"root {r.root}: {r.reached:,} vertices reached, depth {int(r.level.max())}")
+            reached, depth = r.summary()
+            print(f"root {r.root}: {reached:,} vertices reached, depth {depth}")
         print(f"{args.out}: {rows:,} rows (reached vertices only) in {t:.2f} s")
     return 0
 
@@ -319,5 +320,6 @@ def add_store_commands(sub, int_in, cluster_args) -> None:
     b.add_argument("store")
     b.add_argument("--root", action="append", required=True, help="root vertex (original id); repeatable")
     b.add_argument("--out", required=True,
-                   help="Parquet file: columns root, vertex, parent, level; unreached vertices are omitted")
+                   help="Parquet dataset directory (one file per rank and root, written by the workers): "
+                        "columns root, vertex, parent, level; unreached vertices are omitted")
     cluster_args(b)
