@@ -5,8 +5,8 @@ No process holds all the ids.  With ``P`` owners (one per worker by default) the
 1. **split** (one task per chunk, where the chunk is): ``pandas.factorize`` the chunk's endpoints into
    codes and its unique ids (a chunk-local table), and cut the unique ids into ``P`` pieces by
    :func:`~breadth.bfs.id_map.owner_of` (a hash of the id's value).
-2. **own** (one task per owner, pinned round-robin to the workers): owner ``p`` receives its piece of
-   every chunk (the shuffle), and keeps their sorted union -- part ``p`` of the id map.
+2. **own** (a merge tree per owner, pinned round-robin to the workers): owner ``p`` receives its piece
+   of every chunk (the shuffle), and keeps their sorted union -- part ``p`` of the id map.
 3. **offsets**: the client gathers the ``P`` part sizes; owner ``p``'s ids get dense ids
    ``offsets[p] .. offsets[p+1]-1`` in sorted order.
 4. **look up** (one small task per chunk and owner, next to the owner's part): the chunk's piece for
@@ -28,6 +28,8 @@ import numpy as np
 
 from breadth.bfs.id_map import PartitionedIdMap, lookup_sorted, owner_of, split_by_owner, unique_ids
 
+MERGE_FANIN = 8  # pieces (or partial unions) per task of an owner's merge tree
+
 
 # ---------------------------------------------------------------- per-chunk / per-owner pure functions
 
@@ -38,7 +40,7 @@ def _as_dtype(a: np.ndarray, dtype) -> np.ndarray:
 def chunk_split(edges: np.ndarray, nowners: int, dtype) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """A chunk's ``(k, 2)`` edges -> ``(codes, order, pieces)``.
 
-    ``codes`` (``(k, 2)`` int64) index the chunk's unique ids ``u``; ``pieces[p]`` are the ids of ``u``
+    ``codes`` (``(k, 2)`` int32, int64 past 2^31 distinct ids) index the chunk's unique ids ``u``; ``pieces[p]`` are the ids of ``u``
     that owner ``p`` numbers, and ``order`` (``(len(u),)``) is the permutation of ``u`` that lists
     them piece after piece.
 
@@ -54,7 +56,8 @@ def chunk_split(edges: np.ndarray, nowners: int, dtype) -> tuple[np.ndarray, np.
     owner = owner_of(uniq, nowners)
     order = np.argsort(owner, kind="stable")
     pieces = split_by_owner(uniq, owner, nowners)
-    return codes.astype(np.int64, copy=False).reshape(-1, 2), order, pieces
+    # int32 codes: a chunk has far fewer than 2^31 distinct ids, and the codes live as long as the chunk
+    return codes.astype(np.int32 if uniq.size < (1 << 31) else np.int64).reshape(-1, 2), order, pieces
 
 
 def owner_part(dtype, *pieces: np.ndarray) -> np.ndarray:
@@ -105,8 +108,7 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     chunks = [p for p, r in zip(parts, rows) if r]
     splits = [client.submit(_split_part, p, P, dtype, pure=False) for p in chunks]
     pieces = [[client.submit(_piece, s, p, pure=False) for p in range(P)] for s in splits]
-    owners = [client.submit(owner_part, dtype, *[pieces[c][p] for c in range(len(splits))],
-                            workers=[workers[p % len(workers)]], allow_other_workers=True, pure=False)
+    owners = [_owner_tree(client, dtype, [pieces[c][p] for c in range(len(splits))], workers[p % len(workers)])
               for p in range(P)]
     sizes = client.gather([client.submit(len, o, pure=False) for o in owners])
     offsets = np.zeros(P + 1, np.int64)
@@ -118,6 +120,18 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     del pieces, splits  # the dense chunks keep what they need alive
     return dense, PartitionedIdMap(owners, offsets, dtype if dtype != np.dtype("O") else np.dtype(object),
                                    "hash", None, client)
+
+
+def _owner_tree(client, dtype, pieces: list, worker: str):
+    """Owner's part as a merge tree of fan-in ``MERGE_FANIN`` on the owner's worker: no task takes more
+    than that many pieces (or partial unions) at once, so the owner holds its share plus a few pieces."""
+    level = pieces or [client.scatter(np.empty(0, dtype), hash=False)]
+    while True:
+        level = [client.submit(owner_part, dtype, *level[i:i + MERGE_FANIN], workers=[worker],
+                               allow_other_workers=True, pure=False)
+                 for i in range(0, len(level), MERGE_FANIN)]
+        if len(level) == 1:
+            return level[0]
 
 
 def global_dtype(kinds: list[str]) -> Any:
