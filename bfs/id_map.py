@@ -227,6 +227,10 @@ class PartitionedIdMap:
         q = np.atleast_1d(np.asarray(ids))
         if q.dtype.kind in "US":
             q = q.astype(object)
+        if q.dtype == object and self.dtype != object and all(isinstance(x, (int, np.integer)) for x in q.tolist()):
+            # a list mixing ids below and above 2^63 arrives as objects: integers of the map's kind
+            q = np.array([int(x) for x in q.tolist()], dtype=np.uint64 if max(q.tolist()) > np.iinfo(np.int64).max
+                         else np.int64) if min(q.tolist()) >= 0 else q
         out = np.full(q.shape, -1, np.int64)
         if q.size == 0 or self.size == 0:
             return out
