@@ -127,10 +127,6 @@ def part_of_dense(offsets: np.ndarray, dense: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- the handle
 
 
-def _size(a) -> int:
-    return int(len(a))
-
-
 @dataclass
 class PartitionedIdMap:
     """``P`` parts of the dense -> original id map (see the module docstring).
@@ -280,8 +276,8 @@ class PartitionedIdMap:
     def tolist(self) -> list:
         return self.gather().tolist()
 
-    def searchsorted(self, v, side: str = "left"):  # the classic sorted map's idiom; range maps only
-        return np.searchsorted(self.gather(), v, side=side)
+    def searchsorted(self, v, side: str = "left", sorter=None):  # the classic sorted map's idiom (range maps)
+        return np.searchsorted(self.gather(), v, side=side, sorter=sorter)
 
     def release(self) -> None:
         for p in range(self.nparts):
