@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import uuid
+
 import numpy as np
 
 from .id_map import PartitionedIdMap, part_of_dense, split_by_owner, take_local
@@ -25,8 +26,9 @@ _PART_FILE = re.compile(r"^part-\d{5}-\d{5}\.parquet$")
 # ---------------------------------------------------------------- per-rank pure functions
 
 def _reached_request(res: tuple, offsets: np.ndarray | None) -> tuple:
-    """``(idx, pieces)``: local indices of reached vertices, and per id-map part the dense ids (vertices
-    then parents, each piece in that order) that the part must translate."""
+    """``(idx, pieces, order)``: local indices of reached vertices; per id-map part the dense ids that the
+    part must translate (of the reached vertices, then of their parents); and the permutation of those
+    ``2 * len(idx)`` ids that lists them piece after piece (``pieces``/``order`` empty/None without a map)."""
     lo, parent, level = res
     idx = np.flatnonzero(level >= 0)
     if offsets is None:
