@@ -90,8 +90,9 @@ def _widen_affinity():
 
 
 def run_session(graph, body: Callable, *args, protocol: str = "tcp", timeout: float = 60.0,
-                engine_kw: dict | None = None) -> list[Any]:
-    """Run ``body(engine, setup_seconds, *args)`` on every rank of ``graph``; return the ranks' results.
+                engine_kw: dict | None = None, gather: bool = True) -> list[Any]:
+    """Run ``body(engine, setup_seconds, *args)`` on every rank of ``graph``; return the ranks' results
+    (with ``gather=False``: the finished futures of the results, left on the ranks' workers).
 
     ``body`` must make the same collective calls on every rank.  If a rank raises, or its worker dies, the
     other ranks lose their connections to it and stop (at once for a closed connection, within ``timeout``
@@ -113,7 +114,7 @@ def run_session(graph, body: Callable, *args, protocol: str = "tcp", timeout: fl
             break
         pending = [f for f in futs if f.status != "finished"]
         if not pending:
-            return client.gather(futs)
+            return client.gather(futs) if gather else futs
         try:
             wait(pending, timeout=_POLL_S, return_when="FIRST_COMPLETED")
         except TimeoutError:
@@ -124,7 +125,7 @@ def run_session(graph, body: Callable, *args, protocol: str = "tcp", timeout: fl
             break
     rank, cause = _first_failure(client, graph, futs)
     if all(f.status == "finished" for f in futs):  # every rank came through: nothing failed after all
-        return client.gather(futs)
+        return client.gather(futs) if gather else futs
     client.cancel(futs, force=True)
     raise RankError(rank, graph.workers[rank], cause) from cause
 

@@ -74,6 +74,7 @@ TEST_HOOK_ENV = "BREADTH_STORE_TEST_HOOK"
 # such names are removed as leftovers, never anything else a user may have put in the directory.
 _LEFTOVER = re.compile(r"^.+\.(tmp|old)-[0-9a-f]{8}$")
 _SHARD_DIR = re.compile(r"^shard-(\d{5,})$")
+_ID_MAP_PART = re.compile(r"^id_map-\d{5}\.(npy|parquet)$")  # see io/id_map_store.py
 
 
 def _token() -> str:
@@ -496,7 +497,8 @@ def _wipe(path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(path, name))
     for e in os.listdir(path):
-        if _SHARD_DIR.match(e) or _LEFTOVER.match(e) or e in ("id_map.npy", "id_map.parquet"):
+        if _SHARD_DIR.match(e) or _LEFTOVER.match(e) or e in ("id_map.npy", "id_map.parquet") or \
+                _ID_MAP_PART.match(e):
             _remove(os.path.join(path, e))
     _fsync_dir(path)
 
@@ -547,7 +549,9 @@ def write_store(graph, path: str, *, parameters: dict | None = None, overwrite: 
                 "format": FORMAT, "version": VERSION, "state": "in-progress",
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "parameters": params, "nparts": nparts,
                 "command": command})
-        id_map = None if graph.id_map is None else _write_id_map(graph.id_map, path)
+        from .id_map_store import write_id_map
+
+        id_map = None if graph.id_map is None else write_id_map(graph.id_map, path, graph.client)
         client = graph.client
         futs = [client.submit(_write_shard, s, path, nparts, workers=[w], allow_other_workers=False, pure=False)
                 for s, w in zip(graph.shards, graph.workers)]
@@ -856,7 +860,9 @@ def load_store(path: str, client=None, *, nparts: int | None = None, verify: boo
     client = client or default_client()
     workers = worker_addresses(client)
     nparts = nparts or len(workers)
-    id_map = load_id_map(path, m, verify)
+    from .id_map_store import load_id_map_parts
+
+    id_map = load_id_map_parts(path, m.get("id_map"), client, workers, verify)
     t0 = time.perf_counter()
     token = uuid.uuid4().hex[:8]
     shards = [client.submit(_load_shard, path, m, r, nparts, verify, key=f"shard-load-{token}-{r}",
@@ -876,6 +882,8 @@ def load_store(path: str, client=None, *, nparts: int | None = None, verify: boo
 
 def describe(path: str) -> str:
     """A human-readable summary of a store's manifest (what ``breadth info`` prints)."""
+    from .id_map_store import describe_id_map
+
     m = read_manifest(path)
     total = sum(f["bytes"] for s in m["shards"] for f in s["files"].values())
     lines = [f"store:          {os.path.abspath(path)}",
@@ -884,7 +892,7 @@ def describe(path: str) -> str:
              f"input edges:    {m['num_input_edges']:,} ({m['num_self_loops']:,} self-loops)",
              f"edges:          {m['num_edges']:,} {'directed' if m['directed'] else 'undirected'} after cleaning",
              f"shards:         {m['nparts']} ({total / 2**20:.1f} MiB)",
-             f"id map:         {'none (ids are 0..n-1)' if m['id_map'] is None else m['id_map']['file'] + ' ' + m['id_map']['dtype']}",
+             f"id map:         {describe_id_map(m['id_map'])}",
              f"source:         {json.dumps(m.get('source', {}))}",
              f"parameters:     {json.dumps(m.get('parameters', {}))}"]
     for s in m["shards"]:

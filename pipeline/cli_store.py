@@ -204,8 +204,9 @@ def info(args) -> int:
     if args.verify:
         m = read_manifest(args.store)
         recs = [(os.path.join(args.store, s["dir"], f"{k}.npy"), r) for s in m["shards"] for k, r in s["files"].items()]
-        if m["id_map"]:
-            recs.append((os.path.join(args.store, m["id_map"]["file"]), m["id_map"]))
+        from breadth.io.id_map_store import id_map_files
+
+        recs += [(os.path.join(args.store, f), r) for f, r in id_map_files(m["id_map"])]
         for p, r in recs:
             _verify(p, r)
         print(f"checksums:      {len(recs)} file(s) OK")
@@ -213,7 +214,9 @@ def info(args) -> int:
 
 
 def _parse_roots(graph, texts: list[str]):
-    idm = None if graph.id_map is None else np.asarray(graph.id_map)
+    from breadth.bfs.search import graph_id_map
+
+    idm = graph_id_map(graph)  # its dtype only: the map itself stays on the workers
     if idm is not None and idm.dtype == object:
         return list(texts)
     dtype = np.dtype(idm.dtype if idm is not None and idm.dtype.kind == "u" else np.int64)
@@ -266,9 +269,9 @@ def write_results(results, path: str) -> int:
 
 
 def bfs_cmd(args) -> int:
-    """``breadth bfs STORE --root ID ... --out results.parquet``."""
+    """``breadth bfs STORE --root ID ... --out DIR``: a Parquet dataset that ``pandas.read_parquet(DIR)`` reads."""
     from breadth.bfs import bfs
-    from breadth.bfs.search import to_dense
+    from breadth.bfs.search import to_dense, write_results_dataset
     from breadth.io.shard_store import load_store
 
     with cluster_client(args) as client:
@@ -283,9 +286,10 @@ def bfs_cmd(args) -> int:
         res = bfs(g, roots if isinstance(roots, list) else roots.tolist() if roots.dtype != np.uint64 else roots)
         res = res if isinstance(res, list) else [res]
         t = time.perf_counter() - t0
-        rows = write_results(res, args.out)
+        rows = write_results_dataset(res, args.out)  # written by the workers, one file per rank and root
         for r in res:
-            print(f"root {r.root}: {r.reached:,} vertices reached, depth {int(r.level.max())}")
+            reached, depth = r.summary()
+            print(f"root {r.root}: {reached:,} vertices reached, depth {depth}")
         print(f"{args.out}: {rows:,} rows (reached vertices only) in {t:.2f} s")
     return 0
 
@@ -364,5 +368,6 @@ def add_store_commands(sub, int_in, cluster_args, memory_args) -> None:
     b.add_argument("store", help="a shard store directory (breadth generate/ingest)")
     b.add_argument("--root", action="append", required=True, help="root vertex (original id); repeatable")
     b.add_argument("--out", required=True,
-                   help="Parquet file: columns root, vertex, parent, level; unreached vertices are omitted")
+                   help="Parquet dataset directory (one file per rank and root, written by the workers): "
+                        "columns root, vertex, parent, level; unreached vertices are omitted")
     cluster_args(b)

@@ -1,0 +1,292 @@
+"""The partitioned id map: dense vertex ids ``0..n-1`` <-> the source's original ids, held as ``P`` parts.
+
+Part ``p`` is the sorted array of the original ids that owner ``p`` numbered; they have the dense ids
+``offsets[p] .. offsets[p+1]-1`` in that order, so ``dense -> original`` is ``parts[p][d - offsets[p]]``
+and ``original -> dense`` is a binary search in the one part that owns the id.  Which part owns an
+original id is decided by
+
+* ``"hash"`` ownership (the relabeling of :mod:`breadth.pipeline.hash_relabel`): ``id_hash(id) % P``.
+  Owners get about ``n/P`` ids each, and because ownership ignores the id's value the dense ids are a
+  random permutation of the originals, which balances the 1D partition.
+* ``"range"`` ownership (small dense-ish integer inputs, and stores written before the map was
+  partitioned): the parts are consecutive slices of one sorted array; ``bounds[p]`` is part ``p``'s
+  first id.
+
+The parts live on the Dask workers as futures (or, for a map built in this process, as local arrays);
+no operation here brings more than the ids asked about to the client, except :meth:`gather`, for graphs
+that fit.  The per-part operations are small pure functions on arrays (:func:`id_hash`,
+:func:`owner_of`, :func:`split_by_owner`, :func:`unique_ids`, :func:`lookup_sorted`, :func:`take_local`)
+so that a CuPy/cuDF twin can reuse the orchestration with another array module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+# ---------------------------------------------------------------- pure per-part operations (arrays in, arrays out)
+
+def id_hash(ids: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each id, the same in every process: ``(k,)`` ids -> ``(k,)`` uint64.
+
+    Integers (int64 or uint64 of the same value hash alike) go through the splitmix64 finaliser; strings
+    through ``pandas.util.hash_array`` (SipHash with a fixed key).
+
+    >>> id_hash(np.array([1, 2], np.int64)).dtype
+    dtype('uint64')
+    """
+    a = np.asarray(ids)
+    if a.dtype == object or a.dtype.kind in "US":
+        import pandas as pd
+
+        return pd.util.hash_array(a.astype(object), categorize=False)
+    z = a.astype(np.uint64, copy=True)  # non-negative int64 and uint64 of equal value: equal bits
+    with np.errstate(over="ignore"):
+        z += _GOLDEN
+        z ^= z >> np.uint64(30)
+        z *= _M1
+        z ^= z >> np.uint64(27)
+        z *= _M2
+        z ^= z >> np.uint64(31)
+    return z
+
+
+def owner_of(ids: np.ndarray, nowners: int) -> np.ndarray:
+    """The hash owner ``0..nowners-1`` (int64, shape ``(k,)``) of each id.
+
+    >>> owner_of(np.arange(4), 1).tolist()
+    [0, 0, 0, 0]
+    """
+    return (id_hash(ids) % np.uint64(nowners)).astype(np.int64)
+
+
+def split_by_owner(ids: np.ndarray, owner: np.ndarray, nowners: int) -> list[np.ndarray]:
+    """``ids`` cut into ``nowners`` arrays by ``owner`` (each keeps the input's relative order, so sorted
+    input gives sorted pieces).
+
+    >>> [p.tolist() for p in split_by_owner(np.array([5, 6, 7]), np.array([1, 0, 1]), 2)]
+    [[6], [5, 7]]
+    """
+    order = np.argsort(owner, kind="stable")
+    cuts = np.cumsum(np.bincount(owner, minlength=nowners))[:-1]
+    return np.split(ids[order], cuts)
+
+
+def unique_ids(ids: np.ndarray) -> np.ndarray:
+    """Sorted unique ids (int64, uint64 or object str), shape ``(u,)``."""
+    return np.unique(ids)
+
+
+def lookup_sorted(part: np.ndarray, offset: int, ids: np.ndarray) -> np.ndarray:
+    """Dense ids (int64, ``(k,)``) of ``ids`` in a sorted part whose first id is dense ``offset``;
+    -1 where an id is not in the part.
+
+    >>> lookup_sorted(np.array([3, 8, 9]), 10, np.array([9, 4])).tolist()
+    [12, -1]
+    """
+    ids = np.asarray(ids)
+    if part.dtype.kind in "iu" and ids.dtype != part.dtype:
+        if ids.dtype.kind in "iu":
+            ok = ids >= 0 if ids.dtype.kind == "i" else np.ones(ids.shape, bool)
+            if part.dtype == np.int64:
+                ok &= ids <= np.iinfo(np.int64).max
+            q = np.where(ok, ids, 0).astype(part.dtype)
+        else:
+            return np.full(ids.shape, -1, np.int64)
+    else:
+        ok, q = None, ids
+    if part.dtype == object and ids.dtype != object:
+        q = ids.astype(object)
+    if part.size == 0:
+        return np.full(ids.shape, -1, np.int64)
+    pos = np.searchsorted(part, q)
+    posc = np.minimum(pos, part.size - 1)
+    hit = (pos < part.size) & (part[posc] == q)
+    if ok is not None:
+        hit &= ok
+    return np.where(hit, posc + offset, -1).astype(np.int64)
+
+
+def take_local(part: np.ndarray, offset: int, dense: np.ndarray) -> np.ndarray:
+    """Original ids of dense ids that this part holds (``offset <= d < offset + part.size``)."""
+    return part[np.asarray(dense, np.int64) - offset]
+
+
+def part_of_dense(offsets: np.ndarray, dense: np.ndarray) -> np.ndarray:
+    """The part (int64, ``(k,)``) holding each dense id, from the ``(P+1,)`` offsets."""
+    return np.searchsorted(offsets, dense, side="right").astype(np.int64) - 1
+
+
+# ---------------------------------------------------------------- the handle
+
+
+@dataclass
+class PartitionedIdMap:
+    """``P`` parts of the dense -> original id map (see the module docstring).
+
+    ``parts[p]``: future (or local array) of the sorted original ids of part ``p``, dtype ``dtype``
+    (int64, uint64 or object for strings); ``offsets``: ``(P+1,)`` int64 prefix of the part sizes;
+    ``owner``: ``"hash"`` or ``"range"`` (then ``bounds``: ``(P,)`` first id of each part).
+
+    >>> m = PartitionedIdMap.from_array(np.array([3, 5, 9]))
+    >>> m.to_dense([9, 3]).tolist(), m.to_original([1]).tolist()
+    ([2, 0], [5])
+    """
+
+    parts: list
+    offsets: np.ndarray
+    dtype: Any
+    owner: str = "hash"
+    bounds: Any = None
+    client: Any = None
+    _whole: Any = field(default=None, repr=False, compare=False)
+
+    # -- construction
+    @classmethod
+    def from_array(cls, sorted_ids: np.ndarray, client=None) -> "PartitionedIdMap":
+        """One local part with range ownership: a sorted id array (the classic single-array map)."""
+        a = np.asarray(sorted_ids)
+        return cls([a], np.array([0, a.size], np.int64), a.dtype, "range",
+                   np.array(a[:1].tolist() or [0], dtype=a.dtype if a.size else np.int64), client)
+
+    # -- sizes and dtype
+    @property
+    def nparts(self) -> int:
+        return len(self.parts)
+
+    @property
+    def size(self) -> int:
+        return int(self.offsets[-1])
+
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def part_sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    # -- running a per-part function where the part lives
+    def _client(self):
+        if self.client is None:
+            from distributed import default_client
+
+            self.client = default_client()
+        return self.client
+
+    def _is_future(self, p: int) -> bool:
+        return hasattr(self.parts[p], "key") and hasattr(self.parts[p], "status")
+
+    def futures(self) -> list:
+        """The parts as futures on the workers (local parts are scattered once)."""
+        if not all(self._is_future(p) for p in range(self.nparts)):
+            c = self._client()
+            self.parts = [f if self._is_future(p) else c.scatter(f, hash=False)
+                          for p, f in enumerate(self.parts)]
+        return self.parts
+
+    def _run(self, fn, per_part: dict) -> dict:
+        """``{p: fn(part_p, offset_p, arg)}`` for ``per_part = {p: arg}``, each on the part's worker."""
+        out = {}
+        remote = {p: a for p, a in per_part.items() if self._is_future(p)}
+        for p, a in per_part.items():
+            if p not in remote:
+                out[p] = fn(self.parts[p], int(self.offsets[p]), a)
+        if remote:
+            c = self._client()
+            futs = {p: c.submit(fn, self.parts[p], int(self.offsets[p]), a, pure=False) for p, a in remote.items()}
+            out.update(zip(futs, c.gather(list(futs.values()))))
+        return out
+
+    def owners(self, ids: np.ndarray) -> np.ndarray:
+        """The part that would hold each original id."""
+        if self.owner == "hash":
+            return owner_of(ids, self.nparts)
+        if self.nparts == 1:
+            return np.zeros(len(ids), np.int64)
+        b = np.asarray(self.bounds)
+        q = np.asarray(ids)
+        if b.dtype.kind in "iu" and q.dtype != b.dtype:
+            q = q.astype(np.float64) if q.dtype.kind == "f" else q.astype(object)
+            b = b.astype(object)
+        return np.maximum(np.searchsorted(b, q, side="right") - 1, 0).astype(np.int64)
+
+    # -- lookups: only the queried ids travel
+    def to_dense(self, ids) -> np.ndarray:
+        """Dense ids (int64) of original ids; -1 for ids not in the graph.  Each id goes to its owner."""
+        q = np.atleast_1d(np.asarray(ids))
+        if q.dtype.kind in "US":
+            q = q.astype(object)
+        if q.dtype == object and self.dtype != object and all(isinstance(x, (int, np.integer)) for x in q.tolist()):
+            # a list mixing ids below and above 2^63 arrives as objects: integers of the map's kind
+            q = np.array([int(x) for x in q.tolist()], dtype=np.uint64 if max(q.tolist()) > np.iinfo(np.int64).max
+                         else np.int64) if min(q.tolist()) >= 0 else q
+        out = np.full(q.shape, -1, np.int64)
+        if q.size == 0 or self.size == 0:
+            return out
+        if (self.dtype == object) != (q.dtype == object):
+            return out  # strings are never integer ids and the other way round
+        own = self.owners(q)
+        sel = {p: np.flatnonzero(own == p) for p in np.unique(own).tolist()}
+        got = self._run(lookup_sorted, {p: q[i] for p, i in sel.items()})
+        for p, i in sel.items():
+            out[i] = got[p]
+        return out
+
+    def to_original(self, dense) -> np.ndarray:
+        """Original ids of dense ids ``0 <= d < n`` (dtype ``self.dtype``)."""
+        d = np.atleast_1d(np.asarray(dense, np.int64))
+        out = np.empty(d.shape, self.dtype)
+        part = part_of_dense(self.offsets, d)
+        sel = {p: np.flatnonzero(part == p) for p in np.unique(part).tolist()}
+        got = self._run(take_local, {p: d[i] for p, i in sel.items()})
+        for p, i in sel.items():
+            out[i] = got[p]
+        return out
+
+    # -- the whole map, for graphs that fit (and for the array-like API of the classic map)
+    def gather(self) -> np.ndarray:
+        """The whole map as one ``(n,)`` array, ``gather()[d]`` = original id of ``d``."""
+        if self._whole is None:
+            parts = [self.parts[p] for p in range(self.nparts)]
+            fut = [p for p in range(self.nparts) if self._is_future(p)]
+            if fut:
+                got = self._client().gather([parts[p] for p in fut])
+                for p, a in zip(fut, got):
+                    parts[p] = a
+            self._whole = np.concatenate(parts).astype(self.dtype, copy=False) if parts else np.empty(0, self.dtype)
+        return self._whole
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.gather()
+        return a if dtype is None else a.astype(dtype)
+
+    def __getitem__(self, key):
+        return self.gather()[key]
+
+    def __iter__(self):
+        return iter(self.gather())
+
+    def tolist(self) -> list:
+        return self.gather().tolist()
+
+    def searchsorted(self, v, side: str = "left", sorter=None):  # the classic sorted map's idiom (range maps)
+        return np.searchsorted(self.gather(), v, side=side, sorter=sorter)
+
+    def release(self) -> None:
+        for p in range(self.nparts):
+            if self._is_future(p):
+                self.parts[p].release()
+
+
+def as_id_map(id_map, client=None) -> PartitionedIdMap | None:
+    """``None``, a :class:`PartitionedIdMap`, or a classic sorted array (wrapped as one range part)."""
+    if id_map is None or isinstance(id_map, PartitionedIdMap):
+        return id_map
+    return PartitionedIdMap.from_array(np.asarray(id_map), client)

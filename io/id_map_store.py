@@ -1,0 +1,166 @@
+"""The id map in a shard store: one file per part of a :class:`~breadth.bfs.id_map.PartitionedIdMap`.
+
+Layout (inside the store directory)::
+
+    id_map-00000.npy | .parquet     part 0: sorted original ids (npy for integers, Parquet for strings)
+    id_map-00001.npy | .parquet     ...
+
+Each part is written by the worker that holds it (temporary name, fsync, rename) and loaded by a worker,
+so neither the client nor any one worker handles the whole map.  The manifest's ``"id_map"`` record is
+``{"layout": "parts", "owner": "hash" | "range", "dtype", "offsets": [P+1], "bounds": [P] | None,
+"parts": [{file, sha256, bytes, dtype, shape}, ...]}``: ``O(P)`` numbers.
+
+A map of one range part (the table path of small dense-ish integer ids) is written as the classic
+single file ``id_map.npy`` / ``id_map.parquet`` (record ``{"file": ...}``), which stores written before
+the map was partitioned also have; both load as a :class:`PartitionedIdMap`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+
+import numpy as np
+
+from breadth.bfs.id_map import PartitionedIdMap, as_id_map
+
+PART_FILE = re.compile(r"^id_map-\d{5}\.(npy|parquet)$")
+
+
+def part_name(p: int, dtype) -> str:
+    return f"id_map-{p:05d}.{'parquet' if np.dtype(dtype) == object else 'npy'}"
+
+
+def _write_part(arr: np.ndarray, path: str) -> dict:
+    """One part -> ``path`` (temp name + fsync + rename); its manifest record.  Runs on the part's worker."""
+    from .shard_store import _save, _token, sha256_file
+
+    if path.endswith(".npy"):
+        return _save(path, np.asarray(arr), atomic=True)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tmp = f"{path}.tmp-{_token()}"
+    try:
+        pq.write_table(pa.table({"id": pa.array(list(arr), pa.string())}), tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return {"sha256": sha256_file(path), "bytes": os.path.getsize(path), "dtype": "string",
+            "shape": [int(len(arr))]}
+
+
+def _load_part(path: str, rec: dict, verify: bool) -> np.ndarray:
+    """One part file -> its sorted id array.  Runs on a worker."""
+    from .shard_store import _load_array, _verify
+
+    if path.endswith(".npy"):
+        return _load_array(path, rec, verify)
+    if verify:
+        _verify(path, rec)
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).column("id").to_numpy(zero_copy_only=False).astype(object)
+
+
+def _head(a: np.ndarray) -> np.ndarray:
+    return a[:1]
+
+
+def write_id_map(id_map, directory: str, client=None) -> dict:
+    """Write ``id_map`` (a :class:`PartitionedIdMap` or a sorted array) into store ``directory``;
+    returns the manifest record.  Parts are written by the workers that hold them.
+
+    >>> rec = write_id_map(graph.id_map, "/data/g.store", client)    # doctest: +SKIP
+    >>> len(rec["parts"]) == graph.id_map.nparts                     # doctest: +SKIP
+    True
+    """
+    from .shard_store import _write_id_map
+
+    idm = as_id_map(id_map, client)
+    if idm.owner == "range" and idm.nparts == 1:
+        rec = _write_id_map(idm.gather(), directory)  # the classic single file
+        _remove_parts(directory, keep=0)
+        return rec
+    c = client or idm._client()
+    futs = idm.futures()
+    names = [part_name(p, idm.dtype) for p in range(idm.nparts)]
+    recs = c.gather([c.submit(_write_part, f, os.path.join(directory, nm), pure=False)
+                     for f, nm in zip(futs, names)])
+    for rec, nm in zip(recs, names):
+        rec["file"] = nm
+    _remove_parts(directory, keep=idm.nparts, dtype=idm.dtype)
+    for stale in ("id_map.npy", "id_map.parquet"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(directory, stale))
+    dt = np.dtype(idm.dtype)
+    return {"layout": "parts", "owner": idm.owner, "dtype": "string" if dt == object else dt.name,
+            "offsets": [int(x) for x in idm.offsets],
+            "bounds": None if idm.bounds is None else [x if isinstance(x, str) else int(x) for x in idm.bounds],
+            "parts": recs}
+
+
+def _remove_parts(directory: str, keep: int, dtype=None) -> None:
+    """Remove part files of an earlier, different map (other count or kind) so none is left stale."""
+    want = {part_name(p, dtype) for p in range(keep)} if dtype is not None else set()
+    for e in os.listdir(directory):
+        if PART_FILE.match(e) and e not in want:
+            os.remove(os.path.join(directory, e))
+
+
+def id_map_files(rec: dict | None) -> list[tuple[str, dict]]:
+    """``(file name, record)`` of every file of an id-map record (for checksums and clean-up)."""
+    if not rec:
+        return []
+    if rec.get("layout") == "parts":
+        return [(r["file"], r) for r in rec["parts"]]
+    return [(rec["file"], rec)]
+
+
+def describe_id_map(rec: dict | None) -> str:
+    if rec is None:
+        return "none (ids are 0..n-1)"
+    if rec.get("layout") == "parts":
+        sizes = np.diff(rec["offsets"])
+        return (f"{len(rec['parts'])} part(s) by {rec['owner']} owner, {rec['dtype']}, "
+                f"{int(sizes.min()):,}..{int(sizes.max()):,} ids each")
+    return f"{rec['file']} {rec['dtype']}"
+
+
+def load_id_map_parts(path: str, rec: dict | None, client, workers: list[str], verify: bool = True
+                      ) -> PartitionedIdMap | None:
+    """The store's id map as a :class:`PartitionedIdMap` whose parts the workers loaded (round-robin).
+
+    A classic single-file map becomes one range part."""
+    from distributed import wait
+
+    if rec is None:
+        return None
+    if rec.get("layout") != "parts":
+        dtype = np.dtype(object) if rec["dtype"] == "string" else np.dtype(rec["dtype"])
+        f = client.submit(_load_part, os.path.join(path, rec["file"]), rec, verify,
+                          workers=[workers[0]], allow_other_workers=True, pure=False)
+        n = int(rec["shape"][0])
+        wait([f])
+        f.result()  # raises a verification error here
+        lo = client.submit(_head, f, pure=False).result()
+        return PartitionedIdMap([f], np.array([0, n], np.int64), dtype, "range",
+                                lo if lo.size else np.zeros(1, np.int64), client)
+    dtype = np.dtype(object) if rec["dtype"] == "string" else np.dtype(rec["dtype"])
+    futs = [client.submit(_load_part, os.path.join(path, r["file"]), r, verify,
+                          workers=[workers[p % len(workers)]], allow_other_workers=True, pure=False)
+            for p, r in enumerate(rec["parts"])]
+    wait(futs)
+    for f in futs:
+        if f.status == "error":
+            f.result()
+    bounds = None if rec.get("bounds") is None else np.array(rec["bounds"], dtype=dtype)
+    return PartitionedIdMap(futs, np.array(rec["offsets"], np.int64), dtype, rec["owner"], bounds, client)

@@ -1,0 +1,205 @@
+"""Distributed relabeling by hash ownership: original ids (sparse int64, uint64, strings) -> dense ``0..n-1``.
+
+No process holds all the ids.  With ``P`` owners (one per worker by default) the steps are Dask tasks:
+
+1. **split** (one task per chunk, where the chunk is): ``pandas.factorize`` the chunk's endpoints into
+   codes and its unique ids (a chunk-local table), and cut the unique ids into ``P`` sorted pieces by
+   :func:`~breadth.bfs.id_map.owner_of` (a hash of the id's value).
+2. **own** (a merge tree per owner, pinned round-robin to the workers): owner ``p`` receives its piece
+   of every chunk (the shuffle), and keeps their sorted union -- part ``p`` of the id map.
+3. **offsets**: the client gathers the ``P`` part sizes; owner ``p``'s ids get dense ids
+   ``offsets[p] .. offsets[p+1]-1`` in sorted order.
+4. **look up** (one small task per chunk and owner, next to the owner's part): the chunk's piece for
+   ``p`` -> dense ids by a merge walk through part ``p`` (binary search for strings).
+5. **densify** (one task per chunk): the chunk's table (its unique ids, now with dense ids) maps the
+   chunk's codes to dense ids.
+
+Each worker holds its share of the map plus what its chunks need; the client holds ``O(P + chunks)``
+numbers.  The map back stays where step 2 left it, as a :class:`~breadth.bfs.id_map.PartitionedIdMap`.
+The array operations are the pure functions of :mod:`breadth.bfs.id_map` plus the ones below (sorted
+merges in Numba for integer ids; a CuPy twin would use sort/searchsorted); only the Dask orchestration
+lives in :func:`relabel_hashed`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from breadth.bfs.id_map import PartitionedIdMap, lookup_sorted, owner_of, unique_ids
+
+MERGE_FANIN = 8  # pieces (or partial unions) per task of an owner's merge tree
+
+
+# ---------------------------------------------------------------- per-chunk / per-owner pure functions
+
+def _as_dtype(a: np.ndarray, dtype) -> np.ndarray:
+    return a.astype(dtype, copy=False) if a.dtype != dtype else a
+
+
+def chunk_split(edges: np.ndarray, nowners: int, dtype) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """A chunk's ``(k, 2)`` edges -> ``(codes, order, pieces)``.
+
+    ``codes`` (``(k, 2)`` int32, int64 past 2^31 distinct ids) index the chunk's unique ids ``u``;
+    ``pieces[p]`` are the ids of ``u`` that owner ``p`` numbers, sorted, and ``order`` (``(len(u),)``)
+    is the permutation of ``u`` that lists them piece after piece.
+
+    >>> codes, order, pieces = chunk_split(np.array([[30, 20], [20, 10]]), 1, np.int64)
+    >>> codes.tolist(), [p.tolist() for p in pieces]
+    ([[0, 1], [1, 2]], [[10, 20, 30]])
+    """
+    import pandas as pd
+
+    flat = _as_dtype(np.ascontiguousarray(edges).ravel(), dtype)
+    codes, uniq = pd.factorize(flat, sort=False)  # hashing: linear, unlike a sort of every endpoint
+    uniq = np.asarray(uniq, dtype=dtype)
+    owner = owner_of(uniq, nowners)
+    # sorted pieces (a sort of the chunk's distinct ids only) let owners merge and look up in linear time
+    by_value = np.argsort(uniq, kind="stable")
+    small = owner.astype(np.uint16 if nowners <= 1 << 16 else np.int64)  # 16-bit keys: numpy's radix sort
+    order = by_value[np.argsort(small[by_value], kind="stable")]
+    pieces = np.split(uniq[order], np.cumsum(np.bincount(owner, minlength=nowners))[:-1])
+    # int32 codes: a chunk has far fewer than 2^31 distinct ids, and the codes live as long as the chunk
+    return codes.astype(np.int32 if uniq.size < (1 << 31) else np.int64).reshape(-1, 2), order, pieces
+
+
+@numba.njit(nogil=True, cache=True)
+def _union2(a, b):
+    """Sorted union of two sorted unique arrays."""
+    out = np.empty(a.size + b.size, a.dtype)
+    i = j = k = 0
+    while i < a.size and j < b.size:
+        if a[i] < b[j]:
+            out[k] = a[i]
+            i += 1
+        elif b[j] < a[i]:
+            out[k] = b[j]
+            j += 1
+        else:
+            out[k] = a[i]
+            i += 1
+            j += 1
+        k += 1
+    while i < a.size:
+        out[k] = a[i]
+        i += 1
+        k += 1
+    while j < b.size:
+        out[k] = b[j]
+        j += 1
+        k += 1
+    return out[:k].copy()
+
+
+@numba.njit(nogil=True, cache=True)
+def _merge_lookup(part, offset, keys, out):
+    """Dense ids of sorted ``keys`` in sorted ``part`` by one merge walk (-1 where absent)."""
+    j = 0
+    for i in range(keys.size):
+        k = keys[i]
+        while j < part.size and part[j] < k:
+            j += 1
+        out[i] = offset + j if j < part.size and part[j] == k else -1
+
+
+def owner_part(dtype, *pieces: np.ndarray) -> np.ndarray:
+    """Owner ``p``'s part of the id map: the sorted union of the (sorted) pieces the chunks sent it."""
+    arrs = [_as_dtype(p, dtype) for p in pieces if len(p)]
+    if not arrs:
+        return np.empty(0, dtype)
+    if np.dtype(dtype) == object:
+        return unique_ids(np.concatenate(arrs))
+    while len(arrs) > 1:  # pairwise linear unions of sorted unique arrays
+        arrs = [_union2(arrs[i], arrs[i + 1]) if i + 1 < len(arrs) else arrs[i] for i in range(0, len(arrs), 2)]
+    return arrs[0]
+
+
+def lookup_piece(part: np.ndarray, offset: int, piece: np.ndarray) -> np.ndarray:
+    """Dense ids (``(k,)`` int64) of a chunk's sorted piece in its owner's sorted part (-1 if absent)."""
+    if part.dtype == object or piece.dtype != part.dtype:
+        return lookup_sorted(part, offset, piece)
+    out = np.empty(piece.size, np.int64)
+    _merge_lookup(part, np.int64(offset), piece, out)
+    return out
+
+
+def chunk_dense(split: tuple, *looked_up: np.ndarray) -> np.ndarray:
+    """The chunk's edges in dense ids (``(k, 2)`` int64): ``looked_up[p]`` are the dense ids of
+    ``pieces[p]``, so their concatenation follows ``order``."""
+    codes, order, _ = split
+    table = np.empty(order.size, np.int64)
+    table[order] = np.concatenate(looked_up) if looked_up else np.empty(0, np.int64)
+    return table[codes]
+
+
+def _split_part(part: tuple, nowners: int, dtype) -> tuple:
+    return chunk_split(part[0], nowners, dtype)
+
+
+def _piece(split: tuple, p: int) -> np.ndarray:
+    return split[2][p]
+
+
+def _lookup(part: np.ndarray, offset: int, piece: np.ndarray) -> np.ndarray:
+    return lookup_piece(part, offset, piece)
+
+
+# ---------------------------------------------------------------- the Dask orchestration
+
+
+def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[str], *,
+                   nowners: int | None = None) -> tuple[list, PartitionedIdMap]:
+    """Relabel raw chunks (futures of ``(edges, stats)``) to dense ids with hash owners.
+
+    Returns ``(dense, id_map)``: ``dense[c]`` is a future of chunk ``c``'s ``(rows[c], 2)`` int64 dense
+    edges (only chunks with rows), ``id_map`` the partitioned map back, its parts left on the workers.
+
+    >>> dense, idm = relabel_hashed(client, parts, rows, np.int64, workers)   # doctest: +SKIP
+    >>> idm.nparts == len(workers), idm.size                                  # doctest: +SKIP
+    (True, 1048224)
+    """
+    P = int(nowners or len(workers))
+    dtype = np.dtype(dtype)
+    chunks = [p for p, r in zip(parts, rows) if r]
+    splits = [client.submit(_split_part, p, P, dtype, pure=False) for p in chunks]
+    pieces = [[client.submit(_piece, s, p, pure=False) for p in range(P)] for s in splits]
+    owners = [_owner_tree(client, dtype, [pieces[c][p] for c in range(len(splits))], workers[p % len(workers)])
+              for p in range(P)]
+    sizes = client.gather([client.submit(len, o, pure=False) for o in owners])
+    offsets = np.zeros(P + 1, np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    dense = []
+    for c, s in enumerate(splits):
+        looked = [client.submit(_lookup, owners[p], int(offsets[p]), pieces[c][p], pure=False) for p in range(P)]
+        dense.append(client.submit(chunk_dense, s, *looked, pure=False))
+    del pieces, splits  # the dense chunks keep what they need alive
+    return dense, PartitionedIdMap(owners, offsets, dtype if dtype != np.dtype("O") else np.dtype(object),
+                                   "hash", None, client)
+
+
+def _owner_tree(client, dtype, pieces: list, worker: str):
+    """Owner's part as a merge tree of fan-in ``MERGE_FANIN`` on the owner's worker: no task takes more
+    than that many pieces (or partial unions) at once, so the owner holds its share plus a few pieces."""
+    level = pieces or [client.scatter(np.empty(0, dtype), hash=False)]
+    while True:
+        level = [client.submit(owner_part, dtype, *level[i:i + MERGE_FANIN], workers=[worker],
+                               allow_other_workers=True, pure=False)
+                 for i in range(0, len(level), MERGE_FANIN)]
+        if len(level) == 1:
+            return level[0]
+
+
+def global_dtype(kinds: list[str]) -> Any:
+    """The id map's dtype from the chunks' id kinds: object for strings, uint64 if any chunk needs it."""
+    ks = set(kinds) - {"empty"}
+    if "str" in ks and len(ks) > 1:
+        from breadth.io.errors import NonNumericIdError
+
+        raise NonNumericIdError("vertex ids mix strings and integers across chunks; read them as strings")
+    if "str" in ks:
+        return np.dtype(object)
+    if "uint" in ks:
+        return np.dtype(np.uint64)
+    return np.dtype(np.int64)

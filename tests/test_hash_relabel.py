@@ -1,0 +1,252 @@
+"""Distributed relabeling (hash owners), the partitioned id map, and results that stay on the workers.
+
+Oracles are independent of breadth: ``np.unique`` relabels a copy of the input and scipy searches it
+(``scipy_levels``); results are compared in original ids.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import load_snap, scipy_levels
+
+
+def _sparse_edges(kind: str, m: int = 1 << 14, nids: int = 1 << 15, seed: int = 3):
+    """``m`` random tuples over ``nids`` random 64-bit ids of ``kind`` (int64, uint64 above 2^63, str)."""
+    rng = np.random.default_rng(seed)
+    base = np.unique(rng.integers(0, np.iinfo(np.int64).max, size=nids, dtype=np.int64))
+    e = base[rng.integers(0, base.size, size=(m, 2))]
+    if kind == "int64":
+        return e
+    if kind == "uint64":
+        return e.astype(np.uint64) + np.uint64(2**63)
+    return np.array([f"https://h{x:x}.example/p" for x in e.ravel()], dtype=object).reshape(m, 2)
+
+
+def _write_parquet(path, e, rows_per_group: int = 1 << 12) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = pa.table({"src": e[:, 0].tolist() if e.dtype == object else e[:, 0],
+                  "dst": e[:, 1].tolist() if e.dtype == object else e[:, 1]})
+    pq.write_table(t, path, row_group_size=rows_per_group)
+
+
+def _oracle(e, roots, directed=False):
+    """``{root: {vertex: level}}`` of reached vertices, in original ids, by np.unique + scipy."""
+    u, inv = np.unique(e.ravel(), return_inverse=True)
+    dense = inv.reshape(-1, 2)
+    out = {}
+    for r in roots:
+        lv = scipy_levels(dense, u.size, int(np.searchsorted(u, r)), directed=directed)
+        out[r] = {(x.item() if hasattr(x, "item") else x): int(v) for x, v in zip(u, lv) if v >= 0}
+    return out
+
+
+def _largest_whole_array(client, nbytes_min: int) -> int:
+    """The longest 1-D array a worker holds (in tasks' results), among arrays of at least ``nbytes_min``."""
+    def scan(dask_worker):
+        best = 0
+        stack = list(dask_worker.data.values())
+        while stack:
+            v = stack.pop()
+            if isinstance(v, (tuple, list)):
+                stack.extend(v)
+            elif isinstance(v, np.ndarray) and v.ndim == 1 and v.nbytes >= nbytes_min:
+                best = max(best, v.size)
+        return best
+
+    return max(client.run(scan).values())
+
+
+def _check_against_oracle(results, e, directed=False):
+    roots = [r.root for r in results]
+    want = _oracle(e, roots, directed)
+    edges = {(a, b) for a, b in e.tolist()}
+    for res in results:
+        df = res.to_pandas()
+        got = dict(zip(df["vertex"].tolist(), df["level"].tolist()))
+        assert got == want[res.root]  # unreached vertices omitted, levels equal, in original ids
+        lv = got
+        for v, p, lev in zip(df["vertex"].tolist(), df["parent"].tolist(), df["level"].tolist()):
+            if v == res.root:
+                assert p == v and lev == 0
+            else:  # the parent is one hop closer and an input edge joins them
+                assert lv[p] == lev - 1
+                assert (p, v) in edges or (not directed and (v, p) in edges)
+
+
+@pytest.mark.parametrize("kind", ["int64", "uint64", "str"])
+def test_sparse_ids_hash_owners_match_oracle(tmp_path, lclient, kind):
+    from breadth.bfs import bfs
+    from breadth.bfs.id_map import PartitionedIdMap
+    from breadth.io import read_parquet
+    from breadth.pipeline import prepare
+
+    e = _sparse_edges(kind)
+    _write_parquet(tmp_path / "e.parquet", e, rows_per_group=1 << 10)  # 16 chunks of 2^11 endpoints
+    el = read_parquet(str(tmp_path / "e.parquet"), client=lclient)
+    n = np.unique(e.ravel()).size
+    idm = el.id_map
+    assert el.source["relabel"] == "hash" and isinstance(idm, PartitionedIdMap)
+    assert el.num_vertices == n and idm.nparts == 2 and all(hasattr(p, "key") for p in idm.parts)
+    sizes = idm.part_sizes
+    assert sizes.sum() == n and sizes.min() > 0.4 * n and sizes.max() < 0.6 * n  # about n/P each
+    # no worker holds the whole map: the longest 1-D array anywhere is a part or a chunk's ids
+    assert _largest_whole_array(lclient, 1 << 10) <= max(sizes.max(), 2 << 10) < 0.6 * n
+    dense = el.edges.compute()
+    np.testing.assert_array_equal(idm[dense], e)  # the map back, gathered on demand (small graph)
+    assert sorted(np.unique(dense.ravel()).tolist()) == list(range(n))
+
+    g = prepare(el, lclient)
+    roots = [e[0, 0], e[5, 1]]
+    res = bfs(g, roots)
+    _check_against_oracle(res, e)
+    with pytest.raises(KeyError, match="not in the graph"):
+        bfs(g, "nope" if kind != "str" else "https://absent.example/")
+
+
+def test_results_stay_distributed_and_round_trip(tmp_path, lclient):
+    import pandas as pd
+    import pyarrow.dataset as ds
+
+    from breadth.bfs import bfs
+    from breadth.bfs.search import write_results_dataset
+    from breadth.io import read_parquet
+    from breadth.pipeline import prepare
+
+    e = _sparse_edges("uint64", seed=11)
+    _write_parquet(tmp_path / "e.parquet", e)
+    g = prepare(read_parquet(str(tmp_path / "e.parquet"), client=lclient), lclient)
+    res = bfs(g, e[3, 0])
+    ddf = res.to_dask_dataframe()
+    assert ddf.npartitions == g.nparts and list(ddf.columns) == ["root", "vertex", "parent", "level"]
+    key = ["vertex"]
+    a = ddf.compute().sort_values(key).reset_index(drop=True)
+    b = res.to_pandas().sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b)
+    assert a["vertex"].dtype == np.uint64 and len(a) == res.reached
+
+    out = tmp_path / "res"
+    rows = res.to_parquet(str(out))
+    assert rows == len(b) and len(os.listdir(out)) == g.nparts
+    t = ds.dataset(str(out), format="parquet").to_table()
+    assert t.schema.field("vertex").type == "uint64"
+    c = t.to_pandas().sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(c, b)
+    assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p or ".old-" in p]
+    # several roots in one dataset; an earlier dataset is replaced, anything else is refused
+    many = bfs(g, [e[3, 0], e[7, 1]])
+    rows = write_results_dataset(many, str(out))
+    assert rows == sum(len(r.to_pandas()) for r in many)
+    assert set(pd.read_parquet(out)["root"].tolist()) == {int(e[3, 0]), int(e[7, 1])}
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    with pytest.raises(FileExistsError):
+        res.to_parquet(str(tmp_path / "mine"))
+    assert (tmp_path / "mine" / "notes.txt").exists()
+    # the compatibility view (n-length arrays, gathered on demand)
+    lv = res.level
+    assert lv.shape == (g.num_vertices,) and (lv >= 0).sum() == len(b)
+    par = res.parent
+    assert par.dtype == object and sum(p is None for p in par) == (lv < 0).sum()
+
+
+def test_store_round_trip_keeps_the_parts(tmp_path, lclient):
+    from breadth.bfs import bfs
+    from breadth.io import read_parquet
+    from breadth.io.shard_store import load_store, read_manifest, write_store
+    from breadth.pipeline import prepare
+
+    e = _sparse_edges("str", seed=5)
+    _write_parquet(tmp_path / "e.parquet", e)
+    g = prepare(read_parquet(str(tmp_path / "e.parquet"), directed=True, client=lclient), lclient)
+    st = str(tmp_path / "s.store")
+    m = write_store(g, st, parameters={"t": 1})
+    rec = m["id_map"]
+    assert rec["layout"] == "parts" and rec["owner"] == "hash" and len(rec["parts"]) == 2
+    assert sorted(p for p in os.listdir(st) if p.startswith("id_map")) == ["id_map-00000.parquet",
+                                                                          "id_map-00001.parquet"]
+    assert read_manifest(st)["id_map"]["offsets"][-1] == g.num_vertices
+    g2 = load_store(st, lclient)
+    assert g2.id_map.nparts == 2 and all(hasattr(p, "key") for p in g2.id_map.parts)
+    root = e[1, 0]
+    a, b = bfs(g, root).to_pandas(), bfs(g2, root).to_pandas()
+    assert sorted(map(tuple, a.values.tolist())) == sorted(map(tuple, b.values.tolist()))
+    _check_against_oracle([bfs(g2, root)], e, directed=True)
+
+
+def test_real_graph_with_hashed_ids_matches_table_path(tmp_path, lclient):
+    """p2p-Gnutella31 (directed), ids scattered over 64 bits: the hash path equals the table path."""
+    from breadth.bfs import bfs
+    from breadth.io import read_parquet, read_snap
+    from breadth.pipeline import prepare
+
+    raw = load_snap("p2p-Gnutella31.txt")
+    rng = np.random.default_rng(1)
+    ids = np.unique(raw)
+    sparse = rng.permutation(np.unique(rng.integers(1, 2**62, size=2 * ids.size)))[:ids.size]
+    e = sparse[np.searchsorted(ids, raw)]
+    _write_parquet(tmp_path / "g.parquet", e, rows_per_group=1 << 15)
+    el = read_parquet(str(tmp_path / "g.parquet"), directed=True, client=lclient)
+    assert el.source["relabel"] == "hash" and el.id_map.nparts == 2
+    plain = read_snap(str(load_snap.__globals__["DATA"] / "p2p-Gnutella31.txt"), directed=True, client=lclient)
+    assert plain.source["relabel"] == "table"
+    gh, gt = prepare(el, lclient), prepare(plain, lclient)
+    back = dict(zip(sparse.tolist(), ids.tolist()))
+    for r in (int(raw[0, 0]), int(raw[1000, 0])):
+        h = bfs(gh, int(sparse[np.searchsorted(ids, r)])).to_pandas()
+        t = bfs(gt, r).to_pandas()
+        assert dict(zip(h["vertex"].map(back), h["level"])) == dict(zip(t["vertex"], t["level"]))
+    _check_against_oracle([bfs(gh, int(e[0, 0]))], e, directed=True)
+
+
+def test_pure_part_functions():
+    from breadth.bfs.id_map import id_hash, lookup_sorted, owner_of
+    from breadth.pipeline.hash_relabel import chunk_dense, chunk_split, owner_part
+
+    v = np.array([0, 5, 2**62, 2**63 - 1], np.int64)
+    np.testing.assert_array_equal(id_hash(v), id_hash(v.astype(np.uint64)))  # value, not dtype
+    assert owner_of(np.array(["a", "b"], dtype=object), 3).tolist() == \
+        owner_of(np.array(["a", "b"]), 3).tolist()
+    np.testing.assert_array_equal(lookup_sorted(np.array([3, 9], np.uint64), 4, np.array([9, 3, 7, -1])),
+                                  [5, 4, -1, -1])
+    # two chunks, three owners: compose the steps by hand and compare with np.unique numbering
+    rng = np.random.default_rng(0)
+    chunks = [rng.integers(0, 1 << 40, size=(200, 2)) for _ in range(2)]
+    splits = [chunk_split(c, 3, np.int64) for c in chunks]
+    parts = [owner_part(np.int64, *[s[2][p] for s in splits]) for p in range(3)]
+    offsets = np.concatenate([[0], np.cumsum([p.size for p in parts])])
+    dense = [chunk_dense(s, *[lookup_sorted(parts[p], offsets[p], s[2][p]) for p in range(3)]) for s in splits]
+    whole = np.concatenate(parts)
+    for c, d in zip(chunks, dense):
+        np.testing.assert_array_equal(whole[d], c)
+    assert whole.size == np.unique(np.concatenate(chunks)).size
+
+
+def test_cli_ingest_and_bfs_dataset(tmp_path):
+    import pandas as pd
+
+    e = _sparse_edges("int64", seed=9)
+    _write_parquet(tmp_path / "e.parquet", e)
+    st, out = str(tmp_path / "s.store"), str(tmp_path / "out")
+
+    def cli(*a):
+        return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *a], capture_output=True, text=True,
+                              timeout=300)
+
+    r = cli("ingest", str(tmp_path / "e.parquet"), "--out", st, "--workers", "2", "--threads", "1")
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = cli("info", st, "--verify")
+    assert r.returncode == 0 and "2 part(s) by hash owner" in r.stdout and "file(s) OK" in r.stdout
+    root = int(e[2, 1])
+    r = cli("bfs", st, "--root", str(root), "--out", out, "--workers", "2", "--threads", "1")
+    assert r.returncode == 0, r.stderr[-2000:]
+    df = pd.read_parquet(out)
+    assert list(df.columns) == ["root", "vertex", "parent", "level"] and os.path.isdir(out)
+    assert dict(zip(df["vertex"].tolist(), df["level"].tolist())) == _oracle(e, [root])[root]
