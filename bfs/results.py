@@ -214,6 +214,12 @@ class BFSResult:
         return f"BFSResult(root={self.root!r}, {len(self._ranks)} rank(s))"
 
 
+def is_results_dataset(path: str) -> bool:
+    """Whether directory ``path`` holds a results dataset of :func:`write_results_dataset` (part files
+    only, so that replacing it loses nothing else)."""
+    return os.path.isdir(path) and all(_PART_FILE.match(e) for e in os.listdir(path))
+
+
 def write_results_dataset(results: list, path: str) -> int:
     """Write results as one Parquet dataset directory ``path`` (``root, vertex, parent, level``, original
     ids, unreached vertices omitted): each worker writes its ranks' files ``part-RRRRR-KKKKK.parquet``
@@ -227,7 +233,7 @@ def write_results_dataset(results: list, path: str) -> int:
 
     path = os.path.abspath(path)
     if os.path.exists(path):
-        if not os.path.isdir(path) or not all(_PART_FILE.match(e) for e in os.listdir(path)):
+        if not is_results_dataset(path):
             raise FileExistsError(f"{path} exists and is not a results dataset written by breadth; "
                                   "remove it or choose another path")
     parent, base = os.path.split(path)

@@ -728,26 +728,41 @@ def _check_manifest(path: str, m: dict) -> None:
         bad("shards[*].files.in_columns", f"hold {in_total} in-edges, the out-edges number {nnz_total}")
     idm = m.get("id_map")
     if idm is not None:
-        if not isinstance(idm, dict) or idm.get("file") not in ("id_map.npy", "id_map.parquet"):
-            bad("id_map", f"is {idm!r}, expected a record of id_map.npy or id_map.parquet")
-        p = os.path.join(path, idm["file"])
-        if idm["file"].endswith(".npy"):
-            dtype, shape = _npy_header(p)
-            if idm.get("dtype") != dtype or idm.get("shape") != shape:
-                bad("id_map", f"says {idm.get('dtype')}{idm.get('shape')}, the file holds {dtype}{shape}")
-        else:
-            import pyarrow.parquet as pq
+        from .id_map_store import PART_FILE, id_map_files
 
-            if not os.path.exists(p):
-                raise CorruptStoreError(f"{p}: file listed in the manifest is missing")
-            try:
-                shape = [pq.read_metadata(p).num_rows]
-            except Exception as e:  # pyarrow raises its own error types for a damaged footer
-                raise CorruptStoreError(f"{p}: cannot be read as Parquet: {e}") from None
-            if idm.get("shape") != shape:
-                bad("id_map.shape", f"is {idm.get('shape')}, the file holds {shape[0]} ids")
-        if shape != [n]:
-            bad("id_map", f"holds {shape[0]} ids, expected num_vertices = {n}")
+        try:
+            files = id_map_files(idm)
+            names_ok = all(PART_FILE.match(f) if idm.get("layout") == "parts" else
+                           f in ("id_map.npy", "id_map.parquet") for f, _ in files)
+        except (AttributeError, KeyError, TypeError):
+            names_ok = False
+        if not isinstance(idm, dict) or not names_ok or not files:
+            bad("id_map", f"is {idm!r}, expected a record of id_map.npy/.parquet or of id_map-NNNNN parts")
+        sizes = []
+        for i, (f, rec) in enumerate(files):
+            dtype, shape = _id_map_file_header(os.path.join(path, f))
+            if rec.get("shape") != shape or rec.get("dtype") != dtype or len(shape) != 1:
+                where = f"id_map.parts[{i}]" if idm.get("layout") == "parts" else "id_map"
+                bad(where, f"says {rec.get('dtype')}{rec.get('shape')}, the file holds {dtype}{shape}")
+            sizes.append(shape[0])
+        if sum(sizes) != n:
+            bad("id_map", f"holds {sum(sizes)} ids, expected num_vertices = {n}")
+        if idm.get("layout") == "parts" and idm.get("offsets") != np.concatenate(([0], np.cumsum(sizes))).tolist():
+            bad("id_map.offsets", f"are {idm.get('offsets')}, the parts hold {sizes} ids")
+
+
+def _id_map_file_header(p: str) -> tuple[str, list[int]]:
+    """``(dtype, shape)`` of an id-map file, from its .npy header or its Parquet footer (no data read)."""
+    if p.endswith(".npy"):
+        return _npy_header(p)
+    import pyarrow.parquet as pq
+
+    if not os.path.exists(p):
+        raise CorruptStoreError(f"{p}: file listed in the manifest is missing")
+    try:
+        return "string", [pq.read_metadata(p).num_rows]
+    except Exception as e:  # pyarrow raises its own error types for a damaged footer
+        raise CorruptStoreError(f"{p}: cannot be read as Parquet: {e}") from None
 
 
 def _verify(path: str, rec: dict) -> None:

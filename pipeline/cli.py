@@ -159,7 +159,7 @@ def _preflight(args) -> None:
     if args.cmd in ("generate", "ingest"):
         cli_checks.output_store(args.out)
     if args.cmd == "bfs":
-        cli_checks.output_file(args.out, "--out")
+        cli_checks.output_dataset(args.out, "--out")
     store = getattr(args, "store", None)
     if store is not None and not os.path.isdir(store):
         raise cli_checks.UsageError(f"{store}: no such shard store (expected a directory written by "

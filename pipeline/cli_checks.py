@@ -70,6 +70,21 @@ def output_file(path: str, option: str) -> None:
         raise UsageError(f"{option} {path}: the existing file is not writable")
 
 
+def output_dataset(path: str, option: str = "--out") -> None:
+    """``path`` can become a results dataset directory (:func:`breadth.bfs.results.write_results_dataset`):
+    outside any shard store, its parent can be made and takes files, and an existing ``path`` is an earlier
+    results dataset (which is replaced), nothing else."""
+    from breadth.bfs.results import is_results_dataset
+
+    store = enclosing_store(path)
+    if store is not None:
+        raise UsageError(f"{option} {path}: inside the shard store {store}; write it outside the store")
+    if os.path.exists(path) and not is_results_dataset(path):
+        raise UsageError(f"{option} {path}: exists and is not a results dataset written by breadth bfs; "
+                         "expected a new directory name (or an earlier results dataset, which is replaced)")
+    creatable_directory(os.path.dirname(os.path.abspath(path)), option)
+
+
 def output_store(path: str, option: str = "--out") -> None:
     """``path`` can become a shard store: its parent directory takes files, and it is not inside another
     store (a store nested in a store would be deleted by the outer one's ``--overwrite``)."""

@@ -15,7 +15,6 @@ import os
 import shlex
 import sys
 import time
-import uuid
 
 import numpy as np
 
@@ -232,40 +231,6 @@ def _parse_roots(graph, texts: list[str]):
                                f"in {max(info.min, 0)}..{info.max})")
         vals.append(v)
     return np.array(vals, dtype=dtype)
-
-
-def write_results(results, path: str) -> int:
-    """BFS results -> Parquet ``root, vertex, parent, level`` (original ids; unreached vertices omitted),
-    one row group per root, through a temporary name and a rename.  Returns the row count."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-    writer, rows = None, 0
-    try:
-        for res in results:
-            df = res.to_pandas()
-            if df["vertex"].dtype == np.uint64:
-                # uint64 ids: BFSResult keeps parents as an object array (None marks unreached), which
-                # pyarrow would convert through int64 and overflow on ids >= 2**63; only reached rows are
-                # here, so every parent is an id and the columns are uint64 exactly.
-                df = df.astype({"root": np.uint64, "parent": np.uint64})
-            t = pa.Table.from_pandas(df, preserve_index=False)
-            if writer is None:
-                writer = pq.ParquetWriter(tmp, t.schema)
-            writer.write_table(t.cast(writer.schema))
-            rows += len(df)
-        if writer is not None:
-            writer.close()
-            writer = None
-        os.replace(tmp, path)
-    except BaseException:
-        if writer is not None:
-            writer.close()
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-    return rows
 
 
 def bfs_cmd(args) -> int:

@@ -7,6 +7,7 @@ CLI cases run the command as a user types it (a subprocess) and check the exit s
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -82,8 +83,8 @@ def small_store(tmp_path_factory):
     ("g.store/shard-00000/levels.parquet", "inside the shard store {d}/g.store; write it outside"),
     ("g.store/new/levels.parquet", "inside the shard store {d}/g.store; write it outside"),
     ("other.store/levels.parquet", "inside the shard store {d}/other.store; write it outside"),
-    ("g.store", "is a directory; expected a file name"),
-    (".", "is a directory; expected a file name"),
+    ("g.store", "inside the shard store {d}/g.store; write it outside"),
+    (".", "exists and is not a results dataset written by breadth bfs"),
 ])
 def test_bfs_out_inside_a_store_or_onto_a_directory_is_refused_before_any_work(small_store, where, needle):
     d = str(small_store)
@@ -96,7 +97,7 @@ def test_bfs_out_inside_a_store_or_onto_a_directory_is_refused_before_any_work(s
     # the same store and root with a results file outside it work
     r = _cli("bfs", os.path.join(d, "g.store"), "--root", "1", "--out", os.path.join(d, "levels.parquet"))
     assert r.returncode == 0, r.stderr[-3000:]
-    os.remove(os.path.join(d, "levels.parquet"))
+    shutil.rmtree(os.path.join(d, "levels.parquet"))  # a results dataset: a directory of part files
 
 
 # -- 7. --overwrite on a directory that is not a breadth store ----------------------------------------
@@ -325,7 +326,10 @@ def _set(*path_and_value):
     (_set("shards", 0, "hi", lambda v: v - 1), "manifest.json: shards[1].lo is {hi0}, expected {hi0m1} (where the previous shard ends)"),
     (_set("shards", 1, "dir", "../elsewhere"), "manifest.json: shards[1].dir is '../elsewhere', expected 'shard-00001'"),
     (_set("directed", False), "manifest.json: shards[0].files lists ['columns', 'in_columns', 'in_offsets', 'offsets', 'self_loops', 'tuple_degree'], expected ['columns', 'offsets', 'self_loops', 'tuple_degree'] for an undirected graph"),
-    (_set("id_map", "shape", [3]), "manifest.json: id_map says int64[3], the file holds int64[{nv}]"),
+    # sparse ids: the id map is partitioned by hash owner, one file per part
+    (_set("id_map", "parts", 0, "shape", [3]), "manifest.json: id_map.parts[0] says int64[3], the file holds int64["),
+    (_set("id_map", "parts", 1, "dtype", "uint64"), "manifest.json: id_map.parts[1] says uint64["),
+    (_set("id_map", "offsets", lambda v: [0] + [x + 1 for x in v[1:]]), "manifest.json: id_map.offsets are [0, "),
     (_set("num_self_loops", -1), "manifest.json: num_self_loops is -1, expected an integer >= 0"),
     (_set("shards", "oops"), "manifest.json: nparts is 2 but shards lists no shard(s)"),
 ])
