@@ -151,9 +151,10 @@ def _bench(args) -> int:
 def _preflight(args) -> None:
     """Everything that can be checked before any work (see :mod:`breadth.pipeline.cli_checks`)."""
     from . import cli_checks
+    from .cli_errors import UsageError
 
     if args.cmd == "bench" and (args.store is None) == (args.scale is None):
-        raise cli_checks.UsageError("bench needs either a STORE or --scale (not both)")
+        raise UsageError("bench needs either a STORE or --scale (not both)")
     if getattr(args, "json", None):
         cli_checks.output_file(args.json, "--json")
     if args.cmd in ("generate", "ingest"):
@@ -162,8 +163,8 @@ def _preflight(args) -> None:
         cli_checks.output_dataset(args.out, "--out")
     store = getattr(args, "store", None)
     if store is not None and not os.path.isdir(store):
-        raise cli_checks.UsageError(f"{store}: no such shard store (expected a directory written by "
-                                    "breadth generate or breadth ingest)")
+        raise UsageError(f"{store}: no such shard store (expected a directory written by "
+                         "breadth generate or breadth ingest)")
     if getattr(args, "spill_dir", None):
         cli_checks.creatable_directory(args.spill_dir, "--spill-dir")
     cli_checks.device(getattr(args, "device", "cpu"))

@@ -13,6 +13,7 @@ import tempfile
 
 from .cli_errors import UsageError
 
+
 def enclosing_store(path: str) -> str | None:
     """The shard store that ``path`` lies inside (or is), if any."""
     from breadth.io.shard_store import is_store

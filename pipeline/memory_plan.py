@@ -39,8 +39,8 @@ with ``c_min`` = :data:`MIN_CHUNK_EDGES` and ``b_min`` = :data:`MIN_BATCH_ENTRIE
 batches only multiply tasks, files and reads), ``nloc`` = vertices per owner and ``S`` computed with
 every adjacency entry counted (``2 m / P`` per owner for ``m`` undirected tuples on ``P`` owners:
 duplicates are only known after the build).  Checked against measurements (2 workers of 1 thread,
-``benchmarks/results/memory_limit_cpu.json``): scale 18, minimum 244 MB, worker peaks 232 MB at that
-limit; scale 20, minimum 310 MB, peaks 290-294 MB (two runs).  Above the minimum, :func:`plan_memory` picks the largest
+``benchmarks/results/memory_limit_cpu.json``): scale 18, minimum 260 MB, worker peaks 219-220 MiB at
+that limit; scale 20, minimum 326 MB, peaks 275-278 MiB.  Above the minimum, :func:`plan_memory` picks the largest
 power-of-two chunk and batch (up to the defaults, 2**22 tuples and 2**25 entries) that keep each phase
 under the limit, and keeps the adjacency entries in memory (no disk tier) only when the in-memory path
 fits: every owner then holds its int64 entries from all chunks (16 B/entry) while the builder adds its
