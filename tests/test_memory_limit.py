@@ -9,7 +9,7 @@ import pytest
 from breadth.pipeline.memory_plan import (MemoryLimitError, format_bytes, parse_memory_limit, plan_memory,
                                           shard_bytes)
 
-from conftest import DATA
+from conftest import data_file
 
 THREADS = max(1, (os.cpu_count() or 1) // 2)  # what the CLI gives each of 2 local workers
 
@@ -55,9 +55,11 @@ def test_plan_fits_the_limit_and_grows_with_it():
 @pytest.mark.parametrize("command", ["generate", "bench", "ingest"])
 def test_too_small_limit_is_refused_at_once(command, tmp_path):
     out = tmp_path / "g.store"
+    edges = tmp_path / "e.txt"
+    edges.write_text("".join(f"{i} {i + 1}\n" for i in range(1000)))
     args = {"generate": ["generate", "--scale", "18", "--out", str(out)],
             "bench": ["bench", "--scale", "18"],
-            "ingest": ["ingest", str(DATA / "Wiki-Vote.txt"), "--directed", "--out", str(out)]}[command]
+            "ingest": ["ingest", str(edges), "--directed", "--out", str(out)]}[command]
     r = _run(*args, "--workers", "2", "--memory-limit", "50MB", timeout=60)
     assert r.returncode == 2, r.stderr[-2000:]
     lines = r.stderr.strip().splitlines()
@@ -94,7 +96,7 @@ def test_generate_just_above_the_minimum_completes_and_validates(tmp_path):
 
 def test_ingest_under_a_limit_completes(tmp_path):
     store = tmp_path / "wiki.store"
-    r = _run("ingest", str(DATA / "Wiki-Vote.txt"), "--directed", "--workers", "2", "--memory-limit", "300MB",
+    r = _run("ingest", str(data_file("Wiki-Vote.txt")), "--directed", "--workers", "2", "--memory-limit", "300MB",
              "--spill-dir", str(tmp_path / "spill"), "--out", str(store))
     assert r.returncode == 0, r.stderr[-3000:]
     assert "memory plan: limit 300MB" in r.stderr
