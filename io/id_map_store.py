@@ -34,28 +34,11 @@ def part_name(p: int, dtype) -> str:
 
 def _write_part(arr: np.ndarray, path: str) -> dict:
     """One part -> ``path`` (temp name + fsync + rename); its manifest record.  Runs on the part's worker."""
-    from .shard_store import _save, _token, sha256_file
+    from .shard_store import _save, save_strings
 
     if path.endswith(".npy"):
         return _save(path, np.asarray(arr), atomic=True)
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    tmp = f"{path}.tmp-{_token()}"
-    try:
-        pq.write_table(pa.table({"id": pa.array(list(arr), pa.string())}), tmp)
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-    return {"sha256": sha256_file(path), "bytes": os.path.getsize(path), "dtype": "string",
-            "shape": [int(len(arr))]}
+    return save_strings(path, list(arr))
 
 
 def _load_part(path: str, rec: dict, verify: bool) -> np.ndarray:

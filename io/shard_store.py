@@ -289,6 +289,29 @@ def _jsonable(d):
     return repr(d)
 
 
+def save_strings(path: str, values: list) -> dict:
+    """String ids -> Parquet file ``path`` (one column ``id``) through a temporary name, fsync and rename;
+    returns its manifest record (sha256, bytes, dtype ``"string"``, shape)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tmp = f"{path}.tmp-{_token()}"
+    try:
+        pq.write_table(pa.table({"id": pa.array(values, pa.string())}), tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return {"sha256": sha256_file(path), "bytes": os.path.getsize(path), "dtype": "string",
+            "shape": [len(values)]}
+
+
 def _write_id_map(id_map, directory: str) -> dict:
     """The id map -> ``directory/id_map.npy`` (integers) or ``.parquet`` (strings), temp name + rename.
     It is small next to the shards and written by the client, so every run writes it again."""
@@ -298,25 +321,8 @@ def _write_id_map(id_map, directory: str) -> dict:
         rec["file"] = "id_map.npy"
         other = "id_map.parquet"
     else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        path = os.path.join(directory, "id_map.parquet")
-        tmp = f"{path}.tmp-{_token()}"
-        try:
-            pq.write_table(pa.table({"id": pa.array(idm.tolist(), pa.string())}), tmp)
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            raise
-        rec = {"file": "id_map.parquet", "sha256": sha256_file(path), "bytes": os.path.getsize(path),
-               "dtype": "string", "shape": [int(idm.size)]}
+        rec = save_strings(os.path.join(directory, "id_map.parquet"), idm.tolist())
+        rec["file"] = "id_map.parquet"
         other = "id_map.npy"
     with contextlib.suppress(FileNotFoundError):  # a stale map of the other kind (earlier, different run)
         os.remove(os.path.join(directory, other))

@@ -111,7 +111,12 @@ def owner_part(dtype, *pieces: np.ndarray) -> np.ndarray:
         return np.empty(0, dtype)
     if np.dtype(dtype) == object:
         return unique_ids(np.concatenate(arrs))
-    while len(arrs) > 1:  # pairwise linear unions of sorted unique arrays
+    return union_sorted(arrs)
+
+
+def union_sorted(arrs: list[np.ndarray]) -> np.ndarray:
+    """The sorted union of sorted unique numeric arrays (non-empty list), by pairwise linear merges."""
+    while len(arrs) > 1:
         arrs = [_union2(arrs[i], arrs[i + 1]) if i + 1 < len(arrs) else arrs[i] for i in range(0, len(arrs), 2)]
     return arrs[0]
 

@@ -27,6 +27,7 @@ import numba
 import numpy as np
 
 from .edges import EdgeList
+from .hash_relabel import union_sorted
 
 MERGE_FANIN = 8
 INT64_MAX = np.iinfo(np.int64).max
@@ -78,34 +79,6 @@ def _collect(seen, lo):
             out[k] = lo + j
             k += 1
     return out
-
-
-@numba.njit(nogil=True, cache=True)
-def _union2(a, b):
-    """Sorted union of two sorted unique arrays."""
-    out = np.empty(a.size + b.size, a.dtype)
-    i = j = k = 0
-    while i < a.size and j < b.size:
-        if a[i] < b[j]:
-            out[k] = a[i]
-            i += 1
-        elif b[j] < a[i]:
-            out[k] = b[j]
-            j += 1
-        else:
-            out[k] = a[i]
-            i += 1
-            j += 1
-        k += 1
-    while i < a.size:
-        out[k] = a[i]
-        i += 1
-        k += 1
-    while j < b.size:
-        out[k] = b[j]
-        j += 1
-        k += 1
-    return out[:k].copy()
 
 
 @numba.njit(nogil=True, cache=True)
@@ -201,9 +174,7 @@ def _merge(*uniques) -> np.ndarray:
             for a in arrs:
                 _mark(seen, a, lo)
             return _collect(seen, lo)
-        while len(arrs) > 1:
-            arrs = [_union2(arrs[i], arrs[i + 1]) if i + 1 < len(arrs) else arrs[i] for i in range(0, len(arrs), 2)]
-        return arrs[0]
+        return union_sorted(arrs)
     return np.unique(np.concatenate(arrs))
 
 
