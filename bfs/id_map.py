@@ -181,7 +181,8 @@ class PartitionedIdMap:
         return self.client
 
     def _is_future(self, p: int) -> bool:
-        return hasattr(self.parts[p], "key") and hasattr(self.parts[p], "status")
+        """Whether part ``p`` lives on a worker (a Dask future) rather than in this process (an array)."""
+        return not isinstance(self.parts[p], np.ndarray)
 
     def futures(self) -> list:
         """The parts as futures on the workers (local parts are scattered once)."""
