@@ -57,7 +57,8 @@ def chunk_split(edges: np.ndarray, nowners: int, dtype) -> tuple[np.ndarray, np.
     uniq = np.asarray(uniq, dtype=dtype)
     owner = owner_of(uniq, nowners)
     # sorted pieces (a sort of the chunk's distinct ids only) let owners merge and look up in linear time
-    by_value = np.argsort(uniq, kind="stable")
+    # the ids are distinct, so any sort is stable: numpy's default (vectorised) argsort is 4x its mergesort
+    by_value = np.argsort(uniq)
     small = owner.astype(np.uint16 if nowners <= 1 << 16 else np.int64)  # 16-bit keys: numpy's radix sort
     order = by_value[np.argsort(small[by_value], kind="stable")]
     pieces = np.split(uniq[order], np.cumsum(np.bincount(owner, minlength=nowners))[:-1])
