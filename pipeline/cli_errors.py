@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import sys
+import threading
 import traceback
 from typing import Callable
 
@@ -52,43 +54,63 @@ def one_line(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt():
-    def handler(signum, frame):
-        raise Terminated()
+def _signals_as_exceptions():
+    """SIGINT raises ``KeyboardInterrupt`` and SIGTERM :class:`Terminated` in the main thread, so that the
+    same clean-up runs for both, until the command has caught one (``state["caught"]``): later ones are
+    ignored, so none escapes while the command exits (Python would then end by SIGINT, status -2).
+
+    Python drops an exception raised while a garbage-collection callback or a ``__del__`` runs (Dask has
+    such callbacks) and reports it to ``sys.unraisablehook`` instead: the command would go on, its workers
+    killed by the same signal.  The hook therefore sends a dropped interruption's signal again, until it
+    lands where it can end the command."""
+    state = {"caught": False}
+
+    def on_signal(signum, frame):
+        if not state["caught"]:
+            raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+    def unraisable(info):
+        if isinstance(info.exc_value, KeyboardInterrupt):  # Terminated included
+            if not state["caught"]:  # from another thread: a signal raised inside this hook is dropped too
+                sig = signal.SIGTERM if isinstance(info.exc_value, Terminated) else signal.SIGINT
+                again = threading.Timer(0.05, os.kill, (os.getpid(), sig))
+                again.daemon = True
+                again.start()
+            return
+        previous_hook(info)
 
     try:
-        old = signal.signal(signal.SIGTERM, handler)
+        old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     except ValueError:  # not the main thread (called from a test's thread): leave signals alone
-        yield
+        yield state
         return
+    previous_hook, sys.unraisablehook = sys.unraisablehook, unraisable
     try:
-        yield
+        yield state
     finally:
-        signal.signal(signal.SIGTERM, old)
+        sys.unraisablehook = previous_hook
+        if not state["caught"]:  # after an interruption the command is exiting: keep ignoring late signals
+            for s, h in old.items():
+                signal.signal(s, h)
 
 
 def hold_signals() -> Callable[[], None]:
-    """Hold SIGINT and SIGTERM back until the returned ``release()`` is called, which then acts on a held
-    SIGTERM (:class:`Terminated`).  For starting a local Dask cluster: one interrupted half-way leaves
-    workers it can neither use nor close.
+    """Ignore SIGINT and SIGTERM until the returned ``release()`` is called.  For starting a local Dask
+    cluster: one interrupted half-way leaves workers it can neither use nor close.
 
-    SIGINT is *ignored* meanwhile: an ignored signal stays ignored in the processes started, so a Ctrl-C at
-    the terminal, which signals the whole process group, never reaches the workers (which would print
-    tracebacks of their own); their nanny ends them.  A Ctrl-C during the second or two of start-up is
-    therefore dropped, and the next one ends the command.  SIGTERM is recorded instead: workers must
-    still die of it."""
-    pending: list[int] = []
+    An ignored signal stays ignored in the processes started meanwhile, so the workers never see a Ctrl-C
+    at the terminal or a batch system's SIGTERM, both of which signal the whole process group (dying of
+    them, workers print tracebacks and log lines of their own); this process handles them and its nannies
+    stop the workers (a request, then SIGKILL).  A signal during the second or two of start-up is dropped;
+    the next one ends the command."""
     try:
-        old_term = signal.signal(signal.SIGTERM, lambda signum, frame: pending.append(signum))
-        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
     except ValueError:  # not the main thread: leave signals alone
         return lambda: None
 
     def release() -> None:
-        signal.signal(signal.SIGTERM, old_term)
-        signal.signal(signal.SIGINT, old_int)
-        if pending:
-            raise Terminated()
+        for s, h in old.items():
+            signal.signal(s, h)
 
     return release
 
@@ -96,9 +118,14 @@ def hold_signals() -> Callable[[], None]:
 def quiet_logs(verbose: bool) -> int:
     """The level below which Dask's logs are hidden, in this process and in the workers it starts:
     warnings with ``--verbose``, otherwise only critical messages (a failed task's ``Compute Failed``
-    block is an error, and the one line says what failed)."""
+    block is an error, and the one line says what failed).  Workers read the level from ``DASK_LOGGING``
+    as they import Dask, before their nanny could set it, which also covers their Tornado loop's
+    messages while they close after an interruption."""
     level = logging.WARNING if verbose else logging.CRITICAL
     logging.getLogger("distributed").setLevel(level)
+    if not verbose:
+        os.environ.setdefault("DASK_LOGGING", '{"distributed": "critical", "tornado": "critical", '
+                                              '"tornado.application": "critical", "bokeh": "critical"}')
     return level
 
 
@@ -108,8 +135,12 @@ def report_failures(fn: Callable[[], int], verbose: bool = False, resumable: boo
     which the same command line finishes after an interruption (said in the interruption's line)."""
     again = "; run the same command again to finish the store" if resumable else ""
     try:
-        with _sigterm_as_interrupt():
-            return fn()
+        with _signals_as_exceptions() as state:
+            try:
+                return fn()
+            except KeyboardInterrupt:  # Terminated included: from now on further signals are ignored
+                state["caught"] = True
+                raise
     except Terminated:
         sys.stderr.write(f"breadth: error: terminated (SIGTERM){again}\n")
         return EXIT_TERMINATED
