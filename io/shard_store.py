@@ -847,20 +847,6 @@ def _load_shard(store: str, manifest: dict, rank: int, nparts: int, verify: bool
                  out.get("in_offsets"), out.get("in_columns"))
 
 
-def load_id_map(path: str, manifest: dict, verify: bool = True):
-    rec = manifest.get("id_map")
-    if rec is None:
-        return None
-    f = os.path.join(path, rec["file"])
-    if f.endswith(".npy"):
-        return _load_array(f, rec, verify)
-    if verify:
-        _verify(f, rec)
-    import pyarrow.parquet as pq
-
-    return pq.read_table(f).column("id").to_numpy(zero_copy_only=False).astype(object)
-
-
 def load_store(path: str, client=None, *, nparts: int | None = None, verify: bool = True):
     """Load store ``path`` onto the workers of ``client`` as a :class:`ShardedGraph`.
 
