@@ -33,16 +33,22 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 # ---------------------------------------------------------------- pure per-part operations (arrays in, arrays out)
 
+def on_device(a) -> bool:
+    """Whether ``a`` is a CuPy array (told by its type's package: CPU installs never import CuPy)."""
+    return type(a).__module__.partition(".")[0] == "cupy"
+
+
 def id_hash(ids: np.ndarray) -> np.ndarray:
     """A 64-bit hash of each id, the same in every process: ``(k,)`` ids -> ``(k,)`` uint64.
 
     Integers (int64 or uint64 of the same value hash alike) go through the splitmix64 finaliser; strings
-    through ``pandas.util.hash_array`` (SipHash with a fixed key).
+    through ``pandas.util.hash_array`` (SipHash with a fixed key).  CuPy ids hash on the device, to the
+    same values.
 
     >>> id_hash(np.array([1, 2], np.int64)).dtype
     dtype('uint64')
     """
-    a = np.asarray(ids)
+    a = ids if on_device(ids) else np.asarray(ids)
     if a.dtype == object or a.dtype.kind in "US":
         import pandas as pd
 

@@ -44,13 +44,14 @@ def detect_format(path: str) -> str:
 
 
 def read_edges(paths, format: str = "auto", *, directed: bool | None = None, src=None, dst=None,
-               on_bad_lines: str = "error", client=None, **kw):
+               on_bad_lines: str = "error", client=None, device: str = "cpu", **kw):
     """Read edge files of any supported format into an :class:`~breadth.pipeline.edges.EdgeList`.
 
     ``format``: ``auto`` (by extension, then content), ``snap``, ``csv``, ``mtx`` or ``parquet``.  All
     files of one call must share a format.  Extra keywords go to the format's reader.  ``directed``
     defaults to undirected (Graph500), except Matrix Market files, whose ``general``/``symmetric`` banner
-    decides.
+    decides.  ``device="gpu"``: Parquet is read by cuDF on the dask-cuda workers and its integer ids are
+    relabeled on their GPUs; text formats are parsed on the host (``prepare(device="gpu")`` moves them).
 
     >>> from breadth.io import read_edges
     >>> el = read_edges(["a.txt.gz", "b.txt.gz"], directed=True)     # doctest: +SKIP
@@ -74,7 +75,8 @@ def read_edges(paths, format: str = "auto", *, directed: bool | None = None, src
         return matrix_market.read_mtx(items, directed=directed, on_bad_lines=on_bad_lines, client=client, **kw)
     directed = bool(directed)
     if format == "parquet":
-        return parquet_edges.read_parquet(items, src=src, dst=dst, directed=directed, client=client, **kw)
+        return parquet_edges.read_parquet(items, src=src, dst=dst, directed=directed, client=client, device=device,
+                                          **kw)
     if format == "csv":
         return csv_edges.read_csv(items, src=src, dst=dst, directed=directed, on_bad_lines=on_bad_lines,
                                   client=client, **kw)

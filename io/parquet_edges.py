@@ -8,6 +8,8 @@ are read, one row group at a time.
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 
 from .errors import BadLineError, EmptyInputError, MissingColumnError, NonNumericIdError, UnknownFormatError
@@ -74,12 +76,29 @@ def read_row_group(path: str, rg: int, src: str, dst: str):
     return edges, ChunkStats(edges=int(edges.shape[0]))
 
 
-def parquet_parts(paths, *, src: str | None = None, dst: str | None = None) -> list:
-    """Delayed raw chunks, one per row group of every file (see :func:`read_parquet`)."""
+GPU_CHUNK_ROWS = 1 << 26  # rows per GPU chunk: 1 GiB of int64 pairs, a few of which a GPU sorts at once
+
+
+def read_row_group_to_device(path: str, rg: int, src: str, dst: str):
+    """:func:`read_row_group` (pyarrow on the host), the ids then moved to this worker's GPU (CuPy), so
+    that they are relabeled there: the GPU path without cuDF."""
+    import cupy as cp
+
+    edges, stats = read_row_group(path, rg, src, dst)
+    return cp.asarray(edges), stats
+
+
+def parquet_parts(paths, *, src: str | None = None, dst: str | None = None, device: str = "cpu",
+                  chunk_rows: int = GPU_CHUNK_ROWS) -> list:
+    """Delayed raw chunks (see :func:`read_parquet`): on the CPU one per row group of every file; on
+    the GPU (``device="gpu"``, read by cuDF on the dask-cuda workers, ids kept in device memory)
+    consecutive row groups of one file up to ``chunk_rows`` rows, since a GPU task on a row group
+    of a million rows takes less time than Dask's scheduling of it."""
     import dask
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    has_cudf = device == "gpu" and importlib.util.find_spec("cudf") is not None
     out = []
     for path in expand_paths(paths, suffixes=(".parquet", ".pq", ".parq")):
         try:
@@ -87,17 +106,49 @@ def parquet_parts(paths, *, src: str | None = None, dst: str | None = None) -> l
         except (pa.ArrowInvalid, OSError) as e:
             raise UnknownFormatError(f"{path}: not a readable Parquet file: {e}", path=path) from None
         s, d = _pick_columns(path, pf.schema_arrow.names, src, dst)
+        ints = all(pa.types.is_integer(pf.schema_arrow.field(c).type) for c in (s, d))
+        if device == "gpu" and ints and has_cudf:
+            out += _gpu_chunks(path, pf.metadata, s, d, chunk_rows)
+            continue
+        # string ids are relabeled on the host; without cuDF, integer ids are read there and moved
+        read = read_row_group_to_device if device == "gpu" and ints else read_row_group
         for rg in range(pf.metadata.num_row_groups):
             if pf.metadata.row_group(rg).num_rows:
-                out.append(dask.delayed(read_row_group, pure=True)(path, rg, s, d))
+                out.append(dask.delayed(read, pure=True)(path, rg, s, d))
     if not out:
         raise EmptyInputError(f"{paths}: no rows in the Parquet input", path=str(paths))
     return out
 
 
+def _gpu_chunks(path: str, meta, src: str, dst: str, chunk_rows: int) -> list:
+    """Delayed cuDF reads of consecutive row groups of one file, about ``chunk_rows`` rows each."""
+    import dask
+
+    from .cudf_edges import read_parquet_chunk
+
+    out, group, rows, start, row0 = [], [], 0, 0, 0
+    for rg in range(meta.num_row_groups):
+        k = meta.row_group(rg).num_rows
+        if k:
+            if group and rows + k > chunk_rows:
+                out.append(dask.delayed(read_parquet_chunk, pure=True)(path, group, src, dst, start))
+                group, rows = [], 0
+            if not group:
+                start = row0
+            group.append(rg)
+            rows += k
+        row0 += k
+    if group:
+        out.append(dask.delayed(read_parquet_chunk, pure=True)(path, group, src, dst, start))
+    return out
+
+
 def read_parquet(paths, *, src: str | None = None, dst: str | None = None, directed: bool = False,
-                 relabel: bool = True, persist: bool = True, client=None):
+                 relabel: bool = True, persist: bool = True, client=None, device: str = "cpu"):
     """Read Parquet edge lists into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids.
+
+    ``device="gpu"``: cuDF reads the files on the dask-cuda workers and the ids are relabeled on their
+    GPUs (integer ids); prepare the result with ``prepare(..., device="gpu")``.
 
     >>> from breadth.io import read_parquet
     >>> el = read_parquet("edges/", src="source", dst="target")     # doctest: +SKIP
@@ -105,6 +156,6 @@ def read_parquet(paths, *, src: str | None = None, dst: str | None = None, direc
     from breadth.pipeline.relabel import edge_list_from_parts
 
     files = expand_paths(paths, suffixes=(".parquet", ".pq", ".parq"))
-    return edge_list_from_parts(parquet_parts(files, src=src, dst=dst), client, directed=directed,
+    return edge_list_from_parts(parquet_parts(files, src=src, dst=dst, device=device), client, directed=directed,
                                 relabel=relabel, persist=persist,
                                 source={"kind": "parquet", "path": ",".join(files)})

@@ -132,6 +132,7 @@ def ingest(args) -> int:
     from breadth.io import read_edges
     from breadth.io.shard_store import write_store
 
+    from .cluster import resolve_device
     from .prepare import prepare
 
     kw = {}
@@ -145,6 +146,9 @@ def ingest(args) -> int:
               "inputs": _fingerprint(args.paths), "format": args.format, "directed": args.directed,
               "src": args.src, "dst": args.dst, "ids": args.ids, "no_header": args.no_header,
               "extra_columns": args.extra_columns, "on_bad_lines": args.on_bad_lines}
+    device = resolve_device(args.device)
+    if device == "gpu":  # hash-relabeled on the GPU: small integer spans are numbered apart from the CPU's table
+        params["device"] = "gpu"
     target = None
     if args.memory_limit:  # before anything starts: reading these files must fit
         from .memory_plan import plan_reading
@@ -160,19 +164,20 @@ def ingest(args) -> int:
     flags += ["--directed"] * args.directed + ["--no-header"] * args.no_header
     flags += ["--extra-columns"] * args.extra_columns
     flags += (["--src", args.src] if args.src else []) + (["--dst", args.dst] if args.dst else [])
-    with cluster_client(args, managed_target=target) as client:
+    flags += ["--device", args.device] if device == "gpu" else []
+    with cluster_client(args, device=device, managed_target=target) as client:
         t0 = time.perf_counter()
         el = read_edges(args.paths, format=args.format, directed=True if args.directed else None, src=args.src,
-                        dst=args.dst,
-                        on_bad_lines=args.on_bad_lines, client=client, **kw)
+                        dst=args.dst, on_bad_lines=args.on_bad_lines, client=client, device=device, **kw)
         t_read = time.perf_counter() - t0
         # the graph's size is known once read (parsed chunks wait in the workers' memory, which Dask
         # spills to its local directory past what the reading plan left them); the chunks are the reader's
-        plan = memory_plan_for(args, el.num_vertices, el.num_edges, el.directed, store=True,
-                               what=f"{el.num_vertices:,} vertices and {el.num_edges:,} tuples", client=client,
-                               chunk_edges=max(el.edges.chunks[0], default=1))
+        plan = None if device == "gpu" else memory_plan_for(
+            args, el.num_vertices, el.num_edges, el.directed, store=True,
+            what=f"{el.num_vertices:,} vertices and {el.num_edges:,} tuples", client=client,
+            chunk_edges=max(el.edges.chunks[0], default=1))
         with spill_dir_for(args, plan) as spill:
-            g = prepare(el, client, nparts=_nparts(st, client), spill_dir=spill,
+            g = prepare(el, client, nparts=_nparts(st, client), spill_dir=spill, device=device,
                         batch_entries=plan.batch_entries if plan else None)
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, flags), extra={"read_s": t_read})
@@ -320,6 +325,9 @@ def add_store_commands(sub, int_in, cluster_args, memory_args) -> None:
                    help="snap: ignore columns after the first two (timestamps, weights)")
     i.add_argument("--on-bad-lines", choices=("error", "skip", "warn"), default="error",
                    help="malformed lines: stop with an error (default), or skip and count them")
+    i.add_argument("--device", choices=("cpu", "gpu", "auto"), default="cpu",
+                   help="gpu: one dask-cuda worker per GPU; Parquet read by cuDF and relabeled on the GPUs "
+                        "(integer ids), shards built there (default cpu)")
     _store_out_args(i)
     cluster_args(i)
     memory_args(i)

@@ -48,10 +48,12 @@ def _partition_edges(df, src: str, dst: str, where: str):
     for c in (src, dst):
         if c not in df.columns:
             raise MissingColumnError(f"{where}: no column {c!r}; columns are {list(df.columns)}", column=c)
-    if hasattr(df, "to_pandas") and not hasattr(df, "to_numpy"):  # pragma: no cover - cuDF without to_numpy
-        df = df.to_pandas()
-    elif type(df).__module__.startswith("cudf"):  # cuDF: ids come to host for relabeling
-        df = df[[src, dst]].to_pandas()
+    if type(df).__module__.startswith("cudf"):
+        if all(df[c].dtype.kind in "iuf" for c in (src, dst)):
+            from breadth.io.cudf_edges import device_edges
+
+            return device_edges(df, src, dst, where)  # integer ids stay on the GPU
+        df = df[[src, dst]].to_pandas()  # string ids are relabeled on the host
     cols = []
     for c in (src, dst):
         s = df[c]
@@ -87,8 +89,10 @@ def from_dask_dataframe(ddf, src: str = "src", dst: str = "dst", *, directed: bo
     """An :class:`~breadth.pipeline.edges.EdgeList` from the ``src``/``dst`` columns of a Dask DataFrame.
 
     Each partition becomes one chunk; integer ids (any width) or string ids are relabeled to
-    ``0..n-1`` out of core, ``id_map`` giving the originals back.  cuDF-backed frames work where cuDF
-    is installed (ids are moved to host for relabeling); cuDF is never required.
+    ``0..n-1`` out of core, ``id_map`` giving the originals back.  A cuDF-backed frame (dask_cudf on
+    dask-cuda workers) keeps integer ids on the GPUs: they are checked, relabeled and handed to
+    ``prepare(device="gpu")`` as CuPy chunks (:mod:`breadth.pipeline.hash_relabel_gpu`); its string ids
+    are relabeled on the host.  cuDF is never required.
 
     >>> import dask.dataframe as dd, pandas as pd
     >>> from breadth.pipeline import from_dask_dataframe

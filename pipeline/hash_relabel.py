@@ -140,27 +140,26 @@ def chunk_dense(split: tuple, *looked_up: np.ndarray) -> np.ndarray:
     return table[codes]
 
 
-def _split_part(part: tuple, nowners: int, dtype) -> tuple:
-    return chunk_split(part[0], nowners, dtype)
+def _split_part(split, part: tuple, nowners: int, dtype) -> tuple:
+    return split(part[0], nowners, dtype)
 
 
 def _piece(split: tuple, p: int) -> np.ndarray:
     return split[2][p]
 
 
-def _lookup(part: np.ndarray, offset: int, piece: np.ndarray) -> np.ndarray:
-    return lookup_piece(part, offset, piece)
-
-
 # ---------------------------------------------------------------- the Dask orchestration
 
 
 def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[str], *,
-                   nowners: int | None = None) -> tuple[list, PartitionedIdMap]:
+                   nowners: int | None = None, device: str = "cpu") -> tuple[list, PartitionedIdMap]:
     """Relabel raw chunks (futures of ``(edges, stats)``) to dense ids with hash owners.
 
     Returns ``(dense, id_map)``: ``dense[c]`` is a future of chunk ``c``'s ``(rows[c], 2)`` int64 dense
     edges (only chunks with rows), ``id_map`` the partitioned map back, its parts left on the workers.
+    ``device="gpu"``: the steps run on the workers' GPUs (:mod:`breadth.pipeline.hash_relabel_gpu`,
+    integer ids; chunks NumPy or CuPy), the dense chunks are CuPy arrays and the map's parts come to
+    the host at the end.
 
     >>> dense, idm = relabel_hashed(client, parts, rows, np.int64, workers)   # doctest: +SKIP
     >>> idm.nparts == len(workers), idm.size                                  # doctest: +SKIP
@@ -168,29 +167,59 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     """
     P = int(nowners or len(workers))
     dtype = np.dtype(dtype)
+    steps = _steps(device, dtype)
     chunks = [p for p, r in zip(parts, rows) if r]
-    splits = [client.submit(_split_part, p, P, dtype, pure=False) for p in chunks]
+    splits = [client.submit(_split_part, steps.chunk_split, p, P, dtype, pure=False) for p in chunks]
     pieces = [[client.submit(_piece, s, p, pure=False) for p in range(P)] for s in splits]
-    owners = [_owner_tree(client, dtype, [pieces[c][p] for c in range(len(splits))], workers[p % len(workers)])
-              for p in range(P)]
+    owners = [_owner_tree(client, steps, dtype, [pieces[c][p] for c in range(len(splits))],
+                          workers[p % len(workers)]) for p in range(P)]
     sizes = client.gather([client.submit(len, o, pure=False) for o in owners])
     offsets = np.zeros(P + 1, np.int64)
     np.cumsum(sizes, out=offsets[1:])
     dense = []
     for c, s in enumerate(splits):
-        looked = [client.submit(_lookup, owners[p], int(offsets[p]), pieces[c][p], pure=False) for p in range(P)]
-        dense.append(client.submit(chunk_dense, s, *looked, pure=False))
+        looked = [client.submit(steps.lookup_piece, owners[p], int(offsets[p]), pieces[c][p], pure=False)
+                  for p in range(P)]
+        dense.append(client.submit(steps.chunk_dense, s, *looked, pure=False))
     del pieces, splits  # the dense chunks keep what they need alive
+    if steps is not _CPU_STEPS:  # the map back lives in host memory, wherever it was built
+        owners = [client.submit(steps.part_to_host, o, workers=[workers[p % len(workers)]],
+                                allow_other_workers=True, pure=False) for p, o in enumerate(owners)]
     return dense, PartitionedIdMap(owners, offsets, dtype if dtype != np.dtype("O") else np.dtype(object),
                                    "hash", None, client)
 
 
-def _owner_tree(client, dtype, pieces: list, worker: str):
+class _CpuSteps:
+    """The per-chunk and per-owner steps on the host (this module's functions)."""
+
+    chunk_split = staticmethod(chunk_split)
+    owner_part = staticmethod(owner_part)
+    lookup_piece = staticmethod(lookup_piece)
+    chunk_dense = staticmethod(chunk_dense)
+
+
+_CPU_STEPS = _CpuSteps()
+
+
+def _steps(device: str, dtype):
+    """The steps for ``device``: this module's, or :mod:`hash_relabel_gpu`'s (same names and results)."""
+    if device == "cpu":
+        return _CPU_STEPS
+    if device != "gpu":
+        raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
+    if np.dtype(dtype) == object:
+        raise ValueError("string ids are relabeled on the host: pass device='cpu' for them")
+    from . import hash_relabel_gpu
+
+    return hash_relabel_gpu
+
+
+def _owner_tree(client, steps, dtype, pieces: list, worker: str):
     """Owner's part as a merge tree of fan-in ``MERGE_FANIN`` on the owner's worker: no task takes more
     than that many pieces (or partial unions) at once, so the owner holds its share plus a few pieces."""
     level = pieces or [client.scatter(np.empty(0, dtype), hash=False)]
     while True:
-        level = [client.submit(owner_part, dtype, *level[i:i + MERGE_FANIN], workers=[worker],
+        level = [client.submit(steps.owner_part, dtype, *level[i:i + MERGE_FANIN], workers=[worker],
                                allow_other_workers=True, pure=False)
                  for i in range(0, len(level), MERGE_FANIN)]
         if len(level) == 1:

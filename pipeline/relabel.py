@@ -145,13 +145,16 @@ def _chunk_unique(part) -> tuple[np.ndarray, int, object]:
 
 
 def _chunk_meta(part) -> tuple:
-    """``(rows, stats, kind, lo, hi)`` of a raw chunk; ``lo``/``hi`` bound integer ids (else None)."""
+    """``(rows, stats, kind, lo, hi, on_device)`` of a raw chunk; ``lo``/``hi`` bound integer ids (else
+    None); ``on_device``: the chunk is a CuPy array (a GPU reader's or a cuDF frame's)."""
+    from breadth.bfs.id_map import on_device
+
     edges, stats = part
     k = _kind(edges) if edges.size else "empty"
     lo = hi = None
     if k in ("int", "uint") and edges.size:
         lo, hi = int(edges.min()), int(edges.max())  # NumPy: no JIT warm-up on a fresh worker
-    return int(edges.shape[0]), stats, k, lo, hi
+    return int(edges.shape[0]), stats, k, lo, hi, on_device(edges)
 
 
 def _merge(*uniques) -> np.ndarray:
@@ -203,7 +206,8 @@ def _densify(part, table) -> np.ndarray:
 
 
 def _edges_only(part) -> np.ndarray:
-    return np.asarray(part[0], np.int64)
+    e = part[0]
+    return e.astype(np.int64, copy=False) if e.dtype != np.int64 else e  # NumPy or CuPy, left where it is
 
 
 def _fast_span(meta: list[tuple]) -> int:
@@ -266,6 +270,7 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
                               + (f" ({skipped} bad line(s) skipped)" if skipped else ""),
                               path=source.get("path"))
     dtype = global_dtype([m[2] for m in meta])
+    device = "gpu" if any(m[5] for m in meta) else "cpu"  # chunks on GPUs are relabeled there
     if not relabel:
         if dtype != np.int64 or any(m[4] is not None and m[4] > INT64_MAX for m in meta):
             raise IngestError(f"relabel=False needs int64 ids; {source.get('path', 'input')} has "
@@ -274,13 +279,13 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
                   for p, r in zip(parts, rows) if r]
         n = max(m[4] for m in meta if m[4] is not None) + 1
         out_map = None
-    elif (hashed is None and not _fast_span(meta)) or hashed:
+    elif (hashed is None and not _fast_span(meta)) or hashed or device == "gpu":
         if not persist:  # the hashed path reads each chunk twice (split, densify): parse it once here
             parts = client.compute(parts)
-        dense, out_map = relabel_hashed(client, parts, rows, dtype, worker_addresses(client))
+        dense, out_map = relabel_hashed(client, parts, rows, dtype, worker_addresses(client), device=device)
         blocks = [da.from_delayed(f, shape=(r, 2), dtype=np.int64) for f, r in zip(dense, [r for r in rows if r])]
         n = out_map.size
-        source["relabel"] = "hash"
+        source["relabel"] = "hash" if device == "cpu" else "hash_gpu"
     else:
         level = [submit(_chunk_unique, p) for p in parts]
         uniq = [client.submit(operator.getitem, u, 0, pure=False) for u in level]

@@ -1,0 +1,220 @@
+"""Sparse-id Parquet -> shards on one GPU: breadth (cuDF read, relabel and build on a dask-cuda worker)
+beside cuDF's own ``read_parquet`` + ``factorize`` of the same files, each in fresh processes.
+
+    python benchmarks/bench_ingest_gpu.py --make /tmp/wc28 --log2-tuples 28 --log2-ids 26   # the input, once
+    python benchmarks/bench_ingest_gpu.py --input /tmp/wc28 --repeat 3 --json benchmarks/results/ingest_gpu.json
+
+The input (never in the repository) is web-crawl-like: Kronecker (R-MAT) tuples, so degrees follow a power
+law, over ``2^log2-ids`` vertices whose ids are replaced by a keyed 64-bit hash (63-bit non-negative int64),
+written by cuDF as ``--files`` Parquet files.  Then, each in a fresh process (``--repeat`` times, median and
+range reported):
+
+* ``peer``: ``cudf.read_parquet`` of every file + ``factorize`` of the concatenated endpoints, one process:
+  what a cuDF user gets before any graph exists;
+* ``breadth``: a one-GPU ``LocalCUDACluster`` (start-up not timed), then ``read_parquet(device="gpu")`` +
+  ``prepare(device="gpu")`` (read, relabel, shards: timed end to end, with the stages), then a few
+  validated roots; peak device memory of the worker's pool, peak RSS of the worker and the client;
+* ``cli``: ``breadth ingest DIR --device gpu --out STORE`` as a user types it (wall time, cluster start and
+  the store's write included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_file import write_json  # noqa: E402
+
+KEY = 0x5DEECE66D2F6A9B1
+
+
+def make_input(out: str, log2_tuples: int, log2_ids: int, files: int, seed: int = 1) -> dict:
+    """Write the hashed-id Kronecker input as ``files`` Parquet files under ``out`` (cuDF, on the GPU)."""
+    import cupy as cp
+    import cudf
+
+    from breadth.pipeline.kronecker import KroneckerParams
+    from breadth.pipeline.kronecker_gpu import generate_edges_gpu
+
+    params = KroneckerParams.make(log2_ids, seed, 0.57, 0.19, 0.19)
+    m = 1 << log2_tuples
+    tmp = out + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    per = -(-m // files)
+    for i in range(files):
+        e = generate_edges_gpu(params, i * per, min(m, (i + 1) * per)).astype(cp.uint64)
+        z = e ^ cp.uint64(KEY)  # splitmix64 of the key-mixed vertex: distinct ids, no order left
+        z += cp.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> cp.uint64(30))) * cp.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> cp.uint64(27))) * cp.uint64(0x94D049BB133111EB)
+        z = (z ^ (z >> cp.uint64(31))) >> cp.uint64(1)
+        ids = z.astype(cp.int64)
+        cudf.DataFrame({"src": ids[:, 0], "dst": ids[:, 1]}).to_parquet(os.path.join(tmp, f"part-{i:04d}.parquet"),
+                                                                        row_group_size_rows=1 << 22)
+        del e, z, ids
+    shutil.rmtree(out, ignore_errors=True)
+    os.rename(tmp, out)
+    return {"tuples": m, "log2_ids": log2_ids, "files": files, "seed": seed}
+
+
+def _files(d: str) -> list[str]:
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".parquet"))
+
+
+def run_peer(inp: str) -> dict:
+    import cudf
+    import cupy as cp
+
+    files = _files(inp)
+    cp.zeros(1).sum()  # CUDA context before the clock, as breadth's worker has one
+    t0 = time.perf_counter()
+    df = cudf.read_parquet(files)
+    cp.cuda.Device().synchronize()
+    t1 = time.perf_counter()
+    codes, uniq = cudf.concat([df["src"], df["dst"]], ignore_index=True).factorize()
+    cp.cuda.Device().synchronize()
+    t2 = time.perf_counter()
+    return {"tuples": len(df), "vertices": len(uniq), "read_s": t1 - t0, "factorize_s": t2 - t1,
+            "total_s": t2 - t0}
+
+
+def _worker_peaks() -> dict:
+    import cupy as cp
+
+    return {"device_pool_bytes": int(cp.get_default_memory_pool().total_bytes()),
+            "rss_peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def run_breadth(inp: str, roots: int) -> dict:
+    from breadth.bfs import graph500
+    from breadth.io import read_parquet
+    from breadth.pipeline import prepare
+    from breadth.pipeline.cluster import local_cuda_cluster
+
+    client = local_cuda_cluster(workers=1)
+    try:
+        t0 = time.perf_counter()
+        el = read_parquet(inp, client=client, device="gpu")
+        t1 = time.perf_counter()
+        stages: dict = {}
+        g = prepare(el, client, device="gpu", stages=stages)
+        t2 = time.perf_counter()
+        el.edges = None
+        res = graph500(g, nroots=roots, seed=2, validate=True)
+        peaks = client.run(_worker_peaks)
+        out = {"tuples": g.num_input_edges, "vertices": g.num_vertices, "relabel": el.source.get("relabel"),
+               "read_relabel_s": t1 - t0, "prepare_s": t2 - t1, "total_s": t2 - t0,
+               "roots": roots, "harmonic_mean_teps": res.harmonic_mean_teps, "validated": True,
+               "workers": peaks, "client_rss_peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+               "prepare_stages": stages.get("wall_s")}
+        g.release()
+        return out
+    finally:
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+
+
+def run_cli(inp: str) -> dict:
+    store = tempfile.mkdtemp(prefix="bench-store-")
+    try:
+        t0 = time.perf_counter()
+        r = subprocess.run(["breadth", "ingest", inp, "--device", "gpu", "--out", os.path.join(store, "s")],
+                           capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        if r.returncode:
+            raise RuntimeError(r.stderr[-2000:])
+        return {"wall_s": wall, "stdout": r.stdout.strip()[-500:]}
+    finally:
+        shutil.rmtree(store, ignore_errors=True)
+
+
+def _fresh(kind: str, inp: str, roots: int) -> dict:
+    """One measurement in a new Python process (what a user's job gets: nothing warm but the disk cache)."""
+    r = subprocess.run([sys.executable, __file__, "--one", kind, "--input", inp, "--roots", str(roots)],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"{kind}: {r.stderr[-3000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _median_range(xs: list[float]) -> dict:
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "runs": xs}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--make", default=None, help="write the input to this directory and stop")
+    p.add_argument("--log2-tuples", type=int, default=28)
+    p.add_argument("--log2-ids", type=int, default=26)
+    p.add_argument("--files", type=int, default=16)
+    p.add_argument("--input", default=None)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--roots", type=int, default=8)
+    p.add_argument("--kinds", default="peer,breadth,cli")
+    p.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--json", default=None)
+    a = p.parse_args()
+    if a.make:
+        t0 = time.perf_counter()
+        info = make_input(a.make, a.log2_tuples, a.log2_ids, a.files)
+        print(json.dumps(dict(info, seconds=time.perf_counter() - t0)))
+        return
+    if a.one:
+        fn = {"peer": lambda: run_peer(a.input), "breadth": lambda: run_breadth(a.input, a.roots),
+              "cli": lambda: run_cli(a.input)}[a.one]
+        print(json.dumps(fn()))
+        return
+    runs: dict = {k: [] for k in a.kinds.split(",")}
+    for i in range(a.repeat):  # interleaved: the peer and breadth see the same machine phases
+        for k in runs:
+            runs[k].append(_fresh(k, a.input, a.roots))
+            print(k, i, json.dumps(runs[k][-1])[:400], file=sys.stderr, flush=True)
+    summary = {}
+    for k, rs in runs.items():
+        key = "wall_s" if k == "cli" else "total_s"
+        secs = [r[key] for r in rs]
+        tuples = rs[0].get("tuples") or (1 << a.log2_tuples)
+        summary[k] = {"seconds": _median_range(secs), "mtuples_per_s": tuples / statistics.median(secs) / 1e6}
+    if "breadth" in summary and "peer" in summary:
+        summary["breadth_over_peer_time"] = summary["breadth"]["seconds"]["median"] / summary["peer"]["seconds"]["median"]
+    doc = {"benchmark": "ingest_gpu", "machine": platform.node(), "python": platform.python_version(),
+           "gpu": _gpu_name(), "versions": _versions(), "input": a.input, "repeat": a.repeat,
+           "summary": summary, "runs": runs}
+    print(json.dumps(summary, indent=1))
+    if a.json:
+        write_json(a.json, doc)
+
+
+def _gpu_name() -> str:
+    try:
+        import cupy as cp
+
+        return cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    except Exception as e:  # noqa: BLE001 - recorded, not fatal
+        return f"unknown ({e})"
+
+
+def _versions() -> dict:
+    out = {}
+    for m in ("numpy", "cupy", "cudf", "dask", "distributed", "dask_cuda"):
+        try:
+            out[m] = __import__(m).__version__
+        except Exception:  # noqa: BLE001
+            out[m] = None
+    return out
+
+
+if __name__ == "__main__":
+    main()

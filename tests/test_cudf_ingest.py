@@ -1,0 +1,151 @@
+"""Real data on GPUs: cuDF frames and Parquet read by cuDF are relabeled on the device, and give the CPU
+path's id map, shards and BFS results in original ids (int64, uint64; string ids through the host).
+
+Skipped (not faked) without CuPy, a CUDA device, cuDF and dask-cuda, as on CI; run on a GPU machine.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+cp = pytest.importorskip("cupy", reason="CuPy is not installed (GPU tests run on a GPU machine)")
+cudf = pytest.importorskip("cudf", reason="cuDF is not installed")
+dask_cudf = pytest.importorskip("dask_cudf", reason="dask_cudf is not installed")
+pytest.importorskip("dask_cuda", reason="dask-cuda is not installed")
+try:
+    _NDEV = cp.cuda.runtime.getDeviceCount()
+except Exception:  # CuPy without a driver
+    _NDEV = 0
+pytestmark = pytest.mark.skipif(_NDEV == 0, reason="no CUDA device visible")
+
+import dask.dataframe as dd  # noqa: E402
+import pandas as pd  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from breadth.bfs import bfs  # noqa: E402
+from breadth.io import read_parquet  # noqa: E402
+from breadth.io.errors import NegativeIdError, NonNumericIdError  # noqa: E402
+from breadth.pipeline import from_dask_dataframe, prepare  # noqa: E402
+from breadth.pipeline.kronecker import KroneckerParams, generate_edges  # noqa: E402
+
+ARRAYS = ("offsets", "columns", "tuple_degree", "self_loops", "in_offsets", "in_columns")
+
+
+@pytest.fixture(scope="module")
+def gclient():
+    from breadth.pipeline.cluster import local_cuda_cluster
+
+    client = local_cuda_cluster(workers=1)
+    yield client
+    cluster = client.cluster
+    client.close()
+    cluster.close()
+
+
+def _sparse_edges(scale: int, kind: str, seed: int = 3) -> np.ndarray:
+    """Kronecker tuples with each vertex replaced by a distinct sparse id (int64 below 2^62, uint64 above
+    2^63), self-loops and duplicates kept: what a crawl's ETL hands over."""
+    e = generate_edges(KroneckerParams.make(scale, seed, 0.57, 0.19, 0.19), 0, 8 << scale)
+    rng = np.random.default_rng(seed)
+    ids = np.unique(rng.integers(1, 1 << 62, size=3 << scale, dtype=np.int64))[: 1 << scale]
+    rng.shuffle(ids)
+    out = ids[e]
+    return out.astype(np.uint64) + np.uint64(1 << 63) if kind == "uint64" else out
+
+
+def _host_shards(g) -> list:
+    return [s.to(np) for s in g.client.gather(g.shards)]
+
+
+def _same_graph(a, b) -> None:
+    assert a.num_vertices == b.num_vertices and a.num_edges == b.num_edges
+    np.testing.assert_array_equal(np.asarray(a.id_map), np.asarray(b.id_map))
+    for x, y in zip(_host_shards(a), _host_shards(b)):
+        for name in ARRAYS:
+            u, v = getattr(x, name), getattr(y, name)
+            assert (u is None) == (v is None), name
+            if u is not None:
+                np.testing.assert_array_equal(np.asarray(u), np.asarray(v), err_msg=name)
+
+
+def _levels_by_id(g, root) -> pd.Series:
+    df = bfs(g, root).to_pandas()
+    return df.set_index("vertex")["level"].sort_index()
+
+
+@pytest.mark.parametrize("kind", ["int64", "uint64"])
+def test_cudf_frame_relabels_on_gpu_like_the_cpu(gclient, kind):
+    e = _sparse_edges(12, kind)
+    pdf = pd.DataFrame({"src": e[:, 0], "dst": e[:, 1]})
+    host = from_dask_dataframe(dd.from_pandas(pdf, npartitions=3), client=gclient)
+    dev = from_dask_dataframe(dask_cudf.from_cudf(cudf.from_pandas(pdf), npartitions=3), client=gclient)
+    assert host.source["relabel"] == "hash" and dev.source["relabel"] == "hash_gpu"
+    gh, gd = prepare(host, gclient, device="gpu"), prepare(dev, gclient, device="gpu")
+    _same_graph(gh, gd)
+    assert gd.id_map.dtype == np.dtype(kind)
+    root = e[0, 0]
+    pd.testing.assert_series_equal(_levels_by_id(gh, root), _levels_by_id(gd, root))
+
+
+def test_cudf_string_ids_go_through_the_host(gclient):
+    e = _sparse_edges(10, "int64")
+    pdf = pd.DataFrame({"src": [f"https://x.org/{v}" for v in e[:, 0]], "dst": [f"https://x.org/{v}" for v in e[:, 1]]})
+    dev = from_dask_dataframe(dask_cudf.from_cudf(cudf.from_pandas(pdf), npartitions=2), client=gclient)
+    host = from_dask_dataframe(dd.from_pandas(pdf, npartitions=2), client=gclient)
+    assert dev.source["relabel"] == "hash"
+    _same_graph(prepare(host, gclient, device="gpu"), prepare(dev, gclient, device="gpu"))
+
+
+def _write_parquet(path, e: np.ndarray, row_group_size: int) -> None:
+    pq.write_table(pa.table({"src": e[:, 0], "dst": e[:, 1]}), path, row_group_size=row_group_size)
+
+
+@pytest.mark.parametrize("kind", ["int64", "uint64"])
+def test_parquet_read_by_cudf_matches_the_cpu_reader(gclient, tmp_path, kind):
+    e = _sparse_edges(12, kind)
+    half = len(e) // 2
+    _write_parquet(tmp_path / "a.parquet", e[:half], 5000)
+    _write_parquet(tmp_path / "b.parquet", e[half:], 7000)
+    cpu = read_parquet(str(tmp_path), client=gclient)
+    gpu = read_parquet(str(tmp_path), client=gclient, device="gpu")
+    assert gpu.source["relabel"] == "hash_gpu" and gpu.num_edges == len(e)
+    _same_graph(prepare(cpu, gclient, device="gpu"), prepare(gpu, gclient, device="gpu"))
+
+
+def test_parquet_bad_ids_name_file_and_row(gclient, tmp_path):
+    e = _sparse_edges(10, "int64")
+    bad = e.copy()
+    bad[12345, 1] = -7
+    _write_parquet(tmp_path / "neg.parquet", bad, 4096)
+    with pytest.raises(NegativeIdError, match=r"neg\.parquet: column 'dst' row 12345: negative vertex id -7"):
+        read_parquet(str(tmp_path / "neg.parquet"), client=gclient, device="gpu")
+    t = pa.table({"src": pa.array(e[:, 0]), "dst": pa.array([None if i == 9000 else int(v) for i, v in
+                                                             enumerate(e[:, 1])], pa.int64())})
+    pq.write_table(t, tmp_path / "null.parquet", row_group_size=4096)
+    with pytest.raises(NonNumericIdError, match=r"null\.parquet: column 'dst' row 9000: missing id"):
+        read_parquet(str(tmp_path / "null.parquet"), client=gclient, device="gpu")
+
+
+def test_cli_ingest_device_gpu_writes_the_cpu_store(tmp_path):
+    e = _sparse_edges(12, "int64")
+    _write_parquet(tmp_path / "e.parquet", e, 10000)
+    env = dict(os.environ)
+    stores = {}
+    for dev in ("cpu", "gpu"):
+        out = tmp_path / f"{dev}.store"
+        r = subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", "ingest", str(tmp_path / "e.parquet"),
+                            "--out", str(out), "--device", dev], capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr
+        stores[dev] = out
+    from breadth.io.shard_store import read_manifest
+
+    a, b = (read_manifest(str(stores[d])) for d in ("cpu", "gpu"))
+    assert a["num_vertices"] == b["num_vertices"] == len(np.unique(e))
+    sha = [[rec["files"][k]["sha256"] for rec in m["shards"] for k in sorted(rec["files"])] for m in (a, b)]
+    assert sha[0] == sha[1]
