@@ -11,7 +11,7 @@ range reported):
 
 * ``peer``: ``cudf.read_parquet`` of every file + ``factorize`` of the concatenated endpoints, one process:
   what a cuDF user gets before any graph exists;
-* ``breadth``: a one-GPU ``LocalCUDACluster`` (start-up not timed), then ``read_parquet(device="gpu")`` +
+* ``breadth``: a one-GPU ``LocalCUDACluster`` (start-up and the worker's ``import cudf`` not timed), then ``read_parquet(device="gpu")`` +
   ``prepare(device="gpu")`` (read, relabel, shards: timed end to end, with the stages), then a few
   validated roots; peak device memory of the worker's pool, peak RSS of the worker and the client;
 * ``cli``: ``breadth ingest DIR --device gpu --out STORE`` as a user types it (wall time, cluster start and
@@ -92,8 +92,14 @@ def run_peer(inp: str) -> dict:
 def _worker_peaks() -> dict:
     import cupy as cp
 
-    return {"device_pool_bytes": int(cp.get_default_memory_pool().total_bytes()),
+    free, total = cp.cuda.runtime.memGetInfo()
+    return {"device_used_bytes_at_end": int(total - free),
+            "cupy_pool_bytes": int(cp.get_default_memory_pool().total_bytes()),
             "rss_peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def _import_cudf() -> None:
+    import cudf  # noqa: F401
 
 
 def run_breadth(inp: str, roots: int) -> dict:
@@ -101,15 +107,19 @@ def run_breadth(inp: str, roots: int) -> dict:
     from breadth.io import read_parquet
     from breadth.pipeline import prepare
     from breadth.pipeline.cluster import local_cuda_cluster
+    from distributed import get_task_stream
 
     client = local_cuda_cluster(workers=1)
     try:
-        t0 = time.perf_counter()
-        el = read_parquet(inp, client=client, device="gpu")
-        t1 = time.perf_counter()
-        stages: dict = {}
-        g = prepare(el, client, device="gpu", stages=stages)
-        t2 = time.perf_counter()
+        # not timed, as the peer's own imports are not: the worker imports cuDF (about a second), as a
+        # dask_cudf user's workers already have
+        client.run(_import_cudf)
+        with get_task_stream(client) as ts:
+            t0 = time.perf_counter()
+            el = read_parquet(inp, client=client, device="gpu")
+            t1 = time.perf_counter()
+            g = prepare(el, client, device="gpu")
+            t2 = time.perf_counter()
         el.edges = None
         res = graph500(g, nroots=roots, seed=2, validate=True)
         peaks = client.run(_worker_peaks)
@@ -117,13 +127,25 @@ def run_breadth(inp: str, roots: int) -> dict:
                "read_relabel_s": t1 - t0, "prepare_s": t2 - t1, "total_s": t2 - t0,
                "roots": roots, "harmonic_mean_teps": res.harmonic_mean_teps, "validated": True,
                "workers": peaks, "client_rss_peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-               "prepare_stages": stages.get("wall_s")}
+               "task_seconds": _by_prefix(ts.data), "tasks": len(ts.data)}
         g.release()
         return out
     finally:
         cluster = client.cluster
         client.close()
         cluster.close()
+
+
+def _by_prefix(records: list[dict]) -> dict:
+    """Compute seconds summed by task name (Dask's key prefix): where the worker's time went."""
+    from dask.utils import key_split
+
+    out: dict = {}
+    for r in records:
+        secs = sum(s["stop"] - s["start"] for s in r["startstops"] if s["action"] == "compute")
+        k = key_split(r["key"])
+        out[k] = round(out.get(k, 0.0) + secs, 4)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def run_cli(inp: str) -> dict:
@@ -182,10 +204,10 @@ def main() -> None:
             runs[k].append(_fresh(k, a.input, a.roots))
             print(k, i, json.dumps(runs[k][-1])[:400], file=sys.stderr, flush=True)
     summary = {}
+    tuples = next((r["tuples"] for rs in runs.values() for r in rs if "tuples" in r), 1 << a.log2_tuples)
     for k, rs in runs.items():
         key = "wall_s" if k == "cli" else "total_s"
         secs = [r[key] for r in rs]
-        tuples = rs[0].get("tuples") or (1 << a.log2_tuples)
         summary[k] = {"seconds": _median_range(secs), "mtuples_per_s": tuples / statistics.median(secs) / 1e6}
     if "breadth" in summary and "peer" in summary:
         summary["breadth_over_peer_time"] = summary["breadth"]["seconds"]["median"] / summary["peer"]["seconds"]["median"]

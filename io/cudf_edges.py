@@ -2,7 +2,7 @@
 
 The GPU twin of the host readers' id checks (:func:`breadth.pipeline.relabel.normalize_ids`): a missing,
 non-integral, out-of-range or negative id is one error naming the file or partition, column and row.
-:func:`read_parquet_chunk` reads consecutive row groups of one Parquet file with ``cudf.read_parquet`` on
+:func:`read_parquet_chunk` reads row groups of one or more Parquet files in one ``cudf.read_parquet`` on
 a dask-cuda worker.  cuDF is imported only here, and only when called.
 """
 
@@ -11,46 +11,52 @@ from __future__ import annotations
 import numpy as np
 
 
-def device_edges(df, src: str, dst: str, where: str, row0: int = 0) -> tuple:
+def _locate(where, i: int) -> tuple[str, int]:
+    """``(file or partition, row)`` of chunk row ``i``: ``where`` is a name (rows counted from 0) or the
+    chunk's spans ``[(path, first chunk row, its file row), ...]`` in order."""
+    if isinstance(where, str):
+        return where, i
+    path, start, row0 = next(s for s in reversed(where) if s[1] <= i)
+    return path, row0 + i - start
+
+
+def device_edges(df, src: str, dst: str, where) -> tuple:
     """A cuDF partition's integer (or integral float) id columns -> ``((k, 2) CuPy ids, ChunkStats)``,
-    checked on the device as the host path checks them (missing, non-integral, negative ids name their
-    row, counted from ``row0``); int64, or uint64 when some id needs it."""
+    checked on the device as the host path checks them (a missing, non-integral, negative or too large
+    id names its file or partition and row, see :func:`_locate`); int64, or uint64 when some id needs it.
+    The checks are reductions, so a clean chunk costs a few device round trips."""
     import cupy as cp
 
     from .errors import IdRangeError, NegativeIdError, NonNumericIdError
     from .text_parser import ChunkStats
 
-    def first(mask) -> int:
-        return int(cp.flatnonzero(mask)[0].get())
-
-    def at(i: int) -> int:
-        return row0 + i
+    def bad_row(mask, c: str) -> tuple[int, str, dict]:
+        i = int(cp.flatnonzero(mask)[0].get())
+        name, row = _locate(where, i)
+        return i, f"{name}: column {c!r} row {row}", dict(column=c, line=row, path=name)
 
     cols = []
     for c in (src, dst):
         s = df[c]
-        nulls = int(s.isna().sum())
+        isna = s.isna()
+        nulls = int(isna.sum())
         if nulls:
-            i = first(s.isna().values)
-            raise NonNumericIdError(f"{where}: column {c!r} row {at(i)}: missing id (null); {nulls} missing id(s) "
-                                    f"in the column", column=c, line=at(i))
+            _, at, info = bad_row(isna.values, c)
+            raise NonNumericIdError(f"{at}: missing id (null); {nulls} missing id(s) in the column", **info)
         a = s.values
         if a.dtype.kind == "f":
             bad = ~cp.isfinite(a) | (cp.floor(a) != a)
             if bool(bad.any()):
-                i = first(bad)
-                raise NonNumericIdError(f"{where}: column {c!r} row {at(i)}: vertex id {float(a[i].get())!r} is not an "
-                                        f"integer", column=c, line=at(i))
+                i, at, info = bad_row(bad, c)
+                raise NonNumericIdError(f"{at}: vertex id {float(a[i].get())!r} is not an integer", **info)
             if bool((a >= 2.0**64).any()):
-                i = first(a >= 2.0**64)
-                raise IdRangeError(f"{where}: column {c!r} row {at(i)}: vertex id {float(a[i].get())!r} exceeds the "
-                                   f"uint64 range", column=c, line=at(i))
+                i, at, info = bad_row(a >= 2.0**64, c)
+                raise IdRangeError(f"{at}: vertex id {float(a[i].get())!r} exceeds the uint64 range", **info)
             a = a.astype(cp.uint64) if bool((a >= 2.0**63).any()) else a.astype(cp.int64)
         if a.dtype.kind == "i":
             if a.size and int(a.min()) < 0:
-                i = first(a < 0)
-                raise NegativeIdError(f"{where}: column {c!r} row {at(i)}: negative vertex id {int(a[i].get())}",
-                                      column=c, line=at(i))
+                i, at, info = bad_row(a < 0, c)
+                raise NegativeIdError(f"{at}: negative vertex id {int(a[i].get())}", **info)
             a = a.astype(cp.int64, copy=False)
         elif a.dtype != cp.uint64:
             a = a.astype(cp.int64)  # narrower unsigned ids
@@ -62,16 +68,26 @@ def device_edges(df, src: str, dst: str, where: str, row0: int = 0) -> tuple:
     return edges, ChunkStats(edges=int(edges.shape[0]))
 
 
-def read_parquet_chunk(path: str, row_groups: list[int], src: str, dst: str, row0: int) -> tuple:
-    """Row groups ``row_groups`` (consecutive) of one Parquet file, read by cuDF on this worker's GPU ->
-    ``((k, 2) CuPy ids, ChunkStats)``; ``row0``: the file row of the first one (for error messages)."""
+def read_parquet_chunk(pieces: list[tuple[str, list[int], int, int]], src: str, dst: str) -> tuple:
+    """Row groups of one or more Parquet files, read by cuDF on this worker's GPU in one call ->
+    ``((k, 2) CuPy ids, ChunkStats)``; ``pieces``: ``(path, row groups, file row of the first, rows)``
+    each, the row groups of a piece consecutive."""
     import cudf
 
     from .errors import NonNumericIdError
 
-    df = cudf.read_parquet(path, columns=[src, dst], row_groups=[row_groups])
+    df = cudf.read_parquet([p[0] for p in pieces], columns=[src, dst], row_groups=[p[1] for p in pieces])
     for c in (src, dst):
         if df[c].dtype.kind not in "iuf":
-            raise NonNumericIdError(f"{path}: column {c!r} has type {df[c].dtype}; --device gpu reads integer "
-                                    "ids (string ids: --device cpu)", path=path, column=c)
-    return device_edges(df, src, dst, path, row0)
+            raise NonNumericIdError(f"{pieces[0][0]}: column {c!r} has type {df[c].dtype}; --device gpu reads "
+                                    "integer ids (string ids: --device cpu)", path=pieces[0][0], column=c)
+    return device_edges(df, src, dst, _spans(pieces))
+
+
+def _spans(pieces: list[tuple[str, list[int], int, int]]) -> list[tuple[str, int, int]]:
+    """``(path, first chunk row, file row)`` of each piece of a chunk."""
+    out, start = [], 0
+    for path, _, row0, rows in pieces:
+        out.append((path, start, row0))
+        start += rows
+    return out

@@ -92,14 +92,15 @@ def parquet_parts(paths, *, src: str | None = None, dst: str | None = None, devi
                   chunk_rows: int = GPU_CHUNK_ROWS) -> list:
     """Delayed raw chunks (see :func:`read_parquet`): on the CPU one per row group of every file; on
     the GPU (``device="gpu"``, read by cuDF on the dask-cuda workers, ids kept in device memory)
-    consecutive row groups of one file up to ``chunk_rows`` rows, since a GPU task on a row group
-    of a million rows takes less time than Dask's scheduling of it."""
+    about ``chunk_rows`` rows of row groups in file order, several files in one read where they are
+    small, since a GPU task on a row group of a million rows takes less time than Dask's scheduling
+    of it."""
     import dask
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     has_cudf = device == "gpu" and importlib.util.find_spec("cudf") is not None
-    out = []
+    out, gpu_groups, gpu_cols = [], [], None
     for path in expand_paths(paths, suffixes=(".parquet", ".pq", ".parq")):
         try:
             pf = pq.ParquetFile(path)
@@ -108,38 +109,52 @@ def parquet_parts(paths, *, src: str | None = None, dst: str | None = None, devi
         s, d = _pick_columns(path, pf.schema_arrow.names, src, dst)
         ints = all(pa.types.is_integer(pf.schema_arrow.field(c).type) for c in (s, d))
         if device == "gpu" and ints and has_cudf:
-            out += _gpu_chunks(path, pf.metadata, s, d, chunk_rows)
+            if gpu_cols not in (None, (s, d)):
+                raise MissingColumnError(f"{path}: source/target columns {s!r}/{d!r} differ from the other files' "
+                                         f"{gpu_cols[0]!r}/{gpu_cols[1]!r}; pass src= and dst=", path=path)
+            gpu_cols, row0 = (s, d), 0
+            for rg in range(pf.metadata.num_row_groups):
+                k = pf.metadata.row_group(rg).num_rows
+                if k:
+                    gpu_groups.append((path, rg, row0, k))
+                row0 += k
             continue
         # string ids are relabeled on the host; without cuDF, integer ids are read there and moved
         read = read_row_group_to_device if device == "gpu" and ints else read_row_group
         for rg in range(pf.metadata.num_row_groups):
             if pf.metadata.row_group(rg).num_rows:
                 out.append(dask.delayed(read, pure=True)(path, rg, s, d))
+    if gpu_groups:
+        out += _gpu_chunks(gpu_groups, *gpu_cols, chunk_rows)
     if not out:
         raise EmptyInputError(f"{paths}: no rows in the Parquet input", path=str(paths))
     return out
 
 
-def _gpu_chunks(path: str, meta, src: str, dst: str, chunk_rows: int) -> list:
-    """Delayed cuDF reads of consecutive row groups of one file, about ``chunk_rows`` rows each."""
+def _gpu_chunks(row_groups: list[tuple[str, int, int, int]], src: str, dst: str, chunk_rows: int) -> list:
+    """Delayed cuDF reads of about ``chunk_rows`` rows each from ``(path, row group, its file row, rows)``
+    in order: consecutive row groups of a file, and several files, go into one read."""
     import dask
 
     from .cudf_edges import read_parquet_chunk
 
-    out, group, rows, start, row0 = [], [], 0, 0, 0
-    for rg in range(meta.num_row_groups):
-        k = meta.row_group(rg).num_rows
-        if k:
-            if group and rows + k > chunk_rows:
-                out.append(dask.delayed(read_parquet_chunk, pure=True)(path, group, src, dst, start))
-                group, rows = [], 0
-            if not group:
-                start = row0
-            group.append(rg)
-            rows += k
-        row0 += k
-    if group:
-        out.append(dask.delayed(read_parquet_chunk, pure=True)(path, group, src, dst, start))
+    out, pieces, rows = [], [], 0
+
+    def flush():
+        if pieces:
+            out.append(dask.delayed(read_parquet_chunk, pure=True)([tuple(p) for p in pieces], src, dst))
+
+    for path, rg, row0, k in row_groups:
+        if pieces and rows + k > chunk_rows:
+            flush()
+            pieces, rows = [], 0
+        if pieces and pieces[-1][0] == path and pieces[-1][1][-1] == rg - 1:
+            pieces[-1][1].append(rg)
+            pieces[-1][3] += k
+        else:
+            pieces.append([path, [rg], row0, k])
+        rows += k
+    flush()
     return out
 
 
