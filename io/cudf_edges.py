@@ -28,7 +28,7 @@ def device_edges(df, src: str, dst: str, where) -> tuple:
     import cupy as cp
 
     from .errors import IdRangeError, NegativeIdError, NonNumericIdError
-    from .text_parser import ChunkStats
+    from .chunk_stats import ChunkStats
 
     def bad_row(mask, c: str) -> tuple[int, str, dict]:
         i = int(cp.flatnonzero(mask)[0].get())

@@ -14,7 +14,7 @@ import numpy as np
 
 from .errors import BadLineError, EmptyInputError, MissingColumnError, NonNumericIdError, UnknownFormatError
 from .paths import expand_paths
-from .text_parser import ChunkStats
+from .chunk_stats import ChunkStats
 
 DEFAULT_PAIRS = (("src", "dst"), ("source", "target"), ("from", "to"), ("u", "v"))
 

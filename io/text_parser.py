@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numba
 import numpy as np
 
+from .chunk_stats import MAX_REPORTED, ChunkStats  # noqa: F401  (ChunkStats re-exported)
 from .errors import (KIND_FEW_FIELDS, KIND_EXTRA_FIELDS, KIND_NEGATIVE, KIND_NON_NUMERIC, KIND_OK,
                      KIND_OUT_OF_RANGE, KIND_OVERFLOW, KINDS, TruncatedInputError)
 
@@ -28,7 +29,6 @@ INT64_MAX = np.iinfo(np.int64).max
 UINT64_MAX = np.iinfo(np.uint64).max  # text ids may use the whole uint64 range, as Parquet uint64 columns do
 DEFAULT_CHUNK_BYTES = 64 << 20
 STREAM_BLOCK_BYTES = 8 << 20  # decompressed bytes per block of a compressed stream (read ahead by a thread)
-MAX_REPORTED = 5  # bad lines per chunk described in warnings / the report
 
 
 @numba.njit(nogil=True, cache=True)
@@ -211,19 +211,6 @@ class TextOptions:
     base: int = 0
     limit: int = UINT64_MAX
     on_bad_lines: str = "error"  # error | skip | warn
-
-
-@dataclass
-class ChunkStats:
-    """What one chunk's parse saw: edges kept, bad lines skipped, the first few described."""
-
-    edges: int = 0
-    skipped: int = 0
-    bad: list = field(default_factory=list)  # [(path, line, kind description, text)]
-
-    def merge(self, other: "ChunkStats") -> "ChunkStats":
-        return ChunkStats(self.edges + other.edges, self.skipped + other.skipped,
-                          (self.bad + other.bad)[:MAX_REPORTED * 4])
 
 
 def _line_text(buf: np.ndarray, pos: int) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 
 from breadth.bfs.shard import Shard, block_size, column_dtype
 
-from .partition import Piece
+from .piece import Piece
 
 _pack = cp.ElementwiseKernel(
     "T row, T col, int64 lo, int32 cbits", "uint64 key",

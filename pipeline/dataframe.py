@@ -41,7 +41,7 @@ def _integral_ids(a: np.ndarray, index, column: str, where: str) -> np.ndarray:
 
 def _partition_edges(df, src: str, dst: str, where: str):
     from breadth.io.errors import MissingColumnError, NegativeIdError, NonNumericIdError
-    from breadth.io.text_parser import ChunkStats
+    from breadth.io.chunk_stats import ChunkStats
 
     from .relabel import normalize_ids
 

@@ -17,15 +17,15 @@ No process holds all the ids.  With ``P`` owners (one per worker by default) the
 Each worker holds its share of the map plus what its chunks need; the client holds ``O(P + chunks)``
 numbers.  The map back stays where step 2 left it, as a :class:`~breadth.bfs.id_map.PartitionedIdMap`.
 The array operations are the pure functions of :mod:`breadth.bfs.id_map` plus the ones below (sorted
-merges in Numba for integer ids; a CuPy twin would use sort/searchsorted); only the Dask orchestration
-lives in :func:`relabel_hashed`.
+merges in Numba for integer ids, :mod:`breadth.pipeline.sorted_merge`); :mod:`hash_relabel_gpu` has their
+CuPy twins (sort, searchsorted), and :func:`relabel_hashed` runs either set with one orchestration.
+This module itself imports no Numba, so that GPU workers never load it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
 
 from breadth.bfs.id_map import PartitionedIdMap, lookup_sorted, owner_of, unique_ids
@@ -66,45 +66,6 @@ def chunk_split(edges: np.ndarray, nowners: int, dtype) -> tuple[np.ndarray, np.
     return codes.astype(np.int32 if uniq.size < (1 << 31) else np.int64).reshape(-1, 2), order, pieces
 
 
-@numba.njit(nogil=True, cache=True)
-def _union2(a, b):
-    """Sorted union of two sorted unique arrays."""
-    out = np.empty(a.size + b.size, a.dtype)
-    i = j = k = 0
-    while i < a.size and j < b.size:
-        if a[i] < b[j]:
-            out[k] = a[i]
-            i += 1
-        elif b[j] < a[i]:
-            out[k] = b[j]
-            j += 1
-        else:
-            out[k] = a[i]
-            i += 1
-            j += 1
-        k += 1
-    while i < a.size:
-        out[k] = a[i]
-        i += 1
-        k += 1
-    while j < b.size:
-        out[k] = b[j]
-        j += 1
-        k += 1
-    return out[:k].copy()
-
-
-@numba.njit(nogil=True, cache=True)
-def _merge_lookup(part, offset, keys, out):
-    """Dense ids of sorted ``keys`` in sorted ``part`` by one merge walk (-1 where absent)."""
-    j = 0
-    for i in range(keys.size):
-        k = keys[i]
-        while j < part.size and part[j] < k:
-            j += 1
-        out[i] = offset + j if j < part.size and part[j] == k else -1
-
-
 def owner_part(dtype, *pieces: np.ndarray) -> np.ndarray:
     """Owner ``p``'s part of the id map: the sorted union of the (sorted) pieces the chunks sent it."""
     arrs = [_as_dtype(p, dtype) for p in pieces if len(p)]
@@ -112,23 +73,18 @@ def owner_part(dtype, *pieces: np.ndarray) -> np.ndarray:
         return np.empty(0, dtype)
     if np.dtype(dtype) == object:
         return unique_ids(np.concatenate(arrs))
+    from .sorted_merge import union_sorted  # Numba, imported where CPU steps run (GPU workers never load it)
+
     return union_sorted(arrs)
-
-
-def union_sorted(arrs: list[np.ndarray]) -> np.ndarray:
-    """The sorted union of sorted unique numeric arrays (non-empty list), by pairwise linear merges."""
-    while len(arrs) > 1:
-        arrs = [_union2(arrs[i], arrs[i + 1]) if i + 1 < len(arrs) else arrs[i] for i in range(0, len(arrs), 2)]
-    return arrs[0]
 
 
 def lookup_piece(part: np.ndarray, offset: int, piece: np.ndarray) -> np.ndarray:
     """Dense ids (``(k,)`` int64) of a chunk's sorted piece in its owner's sorted part (-1 if absent)."""
     if part.dtype == object or piece.dtype != part.dtype:
         return lookup_sorted(part, offset, piece)
-    out = np.empty(piece.size, np.int64)
-    _merge_lookup(part, np.int64(offset), piece, out)
-    return out
+    from .sorted_merge import merge_lookup
+
+    return merge_lookup(part, offset, piece)
 
 
 def chunk_dense(split: tuple, *looked_up: np.ndarray) -> np.ndarray:

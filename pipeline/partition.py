@@ -8,18 +8,10 @@ to its owner's loop list, which only feeds the Graph500 edge count.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numba
 import numpy as np
 
-
-class Piece(NamedTuple):
-    """What one chunk sends to one owner: ``(k, 2)`` int64 ``[row, column]`` entries in global ids."""
-
-    out: np.ndarray
-    inc: np.ndarray | None  # directed graphs only: in-entries [row, column] (row = head of the edge)
-    loops: np.ndarray  # int64 vertex ids of self-loop tuples owned here
+from .piece import Piece  # noqa: F401  (re-exported: the pieces this module cuts)
 
 
 @numba.njit(nogil=True, cache=True)

@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import operator
 
-import numba
 import numpy as np
 
 from .edges import EdgeList
-from .hash_relabel import union_sorted
 
 MERGE_FANIN = 8
 INT64_MAX = np.iinfo(np.int64).max
@@ -48,55 +46,11 @@ def _bitmap_span(lo: int, hi: int, count: int) -> int:
     return _dense_span(lo, hi, count, BITMAP_SPAN_FACTOR, BITMAP_SPAN_MIN)
 
 
-@numba.njit(nogil=True, cache=True)
-def _minmax(a):
-    lo = a[0]
-    hi = a[0]
-    for i in range(1, a.size):
-        x = a[i]
-        if x < lo:
-            lo = x
-        elif x > hi:
-            hi = x
-    return lo, hi
-
-
-@numba.njit(nogil=True, cache=True)
-def _mark(seen, a, lo):
-    for i in range(a.size):
-        seen[a[i] - lo] = 1
-
-
-@numba.njit(nogil=True, cache=True)
-def _collect(seen, lo):
-    n = 0
-    for j in range(seen.size):
-        n += seen[j]
-    out = np.empty(n, np.int64)
-    k = 0
-    for j in range(seen.size):
-        if seen[j]:
-            out[k] = lo + j
-            k += 1
-    return out
-
-
-@numba.njit(nogil=True, cache=True)
-def _build_lut(id_map, lo, lut):
-    for i in range(id_map.size):
-        lut[id_map[i] - lo] = i
-
-
-@numba.njit(nogil=True, cache=True)
-def _map_lut(edges, lo, lut, out):
-    for i in range(edges.shape[0]):
-        out[i, 0] = lut[edges[i, 0] - lo]
-        out[i, 1] = lut[edges[i, 1] - lo]
-
-
 def _unique_ids(a: np.ndarray) -> np.ndarray:
     """Sorted unique values of a 1-D id array (bitmap for dense int64 ids, sort otherwise)."""
     if a.dtype == np.int64 and a.size:
+        from .id_table import _collect, _mark, _minmax
+
         lo, hi = _minmax(a)
         span = _bitmap_span(lo, hi, a.size)
         if span:
@@ -169,6 +123,9 @@ def _merge(*uniques) -> np.ndarray:
     if len(arrs) == 1:
         return arrs[0]
     if all(a.dtype == np.int64 for a in arrs):  # sorted unique int64 arrays: linear unions
+        from .id_table import _collect, _mark
+        from .sorted_merge import union_sorted
+
         lo = min(int(a[0]) for a in arrs if a.size)
         hi = max(int(a[-1]) for a in arrs if a.size)
         span = _bitmap_span(lo, hi, sum(a.size for a in arrs))
@@ -187,6 +144,8 @@ def _map_table(id_map: np.ndarray):
         lo, hi = int(id_map[0]), int(id_map[-1])
         span = _dense_span(lo, hi, id_map.size)
         if span:
+            from .id_table import _build_lut
+
             lut = np.empty(span, np.int32 if id_map.size < (1 << 31) else np.int64)
             _build_lut(id_map, lo, lut)
             return ("lut", lo, lut)
@@ -196,6 +155,8 @@ def _map_table(id_map: np.ndarray):
 def _densify(part, table) -> np.ndarray:
     edges = part[0]
     if table[0] == "lut":  # every chunk's ids are int64 here (_merge would have made uint64 or str otherwise)
+        from .id_table import _map_lut
+
         out = np.empty(edges.shape, np.int64)
         _map_lut(np.ascontiguousarray(edges, np.int64), np.int64(table[1]), table[2], out)
         return out
