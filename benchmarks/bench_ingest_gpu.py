@@ -33,9 +33,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_webcrawl import hashed_ids  # noqa: E402
 from results_file import write_json  # noqa: E402
-
-KEY = 0x5DEECE66D2F6A9B1
 
 
 def make_input(out: str, log2_tuples: int, log2_ids: int, files: int, seed: int = 1) -> dict:
@@ -53,16 +52,10 @@ def make_input(out: str, log2_tuples: int, log2_ids: int, files: int, seed: int 
     os.makedirs(tmp)
     per = -(-m // files)
     for i in range(files):
-        e = generate_edges_gpu(params, i * per, min(m, (i + 1) * per)).astype(cp.uint64)
-        z = e ^ cp.uint64(KEY)  # splitmix64 of the key-mixed vertex: distinct ids, no order left
-        z += cp.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> cp.uint64(30))) * cp.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> cp.uint64(27))) * cp.uint64(0x94D049BB133111EB)
-        z = (z ^ (z >> cp.uint64(31))) >> cp.uint64(1)
-        ids = z.astype(cp.int64)
+        ids = hashed_ids(generate_edges_gpu(params, i * per, min(m, (i + 1) * per)), xp=cp)
         cudf.DataFrame({"src": ids[:, 0], "dst": ids[:, 1]}).to_parquet(os.path.join(tmp, f"part-{i:04d}.parquet"),
                                                                         row_group_size_rows=1 << 22)
-        del e, z, ids
+        del ids
     shutil.rmtree(out, ignore_errors=True)
     os.rename(tmp, out)
     return {"tuples": m, "log2_ids": log2_ids, "files": files, "seed": seed}
@@ -148,11 +141,17 @@ def _by_prefix(records: list[dict]) -> dict:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
+def _breadth_command() -> str:
+    """The ``breadth`` console script of this interpreter's environment (an unactivated venv's too)."""
+    here = os.path.join(os.path.dirname(sys.executable), "breadth")
+    return here if os.path.exists(here) else "breadth"
+
+
 def run_cli(inp: str) -> dict:
     store = tempfile.mkdtemp(prefix="bench-store-")
     try:
         t0 = time.perf_counter()
-        r = subprocess.run(["breadth", "ingest", inp, "--device", "gpu", "--out", os.path.join(store, "s")],
+        r = subprocess.run([_breadth_command(), "ingest", inp, "--device", "gpu", "--out", os.path.join(store, "s")],
                            capture_output=True, text=True)
         wall = time.perf_counter() - t0
         if r.returncode:
