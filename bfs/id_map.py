@@ -34,8 +34,9 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 # ---------------------------------------------------------------- pure per-part operations (arrays in, arrays out)
 
 def on_device(a) -> bool:
-    """Whether ``a`` is a CuPy array (told by its type's package: CPU installs never import CuPy)."""
-    return type(a).__module__.partition(".")[0] == "cupy"
+    """Whether ``a`` lives on a GPU: a CuPy array, or a cuDF frame of string ids (told by its type's
+    package: CPU installs never import either)."""
+    return type(a).__module__.partition(".")[0] in ("cupy", "cudf")
 
 
 def id_hash(ids: np.ndarray) -> np.ndarray:
@@ -48,7 +49,7 @@ def id_hash(ids: np.ndarray) -> np.ndarray:
     >>> id_hash(np.array([1, 2], np.int64)).dtype
     dtype('uint64')
     """
-    a = ids if on_device(ids) else np.asarray(ids)
+    a = ids if type(ids).__module__.partition(".")[0] == "cupy" else np.asarray(ids)
     if a.dtype == object or a.dtype.kind in "US":
         import pandas as pd
 

@@ -68,6 +68,32 @@ def device_edges(df, src: str, dst: str, where) -> tuple:
     return edges, ChunkStats(edges=int(edges.shape[0]))
 
 
+def device_string_edges(df, src: str, dst: str, where) -> tuple:
+    """A cuDF partition's id columns as string ids kept on the GPU -> ``(frame, ChunkStats)``: a two-column
+    cuDF frame of strings (a column of integers beside strings is read as their decimal text, as the host
+    path does), relabeled by :mod:`breadth.pipeline.hash_relabel_gpu`.  A missing id names its row."""
+    import cudf
+
+    from .chunk_stats import ChunkStats
+    from .errors import NonNumericIdError
+
+    cols = {}
+    for name, c in (("src", src), ("dst", dst)):
+        s = df[c]
+        isna = s.isna()
+        nulls = int(isna.sum())
+        if nulls:
+            import cupy as cp
+
+            i = int(cp.flatnonzero(isna.values)[0].get())
+            at, row = _locate(where, i)
+            raise NonNumericIdError(f"{at}: column {c!r} row {row}: missing id (null); {nulls} missing id(s) in "
+                                    "the column", column=c, line=row, path=at)
+        cols[name] = s if s.dtype == object else s.astype(str)
+    out = cudf.DataFrame(cols)
+    return out, ChunkStats(edges=len(out))
+
+
 def read_parquet_chunk(pieces: list[tuple[str, list[int], int, int]], src: str, dst: str) -> tuple:
     """Row groups of one or more Parquet files, read by cuDF on this worker's GPU in one call ->
     ``((k, 2) CuPy ids, ChunkStats)``; ``pieces``: ``(path, row groups, file row of the first, rows)``
@@ -77,11 +103,14 @@ def read_parquet_chunk(pieces: list[tuple[str, list[int], int, int]], src: str, 
     from .errors import NonNumericIdError
 
     df = cudf.read_parquet([p[0] for p in pieces], columns=[src, dst], row_groups=[p[1] for p in pieces])
-    for c in (src, dst):
-        if df[c].dtype.kind not in "iuf":
-            raise NonNumericIdError(f"{pieces[0][0]}: column {c!r} has type {df[c].dtype}; --device gpu reads "
-                                    "integer ids (string ids: --device cpu)", path=pieces[0][0], column=c)
-    return device_edges(df, src, dst, _spans(pieces))
+    kinds = {df[c].dtype.kind for c in (src, dst)}
+    if kinds <= set("iuf"):
+        return device_edges(df, src, dst, _spans(pieces))
+    if kinds <= set("iuO"):
+        return device_string_edges(df, src, dst, _spans(pieces))
+    c = next(c for c in (src, dst) if df[c].dtype.kind not in "iuO")
+    raise NonNumericIdError(f"{pieces[0][0]}: column {c!r} has type {df[c].dtype}; vertex ids must be integers or "
+                            "strings", path=pieces[0][0], column=c)
 
 
 def _spans(pieces: list[tuple[str, list[int], int, int]]) -> list[tuple[str, int, int]]:

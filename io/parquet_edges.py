@@ -108,7 +108,7 @@ def parquet_parts(paths, *, src: str | None = None, dst: str | None = None, devi
             raise UnknownFormatError(f"{path}: not a readable Parquet file: {e}", path=path) from None
         s, d = _pick_columns(path, pf.schema_arrow.names, src, dst)
         ints = all(pa.types.is_integer(pf.schema_arrow.field(c).type) for c in (s, d))
-        if device == "gpu" and ints and has_cudf:
+        if device == "gpu" and has_cudf:  # integer or string ids, read and relabeled on the GPUs
             if gpu_cols not in (None, (s, d)):
                 raise MissingColumnError(f"{path}: source/target columns {s!r}/{d!r} differ from the other files' "
                                          f"{gpu_cols[0]!r}/{gpu_cols[1]!r}; pass src= and dst=", path=path)
@@ -119,7 +119,7 @@ def parquet_parts(paths, *, src: str | None = None, dst: str | None = None, devi
                     gpu_groups.append((path, rg, row0, k))
                 row0 += k
             continue
-        # string ids are relabeled on the host; without cuDF, integer ids are read there and moved
+        # without cuDF, integer ids are read on the host and moved to the GPU, strings relabeled on the host
         read = read_row_group_to_device if device == "gpu" and ints else read_row_group
         for rg in range(pf.metadata.num_row_groups):
             if pf.metadata.row_group(rg).num_rows:

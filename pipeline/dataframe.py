@@ -48,12 +48,12 @@ def _partition_edges(df, src: str, dst: str, where: str):
     for c in (src, dst):
         if c not in df.columns:
             raise MissingColumnError(f"{where}: no column {c!r}; columns are {list(df.columns)}", column=c)
-    if type(df).__module__.startswith("cudf"):
-        if all(df[c].dtype.kind in "iuf" for c in (src, dst)):
-            from breadth.io.cudf_edges import device_edges
+    if type(df).__module__.startswith("cudf"):  # ids stay on the GPU
+        from breadth.io.cudf_edges import device_edges, device_string_edges
 
-            return device_edges(df, src, dst, where)  # integer ids stay on the GPU
-        df = df[[src, dst]].to_pandas()  # string ids are relabeled on the host
+        if all(df[c].dtype.kind in "iuf" for c in (src, dst)):
+            return device_edges(df, src, dst, where)
+        return device_string_edges(df, src, dst, where)
     cols = []
     for c in (src, dst):
         s = df[c]
@@ -91,8 +91,8 @@ def from_dask_dataframe(ddf, src: str = "src", dst: str = "dst", *, directed: bo
     Each partition becomes one chunk; integer ids (any width) or string ids are relabeled to
     ``0..n-1`` out of core, ``id_map`` giving the originals back.  A cuDF-backed frame (dask_cudf on
     dask-cuda workers) keeps integer ids on the GPUs: they are checked, relabeled and handed to
-    ``prepare(device="gpu")`` as CuPy chunks (:mod:`breadth.pipeline.hash_relabel_gpu`); its string ids
-    are relabeled on the host.  cuDF is never required.
+    ``prepare(device="gpu")`` as CuPy chunks (:mod:`breadth.pipeline.hash_relabel_gpu`), string ids as
+    cuDF string columns.  cuDF is never required.
 
     >>> import dask.dataframe as dd, pandas as pd
     >>> from breadth.pipeline import from_dask_dataframe

@@ -119,9 +119,9 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
 
     Returns ``(dense, id_map)``: ``dense[c]`` is a future of chunk ``c``'s ``(rows[c], 2)`` int64 dense
     edges (only chunks with rows), ``id_map`` the partitioned map back, its parts left on the workers.
-    ``device="gpu"``: the steps run on the workers' GPUs (:mod:`breadth.pipeline.hash_relabel_gpu`,
-    integer ids; chunks NumPy or CuPy), the dense chunks are CuPy arrays and the map's parts come to
-    the host at the end.
+    ``device="gpu"``: the steps run on the workers' GPUs (:mod:`breadth.pipeline.hash_relabel_gpu`;
+    chunks NumPy or CuPy integers, or cuDF frames of strings), the dense chunks are CuPy arrays and the
+    map's parts come to the host at the end.
 
     >>> dense, idm = relabel_hashed(client, parts, rows, np.int64, workers)   # doctest: +SKIP
     >>> idm.nparts == len(workers), idm.size                                  # doctest: +SKIP
@@ -169,8 +169,6 @@ def _steps(device: str, dtype):
         return _CPU_STEPS
     if device != "gpu":
         raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
-    if np.dtype(dtype) == object:
-        raise ValueError("string ids are relabeled on the host: pass device='cpu' for them")
     from . import hash_relabel_gpu
 
     return hash_relabel_gpu

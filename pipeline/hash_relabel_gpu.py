@@ -11,7 +11,12 @@ steps differ, because a GPU sorts faster than it hashes into a table:
 * **look up**: dense ids of a chunk's piece by ``cupy.searchsorted`` in the owner's part.
 * **densify**: the chunk's table of dense ids indexed by its codes.
 
-Integer ids (int64, uint64) only: string ids from cuDF go through the host path.  The parts end on the
+String ids arrive as a two-column cuDF frame of strings (:func:`breadth.io.cudf_edges.device_string_edges`)
+and take the same steps with cuDF: ``factorize`` and ``argsort`` of the chunk's strings, ``unique`` for
+an owner's union, ``searchsorted`` for lookups (cuDF orders strings by their UTF-8 bytes, which is
+Python's code-point order, so the host's binary searches agree with the parts).  Owners of strings are
+the host's :func:`~breadth.bfs.id_map.owner_of` of the chunk's distinct strings (copied to the host only
+when there are several owners), so a map built here is looked up like any other.  The parts end on the
 host (:func:`part_to_host`), the form the id map, the store and result mapping use.
 """
 
@@ -28,6 +33,8 @@ def chunk_split(edges, nowners: int, dtype) -> tuple:
     :func:`breadth.pipeline.hash_relabel.chunk_split` gives them: ``codes`` ``(k, 2)`` int32 index the
     sorted distinct ids ``u``; ``pieces[p]`` are the ids owner ``p`` numbers, sorted; ``order`` lists
     ``u``'s positions piece after piece."""
+    if _is_cudf(edges):
+        return _split_strings(edges, nowners)
     flat = cp.asarray(edges).ravel()
     if flat.dtype != dtype:
         flat = flat.astype(dtype)
@@ -42,8 +49,38 @@ def chunk_split(edges, nowners: int, dtype) -> tuple:
     return codes, order, cp.split(uniq[order], cuts.tolist())
 
 
-def owner_part(dtype, *pieces) -> "cp.ndarray":
-    """Owner ``p``'s part: the sorted union of the pieces the chunks sent it (device array)."""
+def _is_cudf(a) -> bool:
+    return type(a).__module__.partition(".")[0] == "cudf"
+
+
+def _split_strings(df, nowners: int) -> tuple:
+    """:func:`chunk_split` of a frame of string ids: ``codes`` index the chunk's distinct strings ``u``
+    (first-seen order), ``order`` lists them sorted within each owner, owner after owner."""
+    import cudf
+
+    k = len(df)
+    codes, uniq = cudf.concat([df.iloc[:, 0], df.iloc[:, 1]], ignore_index=True).factorize()
+    uniq = cudf.Series(uniq)
+    codes = cp.stack([codes[:k], codes[k:]], axis=1).astype(cp.int32 if len(uniq) < (1 << 31) else cp.int64)
+    by_value = cp.asarray(uniq.argsort().values)
+    if nowners == 1:
+        return codes, by_value, [uniq.take(by_value).reset_index(drop=True)]
+    owner = cp.asarray(owner_of(uniq.to_pandas().to_numpy(dtype=object), nowners))
+    order = by_value[cp.argsort((owner[by_value].astype(cp.uint64) << np.uint64(40))
+                                | cp.arange(len(uniq), dtype=cp.uint64))]
+    bounds = np.concatenate(([0], np.cumsum(cp.bincount(owner, minlength=nowners).get())))
+    ordered = uniq.take(order).reset_index(drop=True)
+    return codes, order, [ordered.iloc[bounds[p]:bounds[p + 1]].reset_index(drop=True) for p in range(nowners)]
+
+
+def owner_part(dtype, *pieces):
+    """Owner ``p``'s part: the sorted union of the pieces the chunks sent it (device array, or a cuDF
+    string series)."""
+    if any(_is_cudf(p) for p in pieces):
+        import cudf
+
+        return cudf.concat([p for p in pieces if len(p)] or list(pieces[:1]), ignore_index=True) \
+            .unique().sort_values().reset_index(drop=True)
     arrs = [cp.asarray(p).astype(dtype, copy=False) for p in pieces if len(p)]
     if not arrs:
         return cp.empty(0, dtype)
@@ -52,6 +89,8 @@ def owner_part(dtype, *pieces) -> "cp.ndarray":
 
 def lookup_piece(part, offset: int, piece) -> "cp.ndarray":
     """Dense ids (int64) of a chunk's piece in its owner's part (every id of the piece is there)."""
+    if _is_cudf(part):
+        return cp.asarray(part.searchsorted(piece)).astype(cp.int64) + offset
     return cp.searchsorted(part, cp.asarray(piece)).astype(cp.int64) + offset
 
 
@@ -65,5 +104,8 @@ def chunk_dense(split: tuple, *looked_up) -> "cp.ndarray":
 
 
 def part_to_host(part) -> np.ndarray:
-    """An owner's part as the host array the id map keeps (its share of the ids, once)."""
+    """An owner's part as the host array the id map keeps (its share of the ids, once): NumPy integers,
+    or Python strings in an object array."""
+    if _is_cudf(part):
+        return part.to_pandas().to_numpy(dtype=object)
     return cp.asnumpy(part)

@@ -61,6 +61,8 @@ def _unique_ids(a: np.ndarray) -> np.ndarray:
 
 
 def _kind(a: np.ndarray) -> str:
+    if type(a).__module__.partition(".")[0] == "cudf":  # a GPU reader's frame of string ids
+        return "str"
     if a.dtype == object or a.dtype.kind in "USO":
         return "str"
     if a.dtype.kind == "u":

@@ -93,13 +93,46 @@ def test_cudf_frame_relabels_on_gpu_like_the_cpu(gclient, kind):
     pd.testing.assert_series_equal(_levels_by_id(gh, root), _levels_by_id(gd, root))
 
 
-def test_cudf_string_ids_go_through_the_host(gclient):
-    e = _sparse_edges(10, "int64")
-    pdf = pd.DataFrame({"src": [f"https://x.org/{v}" for v in e[:, 0]], "dst": [f"https://x.org/{v}" for v in e[:, 1]]})
+def _url_frame(scale: int) -> pd.DataFrame:
+    e = _sparse_edges(scale, "int64")
+    return pd.DataFrame({"src": [f"https://x.org/\u00e9/{v}" if v % 3 else f"http://y.net/{v}" for v in e[:, 0]],
+                         "dst": [f"https://x.org/\u00e9/{v}" if v % 3 else f"http://y.net/{v}" for v in e[:, 1]]})
+
+
+@pytest.mark.parametrize("owners", [1, 3])
+def test_cudf_string_ids_relabel_on_gpu_like_the_cpu(gclient, owners):
+    """String ids (non-ASCII too) stay cuDF string columns; with several owners the owners are the host's."""
+    from breadth.pipeline.hash_relabel import relabel_hashed
+    from breadth.pipeline.relabel import _chunk_meta
+
+    pdf = _url_frame(10)
     dev = from_dask_dataframe(dask_cudf.from_cudf(cudf.from_pandas(pdf), npartitions=2), client=gclient)
     host = from_dask_dataframe(dd.from_pandas(pdf, npartitions=2), client=gclient)
-    assert dev.source["relabel"] == "hash"
+    assert dev.source["relabel"] == "hash_gpu" and host.source["relabel"] == "hash"
     _same_graph(prepare(host, gclient, device="gpu"), prepare(dev, gclient, device="gpu"))
+    # several owners: the same map as the CPU steps give with as many owners
+    from breadth.io.cudf_edges import device_string_edges
+
+    parts = [gclient.submit(device_string_edges, cudf.from_pandas(pdf.iloc[i::2]), "src", "dst", "p", pure=False)
+             for i in range(2)]
+    rows = [m[0] for m in gclient.gather([gclient.submit(_chunk_meta, p) for p in parts])]
+    hparts = [gclient.scatter((pdf.iloc[i::2].to_numpy(dtype=object), None)) for i in range(2)]
+    workers = list(gclient.scheduler_info()["workers"])
+    _, gmap = relabel_hashed(gclient, parts, rows, object, workers, nowners=owners, device="gpu")
+    _, cmap = relabel_hashed(gclient, hparts, rows, object, workers, nowners=owners, device="cpu")
+    np.testing.assert_array_equal(gmap.offsets, cmap.offsets)
+    np.testing.assert_array_equal(np.asarray(gmap), np.asarray(cmap))
+    probe = pdf["dst"].iloc[:50].to_numpy(dtype=object)
+    np.testing.assert_array_equal(gmap.to_dense(probe), cmap.to_dense(probe))
+
+
+def test_parquet_string_ids_read_by_cudf(gclient, tmp_path):
+    pdf = _url_frame(11)
+    pq.write_table(pa.Table.from_pandas(pdf, preserve_index=False), tmp_path / "s.parquet", row_group_size=3000)
+    cpu = read_parquet(str(tmp_path), client=gclient)
+    gpu = read_parquet(str(tmp_path), client=gclient, device="gpu")
+    assert gpu.source["relabel"] == "hash_gpu"
+    _same_graph(prepare(cpu, gclient, device="gpu"), prepare(gpu, gclient, device="gpu"))
 
 
 def _write_parquet(path, e: np.ndarray, row_group_size: int) -> None:
