@@ -101,10 +101,9 @@ def generate(args) -> int:
             plan = memory_plan_for(args, nv, nt, store=True, what=f"scale {args.scale}", client=client)
         chunk = args.chunk_edges or (plan.chunk_edges if plan else None)
         t0 = time.perf_counter()
-        with spill_dir_for(args, plan) as spill:
-            g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=chunk), client,
-                        nparts=_nparts(st, client), spill_dir=spill,
-                        batch_entries=plan.batch_entries if plan else None)
+        g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=chunk), client,
+                    nparts=_nparts(st, client), spill_dir=spill_dir_for(args),
+                    batch_entries=plan.batch_entries if plan else None)
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, ["--scale", args.scale, "--edgefactor", args.edgefactor,
                                                      "--seed", args.seed]))
@@ -171,9 +170,8 @@ def ingest(args) -> int:
         plan = memory_plan_for(args, el.num_vertices, el.num_edges, el.directed, store=True,
                                what=f"{el.num_vertices:,} vertices and {el.num_edges:,} tuples", client=client,
                                chunk_edges=max(el.edges.chunks[0], default=1))
-        with spill_dir_for(args, plan) as spill:
-            g = prepare(el, client, nparts=_nparts(st, client), spill_dir=spill,
-                        batch_entries=plan.batch_entries if plan else None)
+        g = prepare(el, client, nparts=_nparts(st, client), spill_dir=spill_dir_for(args),
+                    batch_entries=plan.batch_entries if plan else None)
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, flags), extra={"read_s": t_read})
         skipped = el.source.get("skipped_lines", 0)
