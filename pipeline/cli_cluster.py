@@ -81,16 +81,20 @@ def memory_plan_for(args, num_vertices: int, num_tuples: int, directed: bool = F
     chunks of a source already read into the workers' memory (``ingest``), else ``--chunk-edges``."""
     if not getattr(args, "memory_limit", None):
         return None
-    from .cluster import workers_info
     from .memory_plan import plan_memory
 
-    workers, threads = args.workers, threads_per_worker(args)
-    if client is not None and args.scheduler is not None:
-        info = workers_info(client)
-        workers, threads = max(1, len(info)), max([w.get("nthreads", 1) for w in info.values()] or [1])
+    workers, threads, resident = args.workers, threads_per_worker(args), None
+    if client is not None:
+        # what the workers hold already counts, as prepare() counts it when it picks the shuffle's tier
+        from .shuffle import cluster_memory
+
+        mem = cluster_memory(client)
+        resident = mem.resident
+        if args.scheduler is not None:
+            workers, threads = max(1, mem.workers), mem.threads
     plan = plan_memory(args.memory_limit, num_vertices, num_tuples, workers, threads, directed,
                        chunk_edges=chunk_edges or getattr(args, "chunk_edges", None), search=search, store=store,
-                       what=what, source_chunks_held=chunk_edges is not None)
+                       what=what, source_chunks_held=chunk_edges is not None, resident=resident)
     print(f"breadth: {plan.describe()}", file=sys.stderr)
     return plan
 

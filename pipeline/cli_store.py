@@ -164,6 +164,11 @@ def ingest(args) -> int:
         el = read_edges(args.paths, format=args.format, directed=True if args.directed else None, src=args.src,
                         dst=args.dst,
                         on_bad_lines=args.on_bad_lines, client=client, **kw)
+        # the relabeled chunks that already run (hash owners) finish first: the memory plan and the shuffle's
+        # tier count what the workers hold then, not the relabeling's transient peak
+        from distributed import futures_of, wait
+
+        wait(futures_of(el.edges))
         t_read = time.perf_counter() - t0
         # the graph's size is known once read (parsed chunks wait in the workers' memory, which Dask
         # spills to its local directory past what the reading plan left them); the chunks are the reader's

@@ -188,7 +188,7 @@ class TierChoice:
 
 def choose_tier(limit: int | None, num_vertices: int, num_tuples: int, nparts: int, workers: int, threads: int,
                 directed: bool = False, *, chunk_edges: int | None = None, batch_entries: int | None = None,
-                device: str = "cpu", device_memory: int | None = None) -> TierChoice:
+                device: str = "cpu", device_memory: int | None = None, resident: int | None = None) -> TierChoice:
     """The cheapest storage tier of the shuffle to owners whose estimated peak fits in
     :data:`TIER_SAFETY` of ``limit`` (bytes per worker; ``None``: no limit, the memory tier), and the row
     batch size of the batched tiers.  :func:`plan_memory` (the CLI) and :func:`~breadth.pipeline.prepare`
@@ -208,7 +208,9 @@ def choose_tier(limit: int | None, num_vertices: int, num_tuples: int, nparts: i
     compared with the GPU's memory; the host and disk tiers as on the CPU (the batch is built on the GPU).
 
     ``batch_entries``: kept when given; else the largest power of two up to :data:`DEFAULT_BATCH_ENTRIES`
-    (:data:`DEFAULT_GPU_BATCH_ENTRIES` on GPUs) whose build fits the whole limit.
+    (:data:`DEFAULT_GPU_BATCH_ENTRIES` on GPUs) whose build fits the whole limit.  ``resident``: what the
+    busiest worker holds already (its RSS now: imports such as pyarrow, an ingest's relabeled chunks and
+    id-map part), the baseline when it exceeds :data:`WORKER_BASELINE`.
 
     >>> choose_tier(None, 1 << 20, 16 << 20, 2, 2, 1).tier
     'memory'
@@ -220,7 +222,7 @@ def choose_tier(limit: int | None, num_vertices: int, num_tuples: int, nparts: i
     S = shard_bytes(num_vertices, num_tuples, nparts, directed) * per_worker
     nloc = _block(num_vertices, nparts) * per_worker
     chunks = threads * CHUNK_BYTES_PER_TUPLE * min(chunk_edges or DEFAULT_CHUNK_EDGES, max(1, num_tuples))
-    B = WORKER_BASELINE
+    B = max(WORKER_BASELINE, resident or 0)
 
     def build(b: int) -> int:
         return S + BUILD_BYTES_PER_VERTEX * nloc + batch_bytes(b, num_tuples, num_vertices, nparts)
@@ -285,7 +287,7 @@ def _largest_pow2(lo: int, hi: int, fits) -> int | None:
 def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, threads: int,
                 directed: bool = False, chunk_edges: int | None = None, search: bool = False,
                 store: bool = False, what: str = "",
-                source_chunks_held: bool = False) -> MemoryPlan:
+                source_chunks_held: bool = False, resident: int | None = None) -> MemoryPlan:
     """Size a preparation on ``workers`` workers of ``threads`` threads to ``limit`` bytes per worker.
 
     ``chunk_edges``: the user's chunk size (kept; refused when it cannot fit), ``None`` to derive it from
@@ -294,7 +296,9 @@ def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, th
     message (e.g. ``"scale 18"``).  ``source_chunks_held``: the edge chunks are already in the workers'
     memory (``ingest``'s parsed chunks, counted by :func:`plan_reading`), so a chunk task does not hold a
     freshly generated chunk and the next one (16 B per tuple less); ``chunk_edges`` is then the
-    reader's largest chunk.
+    reader's largest chunk.  ``resident``: the RSS the busiest worker holds already (an ingest's
+    relabeled chunks and id-map part, its readers' imports), the baseline when above
+    :data:`WORKER_BASELINE` (see :func:`choose_tier`).
 
     Raises :class:`MemoryLimitError` (its message gives the minimum, see the module docstring) when
     ``limit`` is below it.
@@ -302,7 +306,7 @@ def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, th
     nparts = workers
     nloc = _block(num_vertices, nparts)
     S = shard_bytes(num_vertices, num_tuples, nparts, directed)
-    B = WORKER_BASELINE
+    B = max(WORKER_BASELINE, resident or 0)
     after = [S + STORE_WRITE_BUFFER] if store else []
     if search:
         after.append(S + SEARCH_CODE_BYTES + SEARCH_BYTES_PER_VERTEX * nloc + num_vertices // 4)
@@ -340,7 +344,7 @@ def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, th
     c = min(c, max(1, num_tuples))
     # the tier as prepare() chooses it from the cluster's memory_limit: the same function, the same numbers
     choice = choose_tier(limit, num_vertices, num_tuples, nparts, workers, threads, directed, chunk_edges=c,
-                         batch_entries=b)
+                         batch_entries=b, resident=resident)
     phases = {"chunk": B + chunk_phase(c),
               "build": choice.estimates[choice.tier] if choice.tier != "disk" else B + build_phase(b)}
     if store:

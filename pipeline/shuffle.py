@@ -60,11 +60,13 @@ TIER_CONFIG = "breadth.shuffle.tier"
 @dataclass(frozen=True)
 class ClusterMemory:
     """What the cluster's workers may hold: the smallest ``memory_limit`` (bytes per worker), the
-    workers, the most threads of one worker, and the smallest GPU's memory (bytes; GPU workers only)."""
+    workers, the most threads of one worker, the largest RSS of a worker now (bytes: what it holds
+    already), and the smallest GPU's memory (bytes; GPU workers only)."""
 
     limit: int | None
     workers: int
     threads: int
+    resident: int | None = None
     device_memory: int | None = None
 
 
@@ -76,6 +78,12 @@ def _host_memory() -> tuple[str, int]:
     return socket.gethostname(), int(psutil.virtual_memory().total)
 
 
+def _rss() -> int:
+    import psutil
+
+    return int(psutil.Process().memory_info().rss)
+
+
 def _gpu_memory() -> int:
     import cupy as cp
 
@@ -84,8 +92,8 @@ def _gpu_memory() -> int:
 
 def cluster_memory(client, device: str = "cpu") -> ClusterMemory:
     """:class:`ClusterMemory` of ``client``'s workers, read from the scheduler (``memory_limit``,
-    ``nthreads``).  A worker without a limit (0 or None: Dask never ends it) counts as its host's memory
-    divided among the workers on that host, asked of the workers themselves."""
+    ``nthreads``) and from the workers (their RSS now).  A worker without a limit (0 or None: Dask never
+    ends it) counts as its host's memory divided among the workers on that host."""
     from .cluster import workers_info
 
     info = workers_info(client)
@@ -103,8 +111,9 @@ def cluster_memory(client, device: str = "cpu") -> ClusterMemory:
     device_memory = None
     if device == "gpu":  # imported on the workers only: the client may have no GPU
         device_memory = min(client.run(_gpu_memory).values())
+    resident = max(client.run(_rss).values(), default=None)
     return ClusterMemory(min(limits.values()), len(info), max(int(w.get("nthreads", 1)) for w in info.values()),
-                         device_memory)
+                         resident, device_memory)
 
 
 def forced_tier() -> str | None:
@@ -128,7 +137,7 @@ def choose_tier(client, num_vertices: int, num_tuples: int, nparts: int, directe
     mem = cluster_memory(client, device)
     choice = _choose_tier(mem.limit, num_vertices, num_tuples, nparts, max(1, mem.workers), mem.threads,
                           directed, chunk_edges=chunk_edges, batch_entries=batch_entries, device=device,
-                          device_memory=mem.device_memory)
+                          device_memory=mem.device_memory, resident=mem.resident)
     forced = forced_tier()
     if forced is not None:
         choice = TierChoice(forced, choice.batch_entries, {**choice.estimates, "forced": forced}, choice.limit)
