@@ -37,7 +37,12 @@ from make_webcrawl import hashed_ids  # noqa: E402
 from results_file import write_json  # noqa: E402
 
 
-def make_input(out: str, log2_tuples: int, log2_ids: int, files: int, seed: int = 1) -> dict:
+def _url(col):
+    """URL-like string ids from hashed ids, as :func:`make_webcrawl.url_ids` builds them (cuDF strings)."""
+    return "https://h" + (col % 1000).astype(str) + ".example.org/p/" + col.astype(str)
+
+
+def make_input(out: str, log2_tuples: int, log2_ids: int, files: int, seed: int = 1, ids_kind: str = "int") -> dict:
     """Write the hashed-id Kronecker input as ``files`` Parquet files under ``out`` (cuDF, on the GPU)."""
     import cupy as cp
     import cudf
@@ -53,12 +58,15 @@ def make_input(out: str, log2_tuples: int, log2_ids: int, files: int, seed: int 
     per = -(-m // files)
     for i in range(files):
         ids = hashed_ids(generate_edges_gpu(params, i * per, min(m, (i + 1) * per)), xp=cp)
-        cudf.DataFrame({"src": ids[:, 0], "dst": ids[:, 1]}).to_parquet(os.path.join(tmp, f"part-{i:04d}.parquet"),
+        df = cudf.DataFrame({"src": ids[:, 0], "dst": ids[:, 1]})
+        if ids_kind == "str":
+            df = cudf.DataFrame({"src": _url(df["src"]), "dst": _url(df["dst"])})
+        df.to_parquet(os.path.join(tmp, f"part-{i:04d}.parquet"),
                                                                         row_group_size_rows=1 << 22)
-        del ids
+        del ids, df
     shutil.rmtree(out, ignore_errors=True)
     os.rename(tmp, out)
-    return {"tuples": m, "log2_ids": log2_ids, "files": files, "seed": seed}
+    return {"tuples": m, "log2_ids": log2_ids, "files": files, "seed": seed, "ids": ids_kind}
 
 
 def _files(d: str) -> list[str]:
@@ -180,6 +188,7 @@ def main() -> None:
     p.add_argument("--log2-tuples", type=int, default=28)
     p.add_argument("--log2-ids", type=int, default=26)
     p.add_argument("--files", type=int, default=16)
+    p.add_argument("--ids", choices=("int", "str"), default="int", help="with --make: hashed int64 or URL-like ids")
     p.add_argument("--input", default=None)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--roots", type=int, default=8)
@@ -189,7 +198,7 @@ def main() -> None:
     a = p.parse_args()
     if a.make:
         t0 = time.perf_counter()
-        info = make_input(a.make, a.log2_tuples, a.log2_ids, a.files)
+        info = make_input(a.make, a.log2_tuples, a.log2_ids, a.files, ids_kind=a.ids)
         print(json.dumps(dict(info, seconds=time.perf_counter() - t0)))
         return
     if a.one:

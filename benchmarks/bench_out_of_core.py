@@ -1,12 +1,14 @@
 """Out-of-core preparation, then validated BFS, with a stage breakdown: where the time went, peak memory.
 
-CPU (this 2-core, 24 GiB machine; spilled bucket files, :mod:`breadth.pipeline.spill`)::
+The tier of the shuffle to owners (:mod:`breadth.pipeline.shuffle`) follows the workers' memory limit;
+``--tier`` forces one (Dask's ``breadth.shuffle.tier``).  CPU (this 2-core, 24 GiB machine; the disk tier's
+bucket files under ``--spill-dir``)::
 
     python benchmarks/bench_out_of_core.py --scale 26 --spill-dir /tmp/breadth-spill \\
         --json benchmarks/results/out_of_core_cpu_s26_stages.json
 
-GPU (dask-cuda workers, one per GPU; the host-memory tier, :mod:`breadth.pipeline.host_batches`: chunks are
-split on the GPU and wait in host memory, owners build batch by batch on their GPU)::
+GPU (dask-cuda workers, one per GPU; the host tier, :mod:`breadth.pipeline.shuffle_tiers`, when the edges do
+not fit the GPU: chunks are split on the GPU and wait in host memory, owners build batch by batch on their GPU)::
 
     python benchmarks/bench_out_of_core.py --device gpu --gpus 1 --scale 28 \\
         --local-directory /tmp/breadth-dask --json $OUT/out_of_core_gpu_s28.json
@@ -205,12 +207,12 @@ def main() -> None:
     ap.add_argument("--scale", type=int, default=26)
     ap.add_argument("--roots", type=int, default=4, help="validated Graph500 searches after preparation")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--path", choices=("spill", "host"), default=None,
-                    help="out-of-core path: spill (bucket files; CPU default) or host (host-memory tier; GPU, "
-                         "and CPU on request)")
-    ap.add_argument("--spill-dir", default="/tmp/breadth-spill", help="bucket files of --path spill")
+    ap.add_argument("--tier", choices=("auto", "memory", "host", "disk"), default="auto",
+                    help="the shuffle's storage tier (default auto: from the workers' memory limit)")
+    ap.add_argument("--spill-dir", default="/tmp/breadth-spill", help="bucket files of the disk tier")
     ap.add_argument("--batch-entries", type=int, default=None,
-                    help="adjacency entries per row batch (default: prepare's, 2**25 CPU, 2**28 GPU)")
+                    help="adjacency entries per row batch (default: prepare's, from the memory limit, at most "
+                         "2**25 CPU, 2**28 GPU)")
     ap.add_argument("--chunk-edges", type=int, default=None,
                     help="edge tuples per generated chunk (default: kronecker's, 2**22 CPU, 2**26 GPU)")
     ap.add_argument("--gpus", type=int, default=1, help="GPU workers (= owners) for --device gpu")
@@ -225,19 +227,17 @@ def main() -> None:
     ap.add_argument("--no-warmup", action="store_true", help="GPU: skip the scale-16 warm-up preparation")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    args.path = args.path or ("host" if args.device == "gpu" else "spill")
-    if args.device == "gpu" and args.path == "spill":
-        ap.error("--device gpu prepares through the host-memory tier (--path host)")
     args.json = args.json or f"benchmarks/results/out_of_core_{args.device}_s{args.scale}.json"
-    batch_entries = args.batch_entries or (1 << (28 if args.device == "gpu" else 25))  # prepare's defaults
+
+    import dask
 
     from breadth.bfs import graph500
     from breadth.pipeline import kronecker, prepare
     from breadth.pipeline.cluster import worker_addresses
 
-    spill_dir = args.spill_dir if args.path == "spill" else None
-    if spill_dir:
-        os.makedirs(spill_dir, exist_ok=True)
+    dask.config.set({"breadth.shuffle.tier": args.tier})
+    spill_dir = args.spill_dir
+    os.makedirs(spill_dir, exist_ok=True)
     sampler = Sampler(spill_dir)
     sampler.start()
     out: dict = {"benchmark": f"out_of_core_preparation_{args.device}", "args": vars(args), "scale": args.scale,
@@ -272,8 +272,7 @@ def main() -> None:
     out["cluster_start_s"] = time.perf_counter() - t0
     nworkers = len(worker_addresses(client))
     print(f"{nworkers} {args.device.upper()} worker(s) up in {out['cluster_start_s']:.1f} s", flush=True)
-    opts = dict(spill_dir=spill_dir, host_batches=args.path == "host", batch_entries=batch_entries,
-                device=args.device)
+    opts = dict(spill_dir=spill_dir, batch_entries=args.batch_entries, device=args.device)
     if args.device == "gpu" and not args.no_warmup:  # NVRTC/Numba compilation outside the timed run
         t = time.perf_counter()
         prepare(kronecker(16, seed=args.seed, device="gpu"), client, **opts).release()
@@ -298,7 +297,8 @@ def main() -> None:
     out.update({
         "path": stages["path"], "input_tuples": el.num_edges, "input_bytes_int64_pairs": el.num_edges * 16,
         "symmetrized_bytes_int64_pairs": el.num_edges * 32, "num_edges_undirected": g.num_edges,
-        "nparts": g.nparts, "batch_entries": batch_entries, "preparation_s": prep_s,
+        "nparts": g.nparts, "batch_entries": stages["tier"]["batch_entries"], "tier": stages["tier"],
+        "preparation_s": prep_s,
         "construction_time_s": g.construction_time, "graph500_session_s": search_s, "protocol": protocol,
         "peak_rss_all_processes_bytes": sampler.peak_rss, "peak_rss_during_preparation_bytes": rss_after_prep,
         "peak_rss_per_worker_after_preparation_bytes": {a: v["peak_rss_bytes"] for a, v in workers_after_prep.items()},
@@ -323,7 +323,7 @@ def main() -> None:
     print("\n".join(stage_lines(stages)))
     print(f"graph500 session {search_s:.1f} s: {len(res.rows)} roots, valid={res.valid}, "
           f"{res.harmonic_mean_teps / 1e9:.2f} GTEPS (harmonic mean), median search {np.median(res.times):.3f} s")
-    if spill_dir:
+    if stages["path"] == "disk":
         print(f"bytes spilled {out['bytes_spilled'] / 1e9:.2f} GB (bucket files + batch columns), peak on disk "
               f"{sampler.peak_spill / 1e9:.2f} GB")
     print(f"peak RSS: all processes {sampler.peak_rss / GiB:.2f} GiB (sampled every 0.2 s); "

@@ -58,11 +58,13 @@ def _memory_limit(text: str) -> int:
 def _memory_args(p: argparse.ArgumentParser) -> None:
     """``--memory-limit`` and ``--spill-dir`` of the commands that prepare a graph (generate, ingest, bench)."""
     p.add_argument("--memory-limit", type=_memory_limit, default=None,
-                   help="RSS limit per local worker, e.g. 300MB: chunk and batch sizes follow from it, the disk "
-                        "tier is used when it must be, and a limit below the graph's minimum is refused at once")
+                   help="RSS limit per local worker, e.g. 300MB: chunk and batch sizes and where the shuffle keeps "
+                        "its pieces (memory, host batches, disk) follow from it, and a limit below the graph's "
+                        "minimum is refused at once")
     p.add_argument("--spill-dir", default=None,
-                   help="prepare out of core: spill per-owner buckets here and build shards in row batches "
-                        "(with --memory-limit, a temporary directory is used, then removed, when none is given)")
+                   help="where the shuffle's disk tier writes its per-owner bucket files when the memory limit "
+                        "needs it (default: a temporary directory, removed afterwards); also Dask's local "
+                        "directory under --memory-limit")
 
 
 def _cluster_args(p: argparse.ArgumentParser) -> None:
@@ -121,7 +123,7 @@ def _bench(args) -> int:
     nv, nt, what = 1 << args.scale, args.edgefactor << args.scale, f"scale {args.scale}"
     # before any cluster starts: the graph's size is known from its parameters
     plan = None if args.scheduler or device == "gpu" else memory_plan_for(args, nv, nt, search=True, what=what)
-    with cluster_client(args, device=device) as client, spill_dir_for(args, plan) as spill_dir:
+    with cluster_client(args, device=device) as client:
         if plan is None and args.scheduler and device == "cpu":  # an existing cluster: its own workers
             plan = memory_plan_for(args, nv, nt, search=True, what=what, client=client)
         chunk = args.chunk_edges or (plan.chunk_edges if plan else None)
@@ -131,12 +133,12 @@ def _bench(args) -> int:
         # otherwise generation streams inside construction.
         mem = sum(w.get("memory_limit", 0) or 0 for w in workers_info(client).values())
         gen_time = None
-        if edges.num_edges * 16 * 4 <= mem and not spill_dir and plan is None:
+        if edges.num_edges * 16 * 4 <= mem and not args.spill_dir and plan is None:
             t0 = time.perf_counter()
             edges.edges = client.persist(edges.edges)
             wait(edges.edges)
             gen_time = time.perf_counter() - t0
-        g = prepare(edges, client, progress=sys.stderr.isatty(), device=device, spill_dir=spill_dir,
+        g = prepare(edges, client, progress=sys.stderr.isatty(), device=device, spill_dir=spill_dir_for(args),
                     batch_entries=plan.batch_entries if plan else None)
         edges.edges = None
         print(f"{g}; construction {g.construction_time:.2f} s", file=sys.stderr)

@@ -2,7 +2,8 @@
 
 :func:`cluster_client` starts the local cluster (or connects to ``--scheduler``) for one command and closes
 it whatever happens; :func:`memory_plan_for` turns ``--memory-limit`` into chunk and batch sizes (see
-:mod:`breadth.pipeline.memory_plan`); :func:`spill_dir_for` says where the disk tier writes; and
+:mod:`breadth.pipeline.memory_plan`; the shuffle's tier is chosen by the same rule, see
+:func:`~breadth.pipeline.memory_plan.choose_tier`); :func:`spill_dir_for` says where the disk tier writes; and
 :func:`memory_errors` turns the memory failures into the CLI's one-line errors.
 """
 
@@ -80,41 +81,33 @@ def memory_plan_for(args, num_vertices: int, num_tuples: int, directed: bool = F
     chunks of a source already read into the workers' memory (``ingest``), else ``--chunk-edges``."""
     if not getattr(args, "memory_limit", None):
         return None
-    from .cluster import workers_info
     from .memory_plan import plan_memory
 
-    workers, threads = args.workers, threads_per_worker(args)
-    if client is not None and args.scheduler is not None:
-        info = workers_info(client)
-        workers, threads = max(1, len(info)), max([w.get("nthreads", 1) for w in info.values()] or [1])
+    workers, threads, resident = args.workers, threads_per_worker(args), None
+    if client is not None:
+        # what the workers hold already counts, as prepare() counts it when it picks the shuffle's tier
+        from .shuffle import cluster_memory
+
+        mem = cluster_memory(client)
+        resident = mem.resident
+        if args.scheduler is not None:
+            workers, threads = max(1, mem.workers), mem.threads
     plan = plan_memory(args.memory_limit, num_vertices, num_tuples, workers, threads, directed,
                        chunk_edges=chunk_edges or getattr(args, "chunk_edges", None), search=search, store=store,
-                       force_spill=bool(getattr(args, "spill_dir", None)), what=what,
-                       source_chunks_held=chunk_edges is not None)
+                       what=what, source_chunks_held=chunk_edges is not None, resident=resident)
     print(f"breadth: {plan.describe()}", file=sys.stderr)
     return plan
 
 
-@contextlib.contextmanager
-def spill_dir_for(args, plan):
-    """Where preparation spills: ``--spill-dir``; else, when the memory plan needs the disk tier, a
-    temporary directory that is removed afterwards (also after a failure); else ``None`` (in memory).
-    Preparation writes its files in a folder of its own there and removes it, also when it fails or is
-    interrupted (:func:`~breadth.pipeline.prepare.prepare`)."""
+def spill_dir_for(args) -> str | None:
+    """Where the shuffle's disk tier writes: ``--spill-dir`` (created), else ``None`` -- a temporary
+    directory that :func:`~breadth.pipeline.prepare` makes only when the workers' memory limit needs the
+    disk tier, and removes afterwards (also after a failure).  Preparation writes its files in a folder
+    of its own there and removes it, also when it fails or is interrupted."""
     if getattr(args, "spill_dir", None):
         os.makedirs(args.spill_dir, exist_ok=True)
-        yield args.spill_dir
-    elif plan is not None and plan.spill:
-        import shutil
-        import tempfile
-
-        d = tempfile.mkdtemp(prefix="breadth-spill-")
-        try:
-            yield d
-        finally:
-            shutil.rmtree(d, ignore_errors=True)
-    else:
-        yield None
+        return args.spill_dir
+    return None
 
 
 @contextlib.contextmanager

@@ -101,10 +101,9 @@ def generate(args) -> int:
             plan = memory_plan_for(args, nv, nt, store=True, what=f"scale {args.scale}", client=client)
         chunk = args.chunk_edges or (plan.chunk_edges if plan else None)
         t0 = time.perf_counter()
-        with spill_dir_for(args, plan) as spill:
-            g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=chunk), client,
-                        nparts=_nparts(st, client), spill_dir=spill,
-                        batch_entries=plan.batch_entries if plan else None)
+        g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=chunk), client,
+                    nparts=_nparts(st, client), spill_dir=spill_dir_for(args),
+                    batch_entries=plan.batch_entries if plan else None)
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, ["--scale", args.scale, "--edgefactor", args.edgefactor,
                                                      "--seed", args.seed]))
@@ -169,6 +168,11 @@ def ingest(args) -> int:
         t0 = time.perf_counter()
         el = read_edges(args.paths, format=args.format, directed=True if args.directed else None, src=args.src,
                         dst=args.dst, on_bad_lines=args.on_bad_lines, client=client, device=device, **kw)
+        # the relabeled chunks that already run (hash owners) finish first: the memory plan and the shuffle's
+        # tier count what the workers hold then, not the relabeling's transient peak
+        from distributed import futures_of, wait
+
+        wait(futures_of(el.edges))
         t_read = time.perf_counter() - t0
         # the graph's size is known once read (parsed chunks wait in the workers' memory, which Dask
         # spills to its local directory past what the reading plan left them); the chunks are the reader's
@@ -176,9 +180,8 @@ def ingest(args) -> int:
             args, el.num_vertices, el.num_edges, el.directed, store=True,
             what=f"{el.num_vertices:,} vertices and {el.num_edges:,} tuples", client=client,
             chunk_edges=max(el.edges.chunks[0], default=1))
-        with spill_dir_for(args, plan) as spill:
-            g = prepare(el, client, nparts=_nparts(st, client), spill_dir=spill, device=device,
-                        batch_entries=plan.batch_entries if plan else None)
+        g = prepare(el, client, nparts=_nparts(st, client), spill_dir=spill_dir_for(args), device=device,
+                    batch_entries=plan.batch_entries if plan else None)
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, flags), extra={"read_s": t_read})
         skipped = el.source.get("skipped_lines", 0)

@@ -42,9 +42,12 @@ duplicates are only known after the build).  Checked against measurements (2 wor
 ``benchmarks/results/memory_limit_cpu.json``): scale 18, minimum 260 MB, worker peaks 219-220 MiB at
 that limit; scale 20, minimum 326 MB, peaks 275-278 MiB.  Above the minimum, :func:`plan_memory` picks the largest
 power-of-two chunk and batch (up to the defaults, 2**22 tuples and 2**25 entries) that keep each phase
-under the limit, and keeps the adjacency entries in memory (no disk tier) only when the in-memory path
-fits: every owner then holds its int64 entries from all chunks (16 B/entry) while the builder adds its
-int64 scatter array and the columns (12 B/entry) -- 28 B/entry instead of a batch.
+under the limit.  The shuffle's storage tier (:func:`choose_tier`, which :func:`~breadth.pipeline.prepare`
+calls with the cluster's own ``memory_limit``, so the CLI and the Python API decide alike) is the
+cheapest whose estimate fits in :data:`TIER_SAFETY` of the limit: the memory tier (every owner holds its
+int64 entries from all chunks, 16 B/entry, while the builder adds its int64 scatter array and the columns,
+12 B/entry: 28 B/entry instead of a batch), the host tier (32-bit pairs, 8 B/entry, held while the owner
+builds batch by batch), else the disk tier (pieces in bucket files, a batch at a time in memory).
 
 ``ingest`` first reads its files (:func:`plan_reading`, before anything starts): a read task and the
 relabelling of its chunk hold about :data:`READ_BYTES_PER_TEXT_BYTE` bytes per byte of edge text (the
@@ -85,8 +88,16 @@ SEARCH_BYTES_PER_VERTEX = 48
 #: the search's own compiled kernels (Numba code loaded into the worker: measured ~10 MiB more than a
 #: preparation's peak at scale 18 with the same shard)
 SEARCH_CODE_BYTES = 10 * MiB
-#: in-memory path: bytes per adjacency entry held by an owner (int64 entries 16 + scatter 8 + columns 4)
+#: memory tier: bytes per adjacency entry held by an owner (int64 entries 16 + scatter 8 + columns 4)
 IN_MEMORY_BYTES_PER_ENTRY = 28
+#: host tier: bytes per adjacency entry waiting in an owner's memory (32-bit [row - lo, column] pairs)
+HOST_TIER_BYTES_PER_ENTRY = 8
+#: GPU memory tier: device bytes per adjacency entry of an owner's build at once (its int32 pairs 8,
+#: packed 64-bit keys 8, the radix sort's scratch 16, flags and columns 5, rounded up)
+GPU_IN_MEMORY_BYTES_PER_ENTRY = 40
+#: the tier's estimates must fit in this share of the limit: what the model leaves out (allocator slack,
+#: Dask's buffers and transfers, fragmentation) must not end a worker
+TIER_SAFETY = 0.8
 #: bytes of a worker reading and relabelling per byte of edge text: the text block, the int64 tuples (~1.2
 #: at 16 B per ~13-byte line), their concatenation for a whole stream, the sorted copy that finds the
 #: chunk's unique ids and the chunk mapped to dense ids (measured: cnr-2000.txt.gz, 43 MB of text, 3.2 M
@@ -98,6 +109,9 @@ MIN_CHUNK_EDGES = 1 << 16
 MIN_BATCH_ENTRIES = 1 << 16
 DEFAULT_CHUNK_EDGES = 1 << 22
 DEFAULT_BATCH_ENTRIES = 1 << 25
+DEFAULT_GPU_BATCH_ENTRIES = 1 << 28
+#: where an owner's shuffled entries wait, cheapest first (see breadth.pipeline.shuffle_tiers)
+TIERS = ("memory", "host", "disk")
 
 
 class MemoryLimitError(ValueError):
@@ -163,19 +177,95 @@ def batch_bytes(batch_entries: int, num_tuples: int, num_vertices: int, nparts: 
 
 
 @dataclass(frozen=True)
+class TierChoice:
+    """Where the shuffle to owners keeps its pieces, and the estimates that chose it (bytes per worker)."""
+
+    tier: str  # "memory", "host" or "disk" (breadth.pipeline.shuffle_tiers)
+    batch_entries: int  # adjacency entries per row batch of the host and disk tiers
+    estimates: dict = field(default_factory=dict)  # estimated peak of each tier: host RSS, and "gpu_memory"
+    limit: int | None = None  # bytes per worker compared with (None: no limit known)
+
+
+def choose_tier(limit: int | None, num_vertices: int, num_tuples: int, nparts: int, workers: int, threads: int,
+                directed: bool = False, *, chunk_edges: int | None = None, batch_entries: int | None = None,
+                device: str = "cpu", device_memory: int | None = None, resident: int | None = None) -> TierChoice:
+    """The cheapest storage tier of the shuffle to owners whose estimated peak fits in
+    :data:`TIER_SAFETY` of ``limit`` (bytes per worker; ``None``: no limit, the memory tier), and the row
+    batch size of the batched tiers.  :func:`plan_memory` (the CLI) and :func:`~breadth.pipeline.prepare`
+    (from the cluster's own ``memory_limit``) both decide here, so they decide alike.
+
+    Per worker, with ``E`` adjacency entries and a shard of ``S`` bytes for each of its owners (``nparts``
+    owners on ``workers`` workers), ``nloc`` vertices per owner, a chunk phase of ``threads`` chunk tasks of
+    ``chunk_edges`` tuples (:data:`CHUNK_BYTES_PER_TUPLE`) and a batch of ``b`` entries
+    (:func:`batch_bytes`), over the worker baseline ``B``:
+
+    * memory: ``max(16 E + chunks, 28 E + 48 nloc)`` (every int64 entry held, then built at once);
+    * host: ``max(8 E + chunks, 8 E + S + 24 nloc + batch)`` (32-bit pairs held, built batch by batch);
+    * disk: ``max(chunks, S + 24 nloc + batch)`` (pieces on disk): the last resort, whatever it needs.
+
+    On GPU workers (``device="gpu"``, ``device_memory``: bytes of one worker's GPU) the memory tier holds
+    the entries in device memory (:data:`GPU_IN_MEMORY_BYTES_PER_ENTRY` per entry, plus the shard), so it is
+    compared with the GPU's memory; the host and disk tiers as on the CPU (the batch is built on the GPU).
+
+    ``batch_entries``: kept when given; else the largest power of two up to :data:`DEFAULT_BATCH_ENTRIES`
+    (:data:`DEFAULT_GPU_BATCH_ENTRIES` on GPUs) whose build fits the whole limit.  ``resident``: what the
+    busiest worker holds already (its RSS now: imports such as pyarrow, an ingest's relabeled chunks and
+    id-map part), the baseline when it exceeds :data:`WORKER_BASELINE`.
+
+    >>> choose_tier(None, 1 << 20, 16 << 20, 2, 2, 1).tier
+    'memory'
+    >>> choose_tier(400_000_000, 1 << 20, 16 << 20, 2, 2, 1).tier
+    'disk'
+    """
+    per_worker = -(-nparts // max(1, workers))  # owners a worker builds (one after the other, or at once)
+    E = entries_per_owner(num_tuples, nparts) * per_worker
+    S = shard_bytes(num_vertices, num_tuples, nparts, directed) * per_worker
+    nloc = _block(num_vertices, nparts) * per_worker
+    chunks = threads * CHUNK_BYTES_PER_TUPLE * min(chunk_edges or DEFAULT_CHUNK_EDGES, max(1, num_tuples))
+    B = max(WORKER_BASELINE, resident or 0)
+
+    def build(b: int) -> int:
+        return S + BUILD_BYTES_PER_VERTEX * nloc + batch_bytes(b, num_tuples, num_vertices, nparts)
+
+    top = DEFAULT_GPU_BATCH_ENTRIES if device == "gpu" else DEFAULT_BATCH_ENTRIES
+    b = batch_entries or (top if limit is None else
+                          _largest_pow2(MIN_BATCH_ENTRIES, top, lambda v: B + build(v) <= limit)
+                          or MIN_BATCH_ENTRIES)
+    estimates = {
+        "memory": B + (chunks if device == "gpu" else
+                       max(16 * E + chunks, IN_MEMORY_BYTES_PER_ENTRY * E + BATCH_BYTES_PER_ROW * nloc)),
+        "host": B + max(HOST_TIER_BYTES_PER_ENTRY * E + chunks, HOST_TIER_BYTES_PER_ENTRY * E + build(b)),
+        "disk": B + max(chunks, build(b)),
+    }
+    fits = {t: limit is None or v <= TIER_SAFETY * limit for t, v in estimates.items()}
+    if device == "gpu":
+        estimates["gpu_memory"] = GPU_IN_MEMORY_BYTES_PER_ENTRY * E + S
+        fits["memory"] = fits["memory"] and (device_memory is None
+                                             or estimates["gpu_memory"] <= TIER_SAFETY * device_memory)
+    tier = next((t for t in TIERS[:-1] if fits[t]), "disk")
+    return TierChoice(tier=tier, batch_entries=int(b), estimates=estimates, limit=limit)
+
+
+@dataclass(frozen=True)
 class MemoryPlan:
     """How a preparation fits a per-worker memory limit (bytes)."""
 
     limit: int  # bytes per worker
     minimum: int  # the smallest limit that can work for this graph and cluster (bytes)
     chunk_edges: int  # edge tuples per chunk
-    batch_entries: int  # adjacency entries per row batch (disk tier)
-    spill: bool  # True: the disk tier (bucket files and row batches); False: entries stay in memory
+    batch_entries: int  # adjacency entries per row batch (host and disk tiers)
+    tier: str  # where the shuffle to owners keeps its pieces: "memory", "host" or "disk" (choose_tier)
     phases: dict = field(default_factory=dict)  # estimated peak RSS of each phase at these sizes (bytes)
+
+    @property
+    def spill(self) -> bool:
+        """Whether the shuffle writes its pieces to disk (the disk tier)."""
+        return self.tier == "disk"
 
     def describe(self) -> str:
         """One line for the log."""
-        path = "disk tier (spill files, row batches)" if self.spill else "in memory"
+        path = {"disk": "disk tier (spill files, row batches)", "host": "host tier (row batches in memory)",
+                "memory": "memory tier (built at once)"}[self.tier]
         peaks = ", ".join(f"{k} {format_bytes(v)}" for k, v in self.phases.items())
         return (f"memory plan: limit {format_bytes(self.limit)} per worker (minimum {format_bytes(self.minimum)}); "
                 f"chunks of {self.chunk_edges:,} tuples, {path}, batches of {self.batch_entries:,} entries; "
@@ -196,18 +286,19 @@ def _largest_pow2(lo: int, hi: int, fits) -> int | None:
 
 def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, threads: int,
                 directed: bool = False, chunk_edges: int | None = None, search: bool = False,
-                store: bool = False, force_spill: bool = False, what: str = "",
-                source_chunks_held: bool = False) -> MemoryPlan:
+                store: bool = False, what: str = "",
+                source_chunks_held: bool = False, resident: int | None = None) -> MemoryPlan:
     """Size a preparation on ``workers`` workers of ``threads`` threads to ``limit`` bytes per worker.
 
     ``chunk_edges``: the user's chunk size (kept; refused when it cannot fit), ``None`` to derive it from
     the limit.  ``search``: a Graph500 search follows on the same workers (``bench``); ``store``: the
-    shards are written to a store (``generate``, ``ingest``).  ``force_spill``: use the disk tier even
-    when the in-memory path would fit (``--spill-dir`` given).  ``what`` names the graph in the
+    shards are written to a store (``generate``, ``ingest``).  ``what`` names the graph in the
     message (e.g. ``"scale 18"``).  ``source_chunks_held``: the edge chunks are already in the workers'
     memory (``ingest``'s parsed chunks, counted by :func:`plan_reading`), so a chunk task does not hold a
     freshly generated chunk and the next one (16 B per tuple less); ``chunk_edges`` is then the
-    reader's largest chunk.
+    reader's largest chunk.  ``resident``: the RSS the busiest worker holds already (an ingest's
+    relabeled chunks and id-map part, its readers' imports), the baseline when above
+    :data:`WORKER_BASELINE` (see :func:`choose_tier`).
 
     Raises :class:`MemoryLimitError` (its message gives the minimum, see the module docstring) when
     ``limit`` is below it.
@@ -215,7 +306,7 @@ def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, th
     nparts = workers
     nloc = _block(num_vertices, nparts)
     S = shard_bytes(num_vertices, num_tuples, nparts, directed)
-    B = WORKER_BASELINE
+    B = max(WORKER_BASELINE, resident or 0)
     after = [S + STORE_WRITE_BUFFER] if store else []
     if search:
         after.append(S + SEARCH_CODE_BYTES + SEARCH_BYTES_PER_VERTEX * nloc + num_vertices // 4)
@@ -251,15 +342,17 @@ def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, th
     c = chunk_edges or _largest_pow2(MIN_CHUNK_EDGES, DEFAULT_CHUNK_EDGES, lambda v: chunk_phase(v) <= room)
     b = _largest_pow2(MIN_BATCH_ENTRIES, DEFAULT_BATCH_ENTRIES, lambda v: build_phase(v) <= room)
     c = min(c, max(1, num_tuples))
-    E = entries_per_owner(num_tuples, nparts)
-    in_memory = max(16 * E + chunk_phase(c), IN_MEMORY_BYTES_PER_ENTRY * E + BATCH_BYTES_PER_ROW * nloc)
-    spill = force_spill or B + in_memory > limit
-    phases = {"chunk": B + chunk_phase(c), "build": B + (build_phase(b) if spill else in_memory)}
+    # the tier as prepare() chooses it from the cluster's memory_limit: the same function, the same numbers
+    choice = choose_tier(limit, num_vertices, num_tuples, nparts, workers, threads, directed, chunk_edges=c,
+                         batch_entries=b, resident=resident)
+    phases = {"chunk": B + chunk_phase(c),
+              "build": choice.estimates[choice.tier] if choice.tier != "disk" else B + build_phase(b)}
     if store:
         phases["store"] = B + S + STORE_WRITE_BUFFER
     if search:
         phases["search"] = B + after[-1]
-    return MemoryPlan(limit=limit, minimum=minimum, chunk_edges=c, batch_entries=b, spill=spill, phases=phases)
+    return MemoryPlan(limit=limit, minimum=minimum, chunk_edges=c, batch_entries=b, tier=choice.tier,
+                      phases=phases)
 
 
 @dataclass(frozen=True)

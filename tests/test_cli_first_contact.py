@@ -199,7 +199,14 @@ def _interrupt_when(cmd: list[str], ready, sig=signal.SIGINT, timeout: float = 1
 def test_ctrl_c_during_out_of_core_preparation_leaves_no_spill_files(tmp_path):
     spill = tmp_path / "spill"
     spill.mkdir()
-    cmd = [*CLI, "bench", "--scale", "17", "--roots", "2", "--spill-dir", str(spill)]
+    from breadth.pipeline.memory_plan import plan_memory
+
+    # --spill-dir only says where the disk tier writes; a limit at the graph's minimum is what needs it
+    plan = plan_memory(10**15, 1 << 17, 16 << 17, 1, os.cpu_count() or 1, search=True)
+    limit = plan_memory(plan.minimum, 1 << 17, 16 << 17, 1, os.cpu_count() or 1, search=True)
+    assert limit.tier == "disk"
+    cmd = [*CLI, "bench", "--scale", "17", "--roots", "2", "--spill-dir", str(spill),
+           "--memory-limit", str(plan.minimum)]
     rc, err = _interrupt_when(cmd, lambda: any("owner-" in d for d, _, _ in os.walk(spill)))
     assert rc in _SHELL_STATUS[130] and "Traceback" not in err, err[-3000:]
     assert err.strip().splitlines()[-1] == "breadth: error: interrupted"

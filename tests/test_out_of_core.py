@@ -1,5 +1,6 @@
-"""Out-of-core preparation: a worker whose memory limit is far below the edge list builds the same shards
-as the in-memory path, and its memory grows by less than the edge list."""
+"""Out-of-core preparation through the one shuffle: a worker whose memory limit is far below the edge list
+gets the disk tier by itself and builds the same shards as the memory tier, its memory growing by less than
+the edge list; every tier (memory, host batches, disk) gives the same shards, bit for bit."""
 
 import resource
 
@@ -12,6 +13,11 @@ from breadth.pipeline import kronecker, prepare
 
 def _maxrss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _tier(name: str):
+    """Force the shuffle's tier (the default follows the workers' memory limit)."""
+    return dask.config.set({"breadth.shuffle.tier": name})
 
 
 def _shards_equal(a, b):
@@ -36,83 +42,112 @@ def small_worker():
 
 
 def test_spilled_preparation_is_bounded_and_identical(small_worker, tmp_path):
+    """No tier is asked for: the 40 MB limit, read from the cluster, gets the disk tier."""
     c = small_worker
     prepare(kronecker(8, seed=1), c, spill_dir=str(tmp_path)).release()  # compile kernels first
     before = list(c.run(_maxrss).values())[0]
     el = kronecker(18, seed=1, chunk_edges=1 << 16)
-    spilled = prepare(el, c, spill_dir=str(tmp_path), batch_entries=1 << 18)
+    stages: dict = {}
+    spilled = prepare(el, c, spill_dir=str(tmp_path), batch_entries=1 << 18, stages=stages)
     grown = list(c.run(_maxrss).values())[0] - before
+    assert stages["path"] == "disk" and stages["tier"]["limit_bytes"] == 40_000_000
     shards = c.gather(spilled.shards)
     edge_list_bytes = el.num_edges * 16
     assert grown < 2 * edge_list_bytes * 0.6, f"worker grew {grown >> 20} MiB"
     assert not list(tmp_path.iterdir()), "spill files left behind"
     spilled.release()
-    in_memory = prepare(el, c)
+    with _tier("memory"):
+        in_memory = prepare(el, c)
     _shards_equal(c.gather(in_memory.shards), shards)
     in_memory.release()
 
 
 @pytest.mark.parametrize("directed", [False, True])
-def test_spilled_multi_owner_matches_in_memory(small_worker, tmp_path, directed):
+@pytest.mark.parametrize("nparts", [1, 3])
+def test_every_tier_gives_the_same_shards(small_worker, tmp_path, directed, nparts):
+    """The same graph through the memory, host and disk tiers: identical shards and counts, and the host and
+    disk tiers built over several row batches, every entry the chunks sent built once."""
     el = kronecker(12, seed=7, chunk_edges=5000)
     el.directed = directed
-    a = prepare(el, small_worker, nparts=3)
-    b = prepare(el, small_worker, nparts=3, spill_dir=str(tmp_path), batch_entries=3000)
-    _shards_equal(small_worker.gather(a.shards), small_worker.gather(b.shards))
-    assert (a.num_edges, a.num_self_loops) == (b.num_edges, b.num_self_loops)
+    got = {}
+    for tier in ("memory", "host", "disk"):
+        stages: dict = {}
+        with _tier(tier):
+            g = prepare(el, small_worker, nparts=nparts, spill_dir=str(tmp_path), batch_entries=3000, stages=stages)
+        got[tier] = (small_worker.gather(g.shards), g.num_edges, g.num_self_loops)
+        assert stages["path"] == tier
+        entries = 2 * (el.num_edges - g.num_self_loops)  # both directions, or an out- and an in-entry
+        assert sum(c["entries"] for c in stages["chunks"]) == entries
+        assert sum(o["entries"] for o in stages["owners"]) == entries
+        if tier != "memory":
+            assert all(len(o["batches"]) > 1 for o in stages["owners"]), "expected several row batches per owner"
+        g.release()
+    assert not list(tmp_path.iterdir()), "spill files left behind"
+    for tier in ("host", "disk"):
+        _shards_equal(got["memory"][0], got[tier][0])
+        assert got["memory"][1:] == got[tier][1:]
+
+
+def test_tier_follows_the_memory_limit(small_worker, lclient):
+    """prepare decides the tier from the cluster's memory_limit by the CLI's rule: the same graph is built
+    in memory on workers of several GB and on disk on the 40 MB worker."""
+    from breadth.pipeline.memory_plan import choose_tier
+    from breadth.pipeline.shuffle import cluster_memory
+
+    el = kronecker(12, seed=3, chunk_edges=5000)
+    for c, expected in ((lclient, "memory"), (small_worker, "disk")):
+        mem = cluster_memory(c)
+        rule = choose_tier(mem.limit, el.num_vertices, el.num_edges, mem.workers, mem.workers, mem.threads,
+                           chunk_edges=5000).tier
+        stages: dict = {}
+        g = prepare(el, c, stages=stages)
+        assert stages["path"] == rule == expected
+        g.release()
 
 
 def test_spilled_stages_account_for_every_entry(small_worker, tmp_path):
-    """The stage record of the spill path: every chunk's generate time is found, and the entries the
+    """The stage record of the disk tier: every chunk's generate time is found, and the entries the
     owners built batch by batch are exactly those the chunks wrote."""
     el = kronecker(12, seed=3, chunk_edges=5000)
     stages: dict = {}
     g = prepare(el, small_worker, nparts=2, spill_dir=str(tmp_path), batch_entries=3000, stages=stages)
-    assert stages["path"] == "spill" and stages["chunk_tasks"] == el.npartitions
+    assert stages["path"] == "disk" and stages["chunk_tasks"] == el.npartitions
     assert all(c["source_s"] > 0 and c["split_s"] > 0 for c in stages["chunks"])
     written = sum(c.get("entries", 0) for c in stages["chunks"])
     built = sum(b[0] for o in stages["owners"] for b in o["batches"])
     assert written == built == 2 * (el.num_edges - g.num_self_loops)
+    assert stages["chunk_task_s_total"]["bytes_written"] >= 8 * written  # 32-bit pairs
     assert all(len(o["batches"]) > 1 and o["peak_rss_bytes"] > 0 for o in stages["owners"])
     assert stages["wall_s"]["chunks"] > 0 and stages["wall_s"]["build"] > 0
     g.release()
 
 
-@pytest.mark.parametrize("directed", [False, True])
-@pytest.mark.parametrize("nparts", [1, 3])
-def test_host_batches_match_in_memory(small_worker, directed, nparts):
-    """The host-tier path (pieces sorted by row batch in Dask's memory, owners building batch by batch)
-    gives the in-memory path's shards exactly, over several batches."""
-    el = kronecker(12, seed=7, chunk_edges=5000)
-    el.directed = directed
-    a = prepare(el, small_worker, nparts=nparts)
-    stages: dict = {}
-    b = prepare(el, small_worker, nparts=nparts, host_batches=True, batch_entries=3000, stages=stages)
-    _shards_equal(small_worker.gather(a.shards), small_worker.gather(b.shards))
-    assert (a.num_edges, a.num_self_loops) == (b.num_edges, b.num_self_loops)
-    assert stages["path"] == "host_batches_cpu"
-    assert all(len(o["batches"]) > 1 for o in stages["owners"]), "expected several row batches per owner"
-    # every non-loop tuple is two entries: both directions (undirected), or an out- and an in-entry
-    assert sum(c["entries"] for c in stages["chunks"]) == 2 * (el.num_edges - a.num_self_loops)
-    assert sum(o["entries"] for o in stages["owners"]) == 2 * (el.num_edges - a.num_self_loops)
-    a.release()
-    b.release()
+def test_old_keyword_is_refused(small_worker):
+    with pytest.raises(TypeError, match="host_batches.*memory limit.*breadth.shuffle.tier"):
+        prepare(kronecker(8, seed=1), small_worker, host_batches=True)
+    with pytest.raises(ValueError, match="breadth.shuffle.tier"), dask.config.set({"breadth.shuffle.tier": "ram"}):
+        prepare(kronecker(8, seed=1), small_worker)
 
 
-def test_host_batches_trim_duplicate_heavy_columns(small_worker):
+@pytest.mark.parametrize("tier", ["host", "disk"])
+def test_duplicate_heavy_columns_are_given_back(small_worker, tmp_path, tier):
     """Every tuple three times: the owner's column array, sized for all entries, is two-thirds slack and
-    is trimmed by a copy; the shard is still the in-memory one."""
+    shrinks in place; the shard is still the memory tier's."""
     from breadth.pipeline import from_dask_array
 
     rng = np.random.default_rng(5)
     base = rng.integers(0, 500, size=(2000, 2))
     el = from_dask_array(np.concatenate([base, base[::-1], base]), num_vertices=500)
-    a = prepare(el, small_worker, nparts=2)
+    with _tier("memory"):
+        a = prepare(el, small_worker, nparts=2)
     stages: dict = {}
-    b = prepare(el, small_worker, nparts=2, host_batches=True, batch_entries=700, stages=stages)
-    _shards_equal(small_worker.gather(a.shards), small_worker.gather(b.shards))
-    assert all(o["columns_trimmed"] == 1 for o in stages["owners"])
+    with _tier(tier):
+        b = prepare(el, small_worker, nparts=2, batch_entries=700, stages=stages, spill_dir=str(tmp_path))
+    shards = small_worker.gather(b.shards)
+    _shards_equal(small_worker.gather(a.shards), shards)
+    assert all(o["columns_resized"] == 1 for o in stages["owners"])
     assert stages["owner_task_s_total"]["column_slack_entries"] > stages["owner_task_s_total"]["entries"] // 2
+    assert all(s.columns.size == s.offsets[-1] for s in shards)  # no slack kept
     a.release()
     b.release()
 
@@ -122,19 +157,21 @@ def _disk_write_bytes(dask_worker) -> float:
                if label == "disk-write" and unit == "bytes")
 
 
-def test_host_batches_on_a_spilling_worker(small_worker):
-    """Scale 18 on the 40 MB worker: the pieces (64 MB) exceed its memory limit, so Dask spills them to
-    its disk; the shard is still the in-memory one (and its columns, 9% duplicates, are not trimmed)."""
+def test_host_tier_on_a_spilling_worker(small_worker):
+    """Scale 18 on the 40 MB worker through the host tier: the pieces (64 MB) exceed its memory limit, so
+    Dask spills them to its disk; the shard is still the memory tier's."""
     el = kronecker(18, seed=1, chunk_edges=1 << 16)
     before = list(small_worker.run(_disk_write_bytes).values())[0]
     stages: dict = {}
-    b = prepare(el, small_worker, host_batches=True, batch_entries=1 << 18, stages=stages)
+    with _tier("host"):
+        b = prepare(el, small_worker, batch_entries=1 << 18, stages=stages)
     spilled = list(small_worker.run(_disk_write_bytes).values())[0] - before
     assert spilled > 16 << 20, f"Dask spilled only {spilled / 2**20:.1f} MiB"
-    assert "columns_trimmed" not in stages["owners"][0] and len(stages["owners"][0]["batches"]) > 8
+    assert len(stages["owners"][0]["batches"]) > 8
     shards = small_worker.gather(b.shards)
     b.release()
-    a = prepare(el, small_worker)
+    with _tier("memory"):
+        a = prepare(el, small_worker)
     _shards_equal(small_worker.gather(a.shards), shards)
     a.release()
 
@@ -143,13 +180,13 @@ def test_host_batches_on_a_spilling_worker(small_worker):
 def test_sort_by_batch_array_module_matches_counting_sort(nbatches, batch_rows):
     """The argsort grouping that the GPU runs (here on NumPy) and the CPU's Numba counting sort agree:
     same batch offsets, same entries in each batch."""
-    from breadth.pipeline.host_batches import _sort_by_batch_numpy, sort_by_batch_xp
+    from breadth.pipeline.array_backend import sort_by_batch_numpy, sort_by_batch_xp
 
     rng = np.random.default_rng(nbatches)
     lo, nloc = 4096, min(4096, nbatches * batch_rows)
     entries = np.stack([rng.integers(lo, lo + nloc, 20000), rng.integers(0, 1 << 20, 20000)], axis=1)
     a, offs_a = sort_by_batch_xp(entries.astype(np.int32), lo, batch_rows, nbatches, np.int32, np)
-    b, offs_b = _sort_by_batch_numpy(entries, lo, batch_rows, nbatches, np.int32)
+    b, offs_b = sort_by_batch_numpy(entries, lo, batch_rows, nbatches, np.int32)
     assert a.dtype == b.dtype == np.int32
     assert np.array_equal(offs_a, offs_b) and offs_a[-1] == len(entries)
     for i in range(nbatches):

@@ -120,6 +120,13 @@ def test_overwrite_refuses_a_directory_that_only_holds_a_file_named_like_a_store
 
 
 # -- 8. a failed --spill-dir preparation leaves no spill files ----------------------------------------
+def _disk_tier():
+    """The shuffle's disk tier, which these workers' memory limit would not need."""
+    import dask
+
+    return dask.config.set({"breadth.shuffle.tier": "disk"})
+
+
 @pytest.mark.parametrize("spill_exists", [True, False])
 def test_failed_spilled_prepare_removes_its_spill_tree(lclient, tmp_path, spill_exists):
     import dask.array as da
@@ -134,15 +141,16 @@ def test_failed_spilled_prepare_removes_its_spill_tree(lclient, tmp_path, spill_
     if spill_exists:
         spill.mkdir()
         (spill / "user.txt").write_text("not ours")
-    with pytest.raises(ValueError, match=r"row 100 has vertex id \[3, 99\] outside \[0, 4\)"):
+    with pytest.raises(ValueError, match=r"row 100 has vertex id \[3, 99\] outside \[0, 4\)"), _disk_tier():
         prepare(from_dask_array(arr, num_vertices=4), lclient, spill_dir=str(spill), batch_entries=64)
     if spill_exists:
         assert _listing(spill) == {"user.txt": b"not ours"} and os.listdir(spill) == ["user.txt"]
     else:
         assert not spill.exists()  # made by this run, removed with it
     # the same spill directory serves a good run, which also leaves nothing
-    g = prepare(from_dask_array(da.from_array(good, chunks=(600, 2)), num_vertices=4), lclient,
-                spill_dir=str(spill), batch_entries=64)
+    with _disk_tier():
+        g = prepare(from_dask_array(da.from_array(good, chunks=(600, 2)), num_vertices=4), lclient,
+                    spill_dir=str(spill), batch_entries=64)
     assert g.num_edges == 3
     assert sorted(os.listdir(spill)) == (["user.txt"] if spill_exists else [])
     g.release()
@@ -184,7 +192,7 @@ def test_interrupted_spilled_prepare_removes_its_spill_tree(lclient, tmp_path):
         os.kill(os.getpid(), signal.SIGINT)
 
     threading.Thread(target=interrupt, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt), _disk_tier():
         prepare(from_dask_array(arr, num_vertices=4), lclient, spill_dir=str(spill), batch_entries=64)
     assert seen  # the run was interrupted with spill files written
     assert os.listdir(spill) == []

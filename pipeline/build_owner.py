@@ -1,0 +1,171 @@
+"""An owner's shard from its shuffle inbox, one row batch at a time, whatever tier the pieces waited in.
+
+For each entry kind (out-entries; in-entries too for directed graphs) and each row batch in turn, the
+owner takes that batch's entries from every chunk's parcel (:class:`~breadth.pipeline.shuffle_tiers.Inbox`),
+moves them to its device, deduplicates and builds those rows with the in-memory builder
+(:func:`~breadth.pipeline.build_csr.csr_from_entries`, or
+:func:`~breadth.pipeline.build_csr_gpu.csr_from_entries_gpu` on GPU workers) and writes the batch's
+columns into the shard's final column array.  That array is allocated once, before the first batch, at
+the owner's entry count (an upper bound of its unique entries), so the columns never exist twice; the
+unused tail (duplicates) is given back in place on the CPU (``ndarray.resize``: ``realloc`` shrinks
+without copying) and on the GPU kept as slack, or trimmed by one copy past :data:`TRIM_SLACK`.
+
+With one row batch (the memory tier, or a graph small enough) the builder's own arrays are the shard's:
+no preallocation, no copy -- exactly what building all of an owner's pieces at once gives.
+
+Memory of an owner's build: the final columns (4 bytes per entry when ids fit) and offsets, plus one
+batch's working set (the CPU builder's int64 scatter array and columns, about 20 bytes per entry; the
+GPU's packed keys and sort scratch, about 40), plus the parcels themselves where their tier keeps them
+in memory.  The shards are the same for every tier and batch size, bit for bit.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from breadth.bfs.shard import Shard, column_dtype
+
+from .array_backend import backend
+from .shuffle_tiers import Inbox, ShuffleSpec
+from .stages import StageTimes, owner_record
+
+#: GPU: trim the final column array by one copy when duplicates leave more than this share of it unused
+TRIM_SLACK = 1 / 8
+
+
+def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
+    """Build owner ``rank``'s shard from every chunk's parcel (in chunk order) of one shuffle.
+
+    The shard has rows in order, columns sorted and unique within a row, ``tuple_degree`` counted before
+    deduplication (out-tuples for directed graphs), self-loop counts apart; in device memory for
+    ``spec.device == "gpu"``.  Its ``meta["prepare_stages"]`` records the build
+    (:func:`breadth.pipeline.stages.owner_record`: seconds of read, build, assemble and loops; one
+    ``[entries, read_s, build_s]`` row per batch; for the GPU the live device bytes after the columns were
+    allocated and the most seen after a batch's build).
+
+    >>> spec = ShuffleSpec("memory", "cpu", 4, 1, False, 64)
+    >>> from breadth.pipeline.shuffle_tiers import send_chunk
+    >>> parcels, _ = send_chunk(np.array([[0, 1], [1, 2], [1, 2]]), 0, spec)
+    >>> build_owner(0, spec, [parcels[0]]).columns.tolist()
+    [1, 0, 2, 1]
+    """
+    be = backend(spec.device)
+    xp = be.xp
+    inbox = Inbox(spec, rank, parcels)
+    n, nloc, nb, br = spec.num_vertices, inbox.hi - inbox.lo, spec.nbatches, spec.batch_rows
+    times = StageTimes(be.sync)
+    batches: list[list[float]] = []
+    live_peak = 0
+    tdeg = None
+    csr = []
+    for k in range(spec.kinds):
+        if nb == 1:  # the builder's arrays are the shard's
+            entries, t_read, t_build, (offsets, columns, mult) = _build_batch(be, inbox, k, 0, 0, nloc)
+            live_peak = max(live_peak, _live_bytes(xp))
+            times.add("read_s", t_read)
+            times.add("build_s", t_build)
+            times.add("entries", entries)
+            batches.append([entries, t_read, t_build])
+            if k == 0:  # out-entries; directed graphs count tuples at their tail
+                tdeg = mult
+            del mult
+            inbox.done(k)
+            csr.append((offsets, columns))
+            continue
+        with times("allocate"):
+            offsets = xp.zeros(nloc + 1, xp.int64)
+            # An owner's unique entries are at most its entries: one array, allocated once, receives every
+            # batch's columns, so the final columns never exist twice (batch arrays are freed as they go).
+            columns = xp.empty(inbox.count(k), column_dtype(n))
+            if k == 0:
+                tdeg = xp.zeros(nloc, xp.int64)
+        live_peak = max(live_peak, _live_bytes(xp))
+        total = 0
+        for b in range(nb):
+            r0, r1 = min(b * br, nloc), min((b + 1) * br, nloc)
+            if r0 >= r1:
+                break
+            entries, t_read, t_build, (off, cols, mult) = _build_batch(be, inbox, k, b, r0, r1 - r0)
+            live_peak = max(live_peak, _live_bytes(xp))
+            t2 = time.perf_counter()
+            offsets[r0 + 1:r1 + 1] = off[1:] + total
+            columns[total:total + cols.size] = cols
+            if k == 0:
+                tdeg[r0:r1] = mult
+            total += int(cols.size)
+            del off, cols, mult
+            if be.sync:
+                be.sync()
+            t_build += time.perf_counter() - t2
+            times.add("read_s", t_read)
+            times.add("build_s", t_build)
+            times.add("entries", entries)
+            batches.append([entries, t_read, t_build])
+        inbox.done(k)
+        with times("assemble"):
+            columns = _trim(xp, columns, total, times)
+        csr.append((offsets, columns))
+    with times("loops"):
+        ids = [be.to_device(a) for a in inbox.loops()]
+        # one bincount over all chunks' loop ids (one per chunk would sweep num_local counters each time)
+        loops = xp.bincount(xp.concatenate(ids), minlength=nloc) if ids else xp.zeros(nloc, xp.int64)
+        del ids
+        inbox.done("loops")
+    inbox.close()
+    (offs_out, cols_out), (in_off, in_col) = csr[0], (csr[1] if spec.directed else (None, None))
+    shard = Shard(rank, spec.nparts, n, inbox.lo, inbox.hi, offs_out, cols_out, tdeg.astype(xp.int32),
+                  loops.astype(xp.int32), in_off, in_col)
+    if be.finish:
+        with times("bottom_up_order"):
+            shard = be.finish(shard)
+    if xp is not np:
+        times["device_live_after_allocate_or_batch_peak_bytes"] = live_peak
+        times["device_live_end_bytes"] = _live_bytes(xp)
+    shard.meta["prepare_stages"] = owner_record(times, batches)
+    return shard
+
+
+def _build_batch(be, inbox: Inbox, kind: int, b: int, r0: int, nrows: int) -> tuple:
+    """Rows ``r0..r0+nrows-1`` (local) of ``kind`` from row batch ``b``: ``(entries, read seconds, build
+    seconds, (offsets, columns, multiplicity))`` with offsets from 0."""
+    if be.sync:
+        be.sync()
+    t0 = time.perf_counter()
+    batch = [be.to_device(a) for a in inbox.batch(kind, b)]
+    entries = sum(int(e.shape[0]) for e in batch)
+    if be.sync:
+        be.sync()
+    t1 = time.perf_counter()
+    # the entries hold row - row_base: global rows (row_base = lo) or local ones (row_base = 0)
+    out = be.csr(batch, inbox.row_base + r0, nrows, inbox.spec.num_vertices)
+    del batch
+    if be.sync:
+        be.sync()
+    return entries, t1 - t0, time.perf_counter() - t1, out
+
+
+def _trim(xp, columns, total: int, times: StageTimes):
+    """The used head of a column array sized for every entry: resized in place on the CPU, on the GPU a
+    view (the slack kept) or, past :data:`TRIM_SLACK`, a copy."""
+    slack = int(columns.size) - total
+    times.add("column_slack_entries", slack)
+    if not slack:
+        return columns
+    if xp is np:
+        # realloc to a smaller size keeps the data where it is: no second column array, ever.  Nothing
+        # else refers to this array (the batches' views are gone), as refcheck=False requires.
+        columns.resize(total, refcheck=False)
+        times.add("columns_resized", 1)
+        return columns
+    if slack > TRIM_SLACK * columns.size:
+        times.add("columns_trimmed", 1)
+        return columns[:total].copy()
+    return columns[:total]
+
+
+def _live_bytes(xp) -> int:
+    """Bytes of live arrays in CuPy's default memory pool (0 for NumPy, and under another allocator)."""
+    return 0 if xp is np else int(xp.get_default_memory_pool().used_bytes())
+

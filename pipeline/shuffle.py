@@ -1,0 +1,357 @@
+"""The shuffle to owners: chunks send per-owner pieces, owners consume theirs; one mechanism, three tiers.
+
+Every preparation (``generate``, ``ingest``, :func:`~breadth.pipeline.from_dask_dataframe`,
+:func:`~breadth.pipeline.from_dask_array`, all through :func:`~breadth.pipeline.prepare`) moves each
+adjacency entry of its edge chunks to the owner of its row in one shuffle:
+
+1. :func:`choose_tier` picks where the pieces wait from the cluster's own ``memory_limit`` per worker (a
+   worker without one: its host's memory shared among the workers there) and the graph's size
+   (:func:`breadth.pipeline.memory_plan.choose_tier`, the same decision the CLI logs): in the workers'
+   memory as Dask task outputs (``"memory"``), grouped by row batch as 32-bit pairs in host memory
+   (``"host"``), or in per-owner bucket files (``"disk"``) under a folder of this run
+   (:func:`spill_space`: in ``spill_dir``, or a temporary directory, removed afterwards and also when the
+   run fails or is interrupted).  The Dask setting :data:`TIER_CONFIG` (``"auto"`` by default) forces a
+   tier, for benchmarks and tests.
+2. :func:`send` runs one task per chunk (:func:`~breadth.pipeline.shuffle_tiers.send_chunk`), waits for
+   all of them (owners need a piece from every chunk anyway; waiting times the phase) and returns each
+   owner's parcel futures.
+3. :func:`consume` runs one task per owner, pinned to its worker, that reads its parcels one row batch
+   at a time (:func:`~breadth.pipeline.build_owner.build_owner` for shards).
+
+The id shuffle of relabeling has the same shape with whole 1-D pieces instead of row batches:
+:func:`exchange` runs a user function per chunk that cuts its ids into per-owner pieces, stores them in
+the tier, and returns an :class:`OwnerPieces` whose :meth:`~OwnerPieces.reduce` merges owner ``p``'s
+pieces in a tree on ``p``'s worker and whose :meth:`~OwnerPieces.piece` gives chunk ``c``'s piece for
+``p`` back (for lookups).
+
+>>> from breadth.pipeline.shuffle import choose_tier
+>>> choice = choose_tier(client, num_vertices=1 << 16, num_tuples=1 << 20, nparts=2)   # doctest: +SKIP
+>>> choice.tier                                                                         # doctest: +SKIP
+'memory'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import operator
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .memory_plan import TIERS, TierChoice
+from .memory_plan import choose_tier as _choose_tier
+from .shuffle_tiers import ShuffleSpec, send_chunk
+
+#: Dask configuration key that forces the shuffle's tier: "auto" (default: from the memory limit),
+#: "memory", "host" or "disk".  ``dask.config.set({"breadth.shuffle.tier": "disk"})``
+TIER_CONFIG = "breadth.shuffle.tier"
+
+
+# ---------------------------------------------------------------- the tier, from the cluster
+
+
+@dataclass(frozen=True)
+class ClusterMemory:
+    """What the cluster's workers may hold: the smallest ``memory_limit`` (bytes per worker), the
+    workers, the most threads of one worker, the largest RSS of a worker now (bytes: what it holds
+    already), and the smallest GPU's memory (bytes; GPU workers only)."""
+
+    limit: int | None
+    workers: int
+    threads: int
+    resident: int | None = None
+    device_memory: int | None = None
+
+
+def _host_memory() -> tuple[str, int]:
+    import socket
+
+    import psutil
+
+    return socket.gethostname(), int(psutil.virtual_memory().total)
+
+
+def _rss() -> int:
+    import psutil
+
+    return int(psutil.Process().memory_info().rss)
+
+
+def _gpu_memory() -> int:
+    import cupy as cp
+
+    return int(cp.cuda.runtime.memGetInfo()[1])
+
+
+def cluster_memory(client, device: str = "cpu") -> ClusterMemory:
+    """:class:`ClusterMemory` of ``client``'s workers, read from the scheduler (``memory_limit``,
+    ``nthreads``) and from the workers (their RSS now).  A worker without a limit (0 or None: Dask never
+    ends it) counts as its host's memory divided among the workers on that host."""
+    from .cluster import workers_info
+
+    info = workers_info(client)
+    if not info:
+        return ClusterMemory(None, 0, 1)
+    limits = {a: int(w.get("memory_limit") or 0) for a, w in info.items()}
+    if not all(limits.values()):
+        hosts = client.run(_host_memory, workers=[a for a, v in limits.items() if not v])
+        per_host: dict[str, int] = {}
+        for a in info:
+            h = hosts.get(a, (None,))[0]
+            per_host[h] = per_host.get(h, 0) + 1
+        for a, (h, total) in hosts.items():
+            limits[a] = total // per_host[h]
+    device_memory = None
+    if device == "gpu":  # imported on the workers only: the client may have no GPU
+        device_memory = min(client.run(_gpu_memory).values())
+    resident = max(client.run(_rss).values(), default=None)
+    return ClusterMemory(min(limits.values()), len(info), max(int(w.get("nthreads", 1)) for w in info.values()),
+                         resident, device_memory)
+
+
+def forced_tier() -> str | None:
+    """The tier set in Dask's configuration (:data:`TIER_CONFIG`), or ``None`` for ``"auto"``."""
+    import dask
+
+    tier = str(dask.config.get(TIER_CONFIG, "auto") or "auto")
+    if tier == "auto":
+        return None
+    if tier not in TIERS:
+        raise ValueError(f"{TIER_CONFIG} must be 'auto' or one of {TIERS}, got {tier!r}")
+    return tier
+
+
+def choose_tier(client, num_vertices: int, num_tuples: int, nparts: int, directed: bool = False,
+                device: str = "cpu", chunk_edges: int | None = None,
+                batch_entries: int | None = None) -> TierChoice:
+    """The shuffle's tier and row batch size for this graph on ``client``'s workers
+    (:func:`breadth.pipeline.memory_plan.choose_tier` with :func:`cluster_memory`), unless
+    :data:`TIER_CONFIG` forces a tier."""
+    mem = cluster_memory(client, device)
+    choice = _choose_tier(mem.limit, num_vertices, num_tuples, nparts, max(1, mem.workers), mem.threads,
+                          directed, chunk_edges=chunk_edges, batch_entries=batch_entries, device=device,
+                          device_memory=mem.device_memory, resident=mem.resident)
+    forced = forced_tier()
+    if forced is not None:
+        choice = TierChoice(forced, choice.batch_entries, {**choice.estimates, "forced": forced}, choice.limit)
+    return choice
+
+
+def batch_rows(num_tuples: int, nparts: int, block: int, batch_entries: int) -> int:
+    """Rows per batch so that a batch holds about ``batch_entries`` adjacency entries (each tuple is two
+    entries, spread over ``nparts`` owners), at least 64 rows and at most an owner's block."""
+    entries_per_owner = max(1, 2 * num_tuples // nparts)
+    return int(max(64, min(block, block * batch_entries // entries_per_owner)))
+
+
+# ---------------------------------------------------------------- the disk tier's folder
+
+
+@dataclass
+class SpillSpace:
+    """This run's folder of the disk tier (``None`` for the other tiers) and the futures to cancel if
+    the run fails before the folder is removed."""
+
+    root: str | None
+    futures: list = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def spill_space(client, tier: str, spill_dir: str | None) -> Iterator[SpillSpace]:
+    """A folder of this run alone for the disk tier: ``spill_dir/breadth-spill-<token>``, or a temporary
+    directory when ``spill_dir`` is ``None``; nothing for the other tiers.  Removed on the way out, also
+    when the run fails or is interrupted (its tasks cancelled first), with ``spill_dir`` itself when this
+    run made it and it is empty again."""
+    if tier != "disk":
+        yield SpillSpace(None)
+        return
+    if spill_dir is None:
+        made = tempfile.mkdtemp(prefix="breadth-spill-")
+        root = os.path.join(made, "run")
+    else:
+        made = None if os.path.isdir(spill_dir) else os.path.abspath(spill_dir)
+        root = os.path.join(spill_dir, f"breadth-spill-{uuid.uuid4().hex[:8]}")
+    os.makedirs(root)
+    space = SpillSpace(root)
+    try:
+        yield space
+    except BaseException:
+        with contextlib.suppress(Exception):
+            client.cancel(space.futures, force=True)
+        _remove(root, made if spill_dir is None else None)
+        if made is not None and spill_dir is not None:
+            with contextlib.suppress(OSError):
+                os.rmdir(made)
+        raise
+    _remove(root, made if spill_dir is None else None)
+
+
+def _remove(root: str, temporary: str | None) -> None:
+    """Remove ``root`` until it stays gone.  A chunk task already running when the run failed cannot be
+    stopped and may still write a bucket file; it never creates its owner's folder's parent again
+    (:func:`~breadth.pipeline.shuffle_tiers.send_chunk` makes folders with ``mkdir``, not ``makedirs``)."""
+    for _ in range(100):
+        shutil.rmtree(root, ignore_errors=True)
+        if not os.path.lexists(root):
+            break
+        time.sleep(0.05)
+    if temporary is not None:
+        shutil.rmtree(temporary, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- edges: send, then consume
+
+
+@dataclass
+class Sent:
+    """The futures of a shuffle's chunk phase: ``parcels[r]`` owner ``r``'s parcel from every chunk (in
+    chunk order), ``stages`` every chunk task's stage record, ``keys`` every key of the shuffle's tasks."""
+
+    parcels: list[list]
+    stages: list
+    keys: set
+
+
+def send(client, chunks: list, spec: ShuffleSpec, futures: list | None = None,
+         progress: Callable | None = None) -> Sent:
+    """Run one :func:`~breadth.pipeline.shuffle_tiers.send_chunk` task per edge chunk (Dask delayed
+    objects or futures of ``(k, 2)`` arrays) and wait for all of them.  The futures are also added to
+    ``futures`` (a failed run cancels them); ``progress(futures)`` draws a progress bar."""
+    import dask
+    from distributed import wait
+
+    split = [dask.delayed(send_chunk, pure=False)(c, i, spec) for i, c in enumerate(chunks)]
+    parcels = [dask.delayed(operator.getitem, pure=True)(s, 0) for s in split]
+    # the stage records come back apart from the parcels, which only their owner fetches
+    futs = client.compute([dask.delayed(operator.getitem, pure=True)(s, 1) for s in split]
+                          + [dask.delayed(operator.getitem, pure=True)(p, r)
+                             for r in range(spec.nparts) for p in parcels])
+    stages, flat = futs[:len(split)], futs[len(split):]
+    if futures is not None:
+        futures += futs
+    if progress:
+        progress(flat)
+    wait(futs)
+    keys = {f.key for f in futs} | {d.key for d in split} | {d.key for d in parcels}
+    return Sent([flat[r * len(split):(r + 1) * len(split)] for r in range(spec.nparts)], stages, keys)
+
+
+def consume(client, sent: Sent, spec: ShuffleSpec, workers: list[str], fn: Callable, token: str,
+            futures: list | None = None, name: str = "owner") -> list:
+    """One task per owner ``r``, on worker ``workers[r % len(workers)]`` only: ``fn(r, spec, parcels)``
+    with owner ``r``'s parcels from every chunk (e.g. :func:`~breadth.pipeline.build_owner.build_owner`),
+    under the key ``{name}-{token}-{r}``.  Returns the owners' futures (not waited for)."""
+    out = [client.submit(fn, r, spec, sent.parcels[r], key=f"{name}-{token}-{r}",
+                         workers=[workers[r % len(workers)]], allow_other_workers=False, pure=False)
+           for r in range(spec.nparts)]
+    if futures is not None:
+        futures += out
+    return out
+
+
+# ---------------------------------------------------------------- ids: exchange whole 1-D pieces
+
+
+def _exchange_chunk(chunk, index: int, split: Callable, nowners: int, tier: str, root: str | None,
+                    args: tuple) -> tuple:
+    """Chunk side of :func:`exchange`: ``split(chunk, *args) -> (kept, pieces)``; the pieces go to the
+    tier (the disk tier writes ``.npy`` files and keeps their lengths)."""
+    kept, pieces = split(chunk, *args)
+    if len(pieces) != nowners:
+        raise ValueError(f"split returned {len(pieces)} pieces for {nowners} owners")
+    if tier != "disk":
+        return kept, list(pieces)
+    for p, a in enumerate(pieces):
+        d = os.path.join(root, f"owner-{p}")
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(d)
+        tmp = os.path.join(d, f"chunk-{index}.tmp.npy")
+        np.save(tmp, np.asarray(a), allow_pickle=a.dtype == object)  # strings: this run's own files only
+        os.replace(tmp, os.path.join(d, f"chunk-{index}.npy"))
+    return kept, [int(len(a)) for a in pieces]
+
+
+def _load_piece(root: str, owner: int, chunk: int, _length: int) -> np.ndarray:
+    path = os.path.join(root, f"owner-{owner}", f"chunk-{chunk}.npy")
+    return np.load(path, allow_pickle=True)  # written by _exchange_chunk of this run
+
+
+def _reduce_files(root: str, owner: int, chunks: list[int], combine: Callable, args: tuple, *lengths: int):
+    return combine(*args, *[_load_piece(root, owner, c, 0) for c in chunks])
+
+
+@dataclass
+class OwnerPieces:
+    """Owner ``p``'s pieces from every chunk of an :func:`exchange`, wherever its tier keeps them."""
+
+    client: Any
+    tier: str
+    root: str | None
+    workers: list[str]
+    parcels: list[list]  # parcels[c][p]: a future of chunk c's piece for p (disk: of its length)
+    kept: list  # kept[c]: a future of what chunk c's split kept for itself
+
+    def _where(self, p: int) -> dict:
+        return dict(workers=[self.workers[p % len(self.workers)]], allow_other_workers=False, pure=False)
+
+    def piece(self, c: int, p: int):
+        """A future of chunk ``c``'s piece for owner ``p`` (the disk tier reads its file on ``p``'s worker)."""
+        f = self.parcels[c][p]
+        if self.tier != "disk":
+            return f
+        return self.client.submit(_load_piece, self.root, p, c, f, **self._where(p))
+
+    def reduce(self, p: int, combine: Callable, *args, fanin: int = 8):
+        """``combine(*args, *pieces)`` of owner ``p``'s pieces as a tree of fan-in ``fanin`` on ``p``'s
+        worker (no task holds more than ``fanin`` pieces or partial results): a future of the root.
+        ``combine`` must be associative (a sorted union is).  The disk tier's leaves read their files."""
+        nchunks = len(self.parcels)
+        if self.tier == "disk":
+            level = [self.client.submit(_reduce_files, self.root, p, list(range(i, min(i + fanin, nchunks))),
+                                        combine, args, *[self.parcels[c][p] for c in range(i, min(i + fanin, nchunks))],
+                                        **self._where(p))
+                     for i in range(0, nchunks, fanin)]
+        else:
+            level = [self.parcels[c][p] for c in range(nchunks)]
+            level = [self.client.submit(combine, *args, *level[i:i + fanin], **self._where(p))
+                     for i in range(0, len(level), fanin)]
+        if not level:
+            return self.client.submit(combine, *args, **self._where(p))
+        while len(level) > 1:
+            level = [self.client.submit(combine, *args, *level[i:i + fanin], **self._where(p))
+                     for i in range(0, len(level), fanin)]
+        return level[0]
+
+
+def exchange(client, chunks: list, split: Callable, nowners: int, workers: list[str], *, tier: str = "memory",
+             root: str | None = None, args: tuple = ()) -> OwnerPieces:
+    """The id shuffle's first half: one task per chunk (futures or delayed objects) runs
+    ``split(chunk, *args) -> (kept, pieces)`` (``pieces``: ``nowners`` 1-D arrays, e.g. the chunk's
+    distinct ids cut by owner) and stores the pieces in ``tier`` (``"memory"`` and ``"host"``: Dask task
+    outputs; ``"disk"``: ``.npy`` files under ``root``, a :func:`spill_space` folder).  Owners then
+    consume them with :meth:`OwnerPieces.reduce` and :meth:`OwnerPieces.piece`.
+
+    >>> def cut(ids, n):                      # doctest: +SKIP
+    ...     u = np.unique(ids); return u.size, [u[u % n == p] for p in range(n)]
+    >>> ex = exchange(client, chunk_futures, cut, 2, workers, args=(2,))                  # doctest: +SKIP
+    >>> part0 = ex.reduce(0, lambda *a: np.unique(np.concatenate(a)) if a else np.empty(0))  # doctest: +SKIP
+    """
+    if tier not in TIERS:
+        raise ValueError(f"tier must be one of {TIERS}, got {tier!r}")
+    if tier == "disk" and not root:
+        raise ValueError("the disk tier needs a folder (root)")
+    outs = [client.submit(_exchange_chunk, c, i, split, nowners, tier, root, args, pure=False)
+            for i, c in enumerate(chunks)]
+    kept = [client.submit(operator.getitem, o, 0, pure=False) for o in outs]
+    parcels = []
+    for o in outs:
+        both = client.submit(operator.getitem, o, 1, pure=False)
+        parcels.append([client.submit(operator.getitem, both, p, pure=False) for p in range(nowners)])
+    return OwnerPieces(client, tier, root, list(workers), parcels, kept)

@@ -1,0 +1,75 @@
+"""``breadth ingest --memory-limit``: a SNAP text file and a Parquet file whose edge list does not fit in a
+worker's memory next to what it holds already are ingested under the limit -- the shuffle takes a
+batched tier by itself, no worker is ended -- and the store is the one an unlimited run writes, file for
+file (sha256 in the manifests).
+
+The inputs: 4 M random tuples on 2**20 vertices (64 MB of int64 tuples, 128 MB of adjacency entries;
+the memory tier needs 28 B per entry, 112 MB per owner).  SNAP text: small int ids, the table relabel;
+Parquet: scrambled 64-bit ids, the hash-owner relabel, whose own peak (measured 427-454 MiB per worker for
+this file, row groups of 2**19 tuples) sets the Parquet limit higher than the text's.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+M = 4_000_000
+N = 1 << 20
+
+
+def _run(*args, timeout=240):
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    d = tmp_path_factory.mktemp("ingest-ooc")
+    e = np.random.default_rng(1).integers(0, N, size=(M, 2), dtype=np.int64)
+    text = d / "g.txt"
+    with open(text, "wb") as f:
+        f.write(b"# random graph\n")
+        pacsv.write_csv(pa.table({"a": e[:, 0], "b": e[:, 1]}), f,
+                        pacsv.WriteOptions(include_header=False, delimiter="\t"))
+    ids = (np.arange(N, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(2)  # distinct, sparse
+    s = ids[e].astype(np.int64)
+    par = d / "g.parquet"
+    pq.write_table(pa.table({"src": s[:, 0], "dst": s[:, 1]}), par, row_group_size=1 << 19)
+    return {"snap": text, "parquet": par}
+
+
+def _files(store) -> dict:
+    """Every array file of a store with its sha256 (shards and id map), from its manifest."""
+    m = json.loads((store / "manifest.json").read_text())
+    out = {f"{s['dir']}/{k}": r["sha256"] for s in m["shards"] for k, r in s["files"].items()}
+    im = m["id_map"] or {}
+    for part in im.get("parts", []):
+        out[part["file"]] = part["sha256"]
+    if "sha256" in im:
+        out["id_map"] = im["sha256"]
+    return out
+
+
+@pytest.mark.parametrize("fmt,limit", [("snap", "350MB"), ("parquet", "480MB")])
+def test_ingest_under_a_limit_matches_the_unlimited_store(inputs, tmp_path, fmt, limit):
+    path = inputs[fmt]
+    free = _run("ingest", path, "--workers", 2, "--out", tmp_path / "free.store")
+    assert free.returncode == 0, free.stderr[-3000:]
+    spill = tmp_path / "spill"
+    bound = _run("ingest", path, "--workers", 2, "--memory-limit", limit, "--spill-dir", spill,
+                 "--out", tmp_path / "bound.store")
+    assert bound.returncode == 0, bound.stderr[-3000:]
+    plan = [ln for ln in bound.stderr.splitlines() if "memory plan" in ln]
+    assert plan and ("disk tier" in plan[0] or "host tier" in plan[0]), plan  # the entries did not fit
+    a, b = _files(tmp_path / "free.store"), _files(tmp_path / "bound.store")
+    assert a == b and len(a) >= 2 * 4
+    assert not list(spill.iterdir())  # bucket files and Dask's scratch folder are gone
+    assert not os.path.exists(tmp_path / "bound.store" / "progress.json")
