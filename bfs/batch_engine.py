@@ -30,7 +30,7 @@ import numpy as np
 
 from .backend import _parent_dtype
 from .batch_bottom_up import bottom_up_step
-from .batch_frontier import advance, decode, encode, or_words
+from .batch_frontier import advance, decode, encode, nonzero_bits, or_words
 from .batch_top_down import claim_triples, top_down_step, triples_by_owner
 from .communicator import Communicator, SelfCommunicator
 from .engine import Engine, LevelRecord
@@ -67,6 +67,7 @@ class BatchEngine:
         self.level = np.empty((nloc, MAX_BATCH), np.int32)
         self.sent = np.zeros(n if self.comm.size > 1 else 0, np.uint64)
         self.fglobal = np.zeros(n, np.uint64) if self.comm.size > 1 else None
+        self._all_ones = None
         self.nroots = 0
         self.records: list[LevelRecord] = []
 
@@ -142,8 +143,8 @@ class BatchEngine:
             if direction == "bu":
                 fglobal = self._gather_frontier(counts)
                 t1 = time.perf_counter()
-                bottom_up_step(bu_off, bu_col, fglobal, active, self.seen, self.next, self.parent, self.level,
-                               np.int32(depth))
+                bottom_up_step(bu_off, bu_col, fglobal, self._filter(fglobal, frontier_vertices), active,
+                               self.seen, self.next, self.parent, self.level, np.int32(depth))
                 t2 = time.perf_counter()
                 local_s, exch = t2 - t1, t1 - t0
             else:
@@ -172,6 +173,17 @@ class BatchEngine:
             depth += 1
         self.records = records
         return records
+
+    def _filter(self, fglobal: np.ndarray, frontier_vertices: int) -> np.ndarray:
+        """Bottom-up's bitmap of non-zero frontier words: built when the frontier is sparse (at most 1/8 of
+        the vertices: it then saves most word reads, measured 2x on a level at scale 20); all ones
+        otherwise, where building it costs more than the reads it saves."""
+        n = fglobal.size
+        if 8 * frontier_vertices <= n:
+            return nonzero_bits(fglobal)
+        if self._all_ones is None:
+            self._all_ones = np.full((n + 63) // 64, np.uint64(0xFFFFFFFFFFFFFFFF))
+        return self._all_ones
 
     @staticmethod
     def _active(cnt: np.ndarray) -> np.uint64:

@@ -43,6 +43,20 @@ def advance(nxt, frontier, seen, active, out_offsets, in_offsets):
     return nv, pairs, fdeg, unfinished
 
 
+@numba.njit(parallel=True, nogil=True, cache=True)
+def nonzero_bits(words):
+    """``(ceil(n/64),)`` uint64 bitmap with bit ``v`` set where ``words[v] != 0``."""
+    n = words.size
+    out = np.empty((n + 63) // 64, np.uint64)
+    for w in numba.prange(out.size):
+        x = np.uint64(0)
+        for b in range(min(64, n - 64 * w)):
+            if words[64 * w + b] != 0:
+                x |= np.uint64(1) << np.uint64(b)
+        out[w] = x
+    return out
+
+
 def or_words(words: np.ndarray) -> np.uint64:
     """Bitwise OR of all ``words`` (the searches present in them)."""
     return np.bitwise_or.reduce(words) if words.size else np.uint64(0)

@@ -150,8 +150,9 @@ def _bench(args) -> int:
         print(f"{g}; construction {g.construction_time:.2f} s", file=sys.stderr)
         res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate,
                        progress=sys.stderr.isatty(), protocol=args.protocol,
-                       header={"graph_generation": f"{gen_time:.17e}" if gen_time is not None else "fused"})
-        status = report(res, args.json)
+                       header={"graph_generation": f"{gen_time:.17e}" if gen_time is not None else "fused"},
+                       batch=args.batch)
+        status = report(res, args.json, args.plot)
         g.release()
         return status
 

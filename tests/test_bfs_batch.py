@@ -148,3 +148,65 @@ def test_bfs_batch_arguments(cluster, edges):
             bfs_batch(g, [0, N])
     finally:
         g.release()
+
+
+# -- the command line: bfs --batch, bench --batch --plot ----------------------------------------------
+def _cli(*args, timeout=300):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_cli_bfs_batch_equals_scipy(tmp_path):
+    st = tmp_path / "k9.store"
+    assert _cli("generate", "--scale", 9, "--seed", 6, "--out", st).returncode == 0
+    n = 1 << 9
+    edges = kronecker(9, seed=6).edges.compute(scheduler="sync")
+    deg = np.bincount(edges[edges[:, 0] != edges[:, 1]].ravel(), minlength=n)
+    roots = np.flatnonzero(deg)[[1, 9, 77]]
+    args = [x for r in roots for x in ("--root", r)]
+    r = _cli("bfs", st, *args, "--batch", "--out", tmp_path / "out", "--workers", 2, "--threads", 1)
+    assert r.returncode == 0, r.stderr[-2000:]
+    df = pd.read_parquet(tmp_path / "out")
+    for root in roots:
+        part = df[df["root"] == root]
+        level = np.full(n, -1)
+        level[part["vertex"].to_numpy()] = part["level"].to_numpy()
+        np.testing.assert_array_equal(level, scipy_levels(edges, n, int(root)))
+
+
+def test_cli_bench_batch_plot(tmp_path):
+    """``bench --batch --plot``: a valid batched run and a PNG of the expected size that is not blank
+    (several colours over a good part of it)."""
+    mpl = pytest.importorskip("matplotlib")
+    import json
+
+    import matplotlib.image as mpimg
+
+    png, js = tmp_path / "bench.png", tmp_path / "bench.json"
+    r = _cli("bench", "--scale", 10, "--roots", 70, "--batch", "--plot", png, "--json", js,
+             "--workers", 2, "--threads", 1)
+    assert r.returncode == 0, r.stderr[-2000:]
+    data = json.loads(js.read_text())
+    assert data["valid"] and len(data["roots"]) == 70
+    assert {row["batch_size"] for row in data["roots"]} == {64, 6}
+    img = mpimg.imread(png)
+    assert img.shape[:2] == (800, 1200), img.shape
+    rgb = img[..., :3].reshape(-1, 3)
+    assert (rgb.min(axis=1) < 0.9).mean() > 0.02  # ink on more than 2 % of the pixels
+    assert len(np.unique((rgb * 8).astype(int), axis=0)) >= 5  # bars, markers of both directions, text
+    assert mpl is not None
+
+
+def test_cli_plot_without_matplotlib_is_one_line(tmp_path):
+    """Without matplotlib importable, ``--plot`` is refused before any work, in one line (exit 2)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['matplotlib'] = None; from breadth.pipeline.cli import main; "
+            f"sys.exit(main(['bench', '--scale', '8', '--plot', {str(tmp_path / 'p.png')!r}]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert r.stderr.strip() == "breadth: error: --plot: matplotlib is not installed; pip install 'breadth[plot]'"

@@ -135,3 +135,66 @@ def test_bfs_argument_errors(cluster, edges):
             bfs(g, sources=[0, N + 5])
     finally:
         g.release()
+
+
+# -- the command line ---------------------------------------------------------------------------------
+def _cli(*args, timeout=300):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    st = tmp_path_factory.mktemp("ms") / "k9.store"
+    r = _cli("generate", "--scale", 9, "--seed", 4, "--out", st, "--workers", 2, "--threads", 1)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return st
+
+
+def test_cli_sources_file_and_depth_limit(store, tmp_path):
+    import pandas as pd
+
+    n = 1 << 9
+    edges = kronecker(9, seed=4).edges.compute(scheduler="sync")
+    deg = np.bincount(edges[edges[:, 0] != edges[:, 1]].ravel(), minlength=n)
+    src = np.flatnonzero(deg)[[3, 50, 200]]
+    f = tmp_path / "seeds.txt"
+    f.write_text(f"# three seeds\n{src[0]}\n\n{src[1]}\n")
+    out = tmp_path / "near"
+    r = _cli("bfs", store, "--sources", f, "--source", src[2], "--depth-limit", 2, "--out", out,
+             "--workers", 2, "--threads", 1)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "3 sources:" in r.stdout
+    df = pd.read_parquet(out)
+    level = np.full(n, -1)
+    level[df["vertex"].to_numpy()] = df["level"].to_numpy()
+    np.testing.assert_array_equal(level, scipy_multi_levels(edges, n, src, depth_limit=2))
+    parent = np.full(n, -1)
+    parent[df["vertex"].to_numpy()] = df["parent"].to_numpy()
+    assert_bfs_parents(edges, n, level, parent, src)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--source", "abc"], "--source abc: expected an integer vertex id"),
+    (["--source", "600"], "--source 600: vertex 600 is not in the graph (its ids are 0..511)"),
+    (["--source", "1", "--depth-limit", "-1"], "--depth-limit must be >= 0, got -1"),
+    (["--sources", "{tmp}/empty.txt"], "--sources {tmp}/empty.txt: no vertex ids in the file"),
+    (["--sources", "{tmp}/absent.txt"], "--sources {tmp}/absent.txt: no such file"),
+    (["--sources", "{tmp}/bad.txt"], "--sources {tmp}/bad.txt:3: expected an integer vertex id"),
+    (["--sources", "{tmp}/two.txt"], "--sources {tmp}/two.txt:1: expected one vertex id per line"),
+    ([], "bfs needs --root ID"),
+    (["--root", "1", "--source", "2"], "--root and --source/--sources do not combine"),
+    (["--source", "1", "--batch"], "--batch batches independent searches: it needs --root"),
+])
+def test_cli_bad_sources_exit_2_with_one_line(store, tmp_path, args, needle):
+    (tmp_path / "empty.txt").write_text("# nothing\n\n")
+    (tmp_path / "bad.txt").write_text("1\n2\nthree\n")
+    (tmp_path / "two.txt").write_text("1 2\n")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    r = _cli("bfs", store, *args, "--out", tmp_path / "o")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert needle.replace("{tmp}", str(tmp_path)) in r.stderr
+    assert r.stderr.startswith("breadth: error: ") and len(r.stderr.strip().splitlines()) == 1
