@@ -36,9 +36,10 @@ def bfs_batch(graph, roots, *, depth_limit: int | None = None, batch_size: int =
     """Independent breadth-first searches from ``roots`` (original ids), ``batch_size`` (<= 64) per pass.
 
     Returns one :class:`~breadth.bfs.results.BFSResult` per root, in order (a repeated root is searched
-    again).  ``depth_limit`` as in :func:`~breadth.bfs.search.bfs`.  CPU graphs only (the batched kernels
-    are Numba's).  Per (vertex, root) the ranks hold a parent and a level while the batch runs:
-    ``12 * 64`` bytes per owned vertex.
+    again).  ``depth_limit`` as in :func:`~breadth.bfs.search.bfs`.  CPU graphs run the Numba kernels;
+    GPU graphs the CuPy kernels of :mod:`breadth.bfs.batch_gpu` (not yet run on a GPU by the test suite).
+    Per (vertex, root) the ranks hold a parent and a level while the batch runs: ``12 * 64`` bytes per
+    owned vertex (``16 * 64`` on GPUs).
 
     >>> from breadth.bfs import bfs_batch
     >>> res = bfs_batch(g, [0, 5, 9])                 # doctest: +SKIP
@@ -50,8 +51,6 @@ def bfs_batch(graph, roots, *, depth_limit: int | None = None, batch_size: int =
     check_depth_limit(depth_limit)
     if not 1 <= batch_size <= MAX_BATCH:
         raise ValueError(f"batch_size must be in 1..{MAX_BATCH}, got {batch_size}")
-    if getattr(graph, "backend", "cpu") != "cpu":
-        raise ValueError("bfs_batch runs on CPU graphs (prepared with device='cpu')")
     orig = _as_ids(roots)
     if orig.size == 0:
         return []

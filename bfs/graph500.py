@@ -69,7 +69,7 @@ def _search_view(engine: BatchEngine, i: int) -> SimpleNamespace:
     """Search ``i`` of the engine's last batch as the single-search engine's fields that the edge count
     and the validation read (``shard``, ``comm``, ``parent``, ``level``, ``b``)."""
     parent, level = engine.result(i)
-    return SimpleNamespace(shard=engine.shard, comm=engine.comm, parent=parent, level=level,
+    return SimpleNamespace(shard=engine.host_shard(), comm=engine.comm, parent=parent, level=level,
                            b=SimpleNamespace(name="cpu", xp=np, to_host=np.asarray))
 
 
@@ -173,8 +173,8 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
     default (:meth:`breadth.bfs.engine.Engine.default_alpha`: 15 on CPUs, 50 on one or two GPUs, scaled by
     (ranks / 2)^2 beyond).
 
-    ``batch``: search the roots 64 at a time in one pass each (MS-BFS, :mod:`breadth.bfs.batch_engine`,
-    CPU graphs); each root's ``time`` is then its batch's time divided by the batch's size (the rows also
+    ``batch``: search the roots 64 at a time in one pass each (MS-BFS, :mod:`breadth.bfs.batch_engine`);
+    each root's ``time`` is then its batch's time divided by the batch's size (the rows also
     carry ``batch``, ``batch_size`` and ``batch_time``), so TEPS are the batch's edges per second shared
     out, not a single search's.
 

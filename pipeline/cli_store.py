@@ -366,7 +366,7 @@ def add_store_commands(sub, int_in, cluster_args, memory_args) -> None:
     b.add_argument("--depth-limit", type=int_in("--depth-limit", 0), default=None, metavar="K",
                    help="stop each search after K levels (farther vertices are left out; 0: the roots only)")
     b.add_argument("--batch", action="store_true",
-                   help="with --root: run the searches up to 64 per pass (MS-BFS; CPU workers)")
+                   help="with --root: run the searches up to 64 per pass (MS-BFS)")
     b.add_argument("--out", required=True,
                    help="Parquet dataset directory (one file per rank and root, written by the workers): "
                         "columns root, vertex, parent, level; unreached vertices are omitted")
