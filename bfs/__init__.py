@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from .lazy_exports import install
 
 _EXPORTS = {
+    "BatchEngine": ".batch_engine", "bfs_batch": ".batch_search",
     "Engine": ".engine", "LevelRecord": ".engine",
     "Graph500Result": ".graph500", "graph500": ".graph500",
     "choose_roots": ".roots",
@@ -28,6 +29,8 @@ __all__ = sorted(_EXPORTS)
 install(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # what the names are, for type checkers and editors
+    from .batch_engine import BatchEngine
+    from .batch_search import bfs_batch
     from .engine import Engine, LevelRecord
     from .graph500 import Graph500Result, graph500
     from .roots import choose_roots

@@ -37,7 +37,7 @@ import time
 
 import numpy as np
 
-from .engine import Engine, LevelRecord
+from .engine import Engine, LevelRecord, check_depth_limit
 
 
 class DeviceEngine(Engine):
@@ -121,10 +121,12 @@ class DeviceEngine(Engine):
             b.claim_pairs_async(recv[rstarts[i]:rstarts[i + 1]], s.lo, self.parent, self.level, np.int32(depth),
                                 nxt, ctr, s.offsets, count=rctr[p, at:at + 1])
 
-    def search(self, root: int) -> list[LevelRecord]:
-        """Breadth-first search from global id ``root``; returns the per-level records."""
+    def search(self, root, depth_limit: int | None = None) -> list[LevelRecord]:
+        """Breadth-first search from global id ``root`` (or several sources together, with an optional
+        ``depth_limit``: see :meth:`Engine.search`); returns the per-level records."""
+        check_depth_limit(depth_limit)
         if self.graphs is None:
-            return self._search(root)
+            return self._search(root, depth_limit)
         cp = self.b.xp
         # the captured levels need a stream of their own: it starts after what the caller queued, and
         # the caller's stream continues after the search
@@ -132,11 +134,11 @@ class DeviceEngine(Engine):
         st.wait_event(caller.record())
         try:
             with st:
-                return self._search(root)
+                return self._search(root, depth_limit)
         finally:
             caller.wait_event(st.record())
 
-    def _search(self, root: int) -> list[LevelRecord]:
+    def _search(self, root, depth_limit: int | None) -> list[LevelRecord]:
         s, b, xp, comm, graphs = self.shard, self.b, self.b.xp, self.comm, self.graphs
         rank, size = comm.rank, comm.size
         queue = self._start(root)
@@ -147,9 +149,9 @@ class DeviceEngine(Engine):
         bu_off, bu_col = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
         if graphs is not None and not graphs.ready:
             graphs.prepare(bu_off, bu_col)
-        frontier_size, direction, bits, depth = 1, "td", None, 1
+        frontier_size, direction, bits, depth = int(counts.sum()), "td", None, 1
         records: list[LevelRecord] = []
-        while True:
+        while depth_limit is None or depth <= depth_limit:
             bytes0 = comm.bytes_sent()
             t0 = time.perf_counter()
             if direction == "td" and scout * self.alpha > edges_to_check:

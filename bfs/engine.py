@@ -38,6 +38,12 @@ class LevelRecord:
         return asdict(self)
 
 
+def check_depth_limit(depth_limit: int | None) -> None:
+    """``depth_limit`` is None (no limit) or a non-negative level count."""
+    if depth_limit is not None and (not isinstance(depth_limit, (int, np.integer)) or depth_limit < 0):
+        raise ValueError(f"depth_limit must be a non-negative integer or None, got {depth_limit!r}")
+
+
 class Engine:
     """Searches from roots over one rank's shard.  ``parent``/``level`` hold the last search's result for
     the owned vertices (``parent`` in global ids, -1 unreached; ``level`` -1 unreached)."""
@@ -139,35 +145,52 @@ class Engine:
         session calls it before closing the communicator."""
 
     # -- the search -------------------------------------------------------------------------------
-    def _start(self, root: int):
-        """Reset the search state for ``root``; returns this rank's first queue (the root if owned here)."""
+    def _start(self, root):
+        """Reset the search state for ``root`` (a global id, or an array of them searched together at
+        level 0); returns this rank's first queue (the sources owned here, local ids)."""
         s, b, xp = self.shard, self.b, self.b.xp
-        if not 0 <= root < s.num_vertices:
-            raise ValueError(f"root {root} outside [0, {s.num_vertices})")
+        roots = np.unique(np.asarray(root, np.int64).ravel())
+        if roots.size == 0:
+            raise ValueError("a search needs at least one source")
+        bad = roots[(roots < 0) | (roots >= s.num_vertices)]
+        if bad.size:
+            raise ValueError(f"root {int(bad[0])} outside [0, {s.num_vertices})")
+        mine = roots[(roots >= s.lo) & (roots < s.hi)] - s.lo
         start = getattr(b, "start_search", None)
         if start is not None:  # backend hook: one fused device pass, which also resets the backend's own state
-            start(self.parent, self.level, root - s.lo if s.lo <= root < s.hi else -1)
+            start(self.parent, self.level, int(mine[0]) if roots.size == 1 and mine.size else -1)
+            if roots.size > 1 and mine.size and hasattr(b, "mark_visited"):
+                b.mark_visited(mine)  # the device's visited bitmap learns every source, not one root
         else:
             self.parent.fill(-1)
             self.level.fill(-1)
         if self.sent.size:
             self.sent.fill(0)
-        if s.lo <= root < s.hi:
-            self.parent[root - s.lo] = root
-            self.level[root - s.lo] = 0
-            return xp.array([root - s.lo], np.int64)
+        if roots.size == 1 and mine.size:
+            self.parent[int(mine[0])] = int(mine[0]) + s.lo
+            self.level[int(mine[0])] = 0
+            return xp.array(mine, np.int64)
+        if mine.size:
+            dev = xp.asarray(mine)
+            self.parent[dev] = dev + s.lo  # a source is its own parent
+            self.level[dev] = 0
+            return dev
         return xp.empty(0, np.int64)
 
-    def search(self, root: int) -> list[LevelRecord]:
-        """Breadth-first search from global id ``root``; returns the per-level records."""
+    def search(self, root, depth_limit: int | None = None) -> list[LevelRecord]:
+        """Breadth-first search from global id ``root``, or from an array of global ids together (all at
+        level 0, each its own parent; every reached vertex's parent chain ends in one of them).
+        ``depth_limit``: stop after that many levels (farther vertices stay unreached; 0 keeps only the
+        sources).  Returns the per-level records."""
         s, b, xp, comm = self.shard, self.b, self.b.xp, self.comm
+        check_depth_limit(depth_limit)
         queue = self._start(root)
         records: list[LevelRecord] = []
         cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
         scout, counts = int(cnt[:, 1].sum()), cnt[:, 0]
         edges_to_check = self.total_edges
-        frontier_size, direction, bits, depth = 1, "td", None, 1
-        while True:
+        frontier_size, direction, bits, depth = int(counts.sum()), "td", None, 1
+        while depth_limit is None or depth <= depth_limit:
             bytes0 = comm.bytes_sent()
             t0 = time.perf_counter()
             # scout * alpha, not / alpha: alpha = 0 disables bottom-up; edges_to_check never goes below 0

@@ -799,6 +799,16 @@ class GpuBackend:
         self._kern(None)["init_search"](_grid(max(n // 4, nw32)), (_THREADS,),
                                         (parent, level, _i64(n), self._visited, _i64(nw32), _i64(root_local)))
 
+    def mark_visited(self, local_ids) -> None:
+        """Engine hook for a search from several sources, after :meth:`start_search` (given no root) cleared
+        the visited bitmap: set the bits of ``local_ids`` (distinct owned local ids, a host array)."""
+        ids = np.asarray(local_ids, np.int64)
+        words, inv = np.unique(ids >> 5, return_inverse=True)
+        masks = np.zeros(words.size, np.uint32)
+        np.bitwise_or.at(masks, inv, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
+        w = cp.asarray(words)
+        self._visited[w] = self._visited[w] | cp.asarray(masks)  # words are distinct: no lost update
+
     def _kern(self, cols) -> dict[str, Any]:
         return _module("int64" if cols is not None and cols.dtype == np.int64 else "int32")
 

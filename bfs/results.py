@@ -107,7 +107,8 @@ def _count_depth(res: tuple) -> tuple[int, int]:
 class BFSResult:
     """One search, its data on the workers (one piece per rank).
 
-    ``root`` is the original id.  ``.to_dask_dataframe()`` and ``.to_parquet(dir)`` keep the data
+    ``root`` is the original id (for a search from several sources, the first of ``.sources``, which also
+    labels the frames' ``root`` column).  ``.to_dask_dataframe()`` and ``.to_parquet(dir)`` keep the data
     distributed; ``.to_pandas()``, ``.level`` (``(n,)`` int32 hops, -1 unreached, indexed by dense id),
     ``.parent`` (``(n,)`` original ids of the parents; the root is its own parent; -1 unreached, or
     ``None`` in an object array when ids are strings or uint64) and ``.vertex_ids`` (``(n,)`` original id of
@@ -118,8 +119,10 @@ class BFSResult:
     >>> res.to_dask_dataframe().level.max().compute()    # doctest: +SKIP
     """
 
-    def __init__(self, root, ranks: list, id_map: PartitionedIdMap | None, client):
+    def __init__(self, root, ranks: list, id_map: PartitionedIdMap | None, client, sources: list | None = None):
         self.root = root
+        #: every source of a search from several sources together (``root`` is the first); else ``[root]``
+        self.sources = list(sources) if sources is not None else [root]
         self._ranks = ranks  # futures of (lo, parent, level), one per rank, on the rank's worker
         self._id_map = id_map
         self._client = client
@@ -211,6 +214,8 @@ class BFSResult:
         return None if self._id_map is None else self._id_map.gather()
 
     def __repr__(self) -> str:
+        if len(self.sources) > 1:
+            return f"BFSResult(sources={self.sources!r}, {len(self._ranks)} rank(s))"
         return f"BFSResult(root={self.root!r}, {len(self._ranks)} rank(s))"
 
 

@@ -11,12 +11,12 @@ from .session import run_session
 __all__ = ["BFSResult", "bfs", "to_dense", "write_results_dataset"]
 
 
-def _bfs_rank(engine, setup_s, roots):
+def _bfs_rank(engine, setup_s, roots, depth_limit=None):
     """Per root: ``(lo, parent, level)`` of this rank's vertices (dense ids), left on the worker."""
     out = []
     lo = int(engine.shard.lo)
     for r in roots:
-        engine.search(int(r))
+        engine.search(int(r), depth_limit)
         out.append((lo, engine.b.to_host(engine.parent).astype(np.int64), engine.b.to_host(engine.level).copy()))
     return out
 
@@ -52,29 +52,69 @@ def to_dense(graph, ids) -> np.ndarray:
     return dense.astype(np.int64)
 
 
-def bfs(graph, root, *, protocol: str = "tcp", timeout: float = 60.0):
-    """Breadth-first search from ``root`` (an original id, or a list of them).
+def bfs(graph, root=None, *, sources=None, depth_limit: int | None = None, protocol: str = "tcp",
+        timeout: float = 60.0):
+    """Breadth-first search on a prepared graph; results stay on the workers until asked for.
 
-    Returns a :class:`~breadth.bfs.results.BFSResult` (a list of them for a list of roots) whose data
-    stay on the workers until asked for.
+    Give exactly one of:
+
+    * ``root``: an original id -> one :class:`~breadth.bfs.results.BFSResult`; a list of original ids ->
+      a list of independent searches, one result each (searched one after another in one session; see
+      :func:`~breadth.bfs.batch_search.bfs_batch` to run up to 64 of them in one pass);
+    * ``sources``: original ids searched *together*, all at level 0 -> one result in which each reached
+      vertex's level is its distance to the nearest source and its parent chain ends in one source (a
+      source is its own parent).  Repeated sources count once.  The result's ``root`` (and the ``root``
+      column of its frames) is the first source; ``.sources`` lists them all.
+
+    ``depth_limit``: stop after that many levels (vertices farther away are left unreached; 0 keeps only
+    the roots or sources).  Raises KeyError for an id that is not in the graph, ValueError for an empty
+    ``sources`` or a negative ``depth_limit``.
 
     >>> from breadth.bfs import bfs
-    >>> res = bfs(g, 0)                       # doctest: +SKIP
-    >>> res.level[:5], res.parent[:5]         # doctest: +SKIP
-    >>> res.to_parquet("out/bfs-0")           # doctest: +SKIP
+    >>> res = bfs(g, 0)                               # doctest: +SKIP
+    >>> res.level[:5], res.parent[:5]                 # doctest: +SKIP
+    >>> near = bfs(g, sources=[3, 17, 40], depth_limit=2)   # doctest: +SKIP
+    >>> near.to_parquet("out/near")                   # doctest: +SKIP
     """
+    from .engine import check_depth_limit
+
+    if (root is None) == (sources is None):
+        raise TypeError("bfs() needs exactly one of root (one search per root) or sources= (one search "
+                        "from all of them together)")
+    check_depth_limit(depth_limit)
+    client, idm = graph.client, graph_id_map(graph)
+    if sources is not None:
+        orig = _as_ids(sources)
+        if orig.size == 0:
+            raise ValueError("sources is empty: a search needs at least one source")
+        dense = to_dense(graph, orig)
+        ranks = run_session(graph, _multi_source_rank, dense, depth_limit, protocol=protocol, timeout=timeout,
+                            gather=False)
+        ids = orig.tolist() if orig.dtype != object else list(orig)
+        return BFSResult(ids[0], ranks, idm, client, sources=ids)
     single = np.ndim(root) == 0
-    orig = np.atleast_1d(np.asarray(root))
+    orig = _as_ids(root)
     dense = to_dense(graph, orig)
-    ranks = run_session(graph, _bfs_rank, dense, protocol=protocol, timeout=timeout, gather=False)
-    client = graph.client
-    idm = graph_id_map(graph)
+    ranks = run_session(graph, _bfs_rank, dense, depth_limit, protocol=protocol, timeout=timeout, gather=False)
     roots = orig.tolist() if orig.dtype != object else list(orig)
     results = []
     for i, r in enumerate(roots):
         per_rank = [client.submit(_pick, f, i, pure=False) for f in ranks]
         results.append(BFSResult(r, per_rank, idm, client))
     return results[0] if single else results
+
+
+def _as_ids(ids) -> np.ndarray:
+    """Original ids as a 1-D array (object for strings)."""
+    return np.atleast_1d(np.asarray(list(ids) if not np.isscalar(ids) and not isinstance(ids, np.ndarray)
+                                    else ids))
+
+
+def _multi_source_rank(engine, setup_s, sources, depth_limit):
+    """``(lo, parent, level)`` of this rank's vertices after one search from all ``sources``."""
+    engine.search(np.asarray(sources, np.int64), depth_limit)
+    return (int(engine.shard.lo), engine.b.to_host(engine.parent).astype(np.int64),
+            engine.b.to_host(engine.level).copy())
 
 
 def _pick(rank_out: list, i: int) -> tuple:

@@ -48,7 +48,7 @@ def _engine_class(backend: str, comm) -> type:
 
 
 def _rank_main(shard, rank: int, size: int, session: str, protocol: str, timeout: float, backend: str,
-               engine_kw: dict, body: Callable, args: tuple) -> Any:
+               engine_kw: dict, body: Callable, args: tuple, engine_class: type | None = None) -> Any:
     t0 = time.perf_counter()
     # A rank thread waits on its peers many times a level, releasing the GIL each time; another busy
     # thread of the worker (UCX progress, the event loop) then keeps it for up to the switch interval
@@ -60,7 +60,8 @@ def _rank_main(shard, rank: int, size: int, session: str, protocol: str, timeout
         comm = make_communicator(rank, size, session, protocol, timeout)
         engine = None
         try:
-            engine = _engine_class(backend, comm)(shard, comm, backend=backend, **engine_kw)
+            cls = engine_class or _engine_class(backend, comm)
+            engine = cls(shard, comm, backend=backend, **engine_kw)
             setup = time.perf_counter() - t0
             return body(engine, setup, *args)
         finally:
@@ -90,9 +91,11 @@ def _widen_affinity():
 
 
 def run_session(graph, body: Callable, *args, protocol: str = "tcp", timeout: float = 60.0,
-                engine_kw: dict | None = None, gather: bool = True) -> list[Any]:
+                engine_kw: dict | None = None, gather: bool = True, engine_class: type | None = None) -> list[Any]:
     """Run ``body(engine, setup_seconds, *args)`` on every rank of ``graph``; return the ranks' results
     (with ``gather=False``: the finished futures of the results, left on the ranks' workers).
+    ``engine_class``: the engine each rank builds (default: the single-search engine for the backend;
+    :class:`~breadth.bfs.batch_engine.BatchEngine` for batched searches).
 
     ``body`` must make the same collective calls on every rank.  If a rank raises, or its worker dies, the
     other ranks lose their connections to it and stop (at once for a closed connection, within ``timeout``
@@ -106,7 +109,8 @@ def run_session(graph, body: Callable, *args, protocol: str = "tcp", timeout: fl
     _check_threads(client, graph)
     session = f"breadth-{uuid.uuid4().hex[:12]}"
     futs = [client.submit(_rank_main, graph.shards[r], r, size, session, protocol, timeout, graph.backend,
-                          engine_kw or {}, body, args, key=f"{session}-rank-{r}", workers=[graph.workers[r]],
+                          engine_kw or {}, body, args, engine_class, key=f"{session}-rank-{r}",
+                          workers=[graph.workers[r]],
                           allow_other_workers=False, pure=False)
             for r in range(size)]
     while True:

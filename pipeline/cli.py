@@ -7,6 +7,8 @@
     breadth ingest web.txt.gz --directed --out web.store
     breadth info web.store
     breadth bfs web.store --root 12 --root 99 --out levels.parquet   # ... search many times
+    breadth bfs web.store --sources seeds.txt --depth-limit 3 --out near   # one search from many sources
+    breadth bench --scale 20 --batch --plot bench.png              # 64 roots per pass, and a figure
     breadth bench web.store
 """
 
@@ -98,6 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="edge tuples per generated chunk (default 2**22 on CPU, 2**26 on GPU)")
     _cluster_args(b)
     _memory_args(b)
+    b.add_argument("--batch", action="store_true",
+                   help="search the roots 64 per pass (MS-BFS); a root's time is its batch's time divided by "
+                        "the batch size")
+    b.add_argument("--plot", default=None, metavar="FILE.png",
+                   help="draw TEPS per root, frontier size and time per level (direction marked) and, on "
+                        "several ranks, local vs exchange time per level (needs the 'plot' extra)")
     b.add_argument("--device", choices=("cpu", "gpu", "auto"), default="cpu",
                    help="cpu: NumPy/Numba workers; gpu: one dask-cuda worker per GPU, CuPy kernels; "
                         "auto: gpu when CuPy and a device are present")
@@ -144,8 +152,9 @@ def _bench(args) -> int:
         print(f"{g}; construction {g.construction_time:.2f} s", file=sys.stderr)
         res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate,
                        progress=sys.stderr.isatty(), protocol=args.protocol,
-                       header={"graph_generation": f"{gen_time:.17e}" if gen_time is not None else "fused"})
-        status = report(res, args.json)
+                       header={"graph_generation": f"{gen_time:.17e}" if gen_time is not None else "fused"},
+                       batch=args.batch)
+        status = report(res, args.json, args.plot)
         g.release()
         return status
 
@@ -159,6 +168,9 @@ def _preflight(args) -> None:
         raise UsageError("bench needs either a STORE or --scale (not both)")
     if getattr(args, "json", None):
         cli_checks.output_file(args.json, "--json")
+    if getattr(args, "plot", None):
+        cli_checks.output_file(args.plot, "--plot")
+        cli_checks.matplotlib_available("--plot")
     if args.cmd in ("generate", "ingest"):
         cli_checks.output_store(args.out)
     if args.cmd == "bfs":
@@ -167,6 +179,8 @@ def _preflight(args) -> None:
     if store is not None and not os.path.isdir(store):
         raise UsageError(f"{store}: no such shard store (expected a directory written by "
                          "breadth generate or breadth ingest)")
+    if args.cmd == "bfs":
+        cli_checks.bfs_searches(args)
     if getattr(args, "spill_dir", None):
         cli_checks.creatable_directory(args.spill_dir, "--spill-dir")
     cli_checks.device(getattr(args, "device", "cpu"))

@@ -128,3 +128,40 @@ def protocol(name: str) -> None:
     except Exception as e:  # ImportError, or a UCX library that fails to load
         raise UsageError(f"--protocol ucx: the UCX transport is not available ({type(e).__name__}: {e}); "
                          "pip install 'breadth[ucx]', or use --protocol tcp") from None
+
+
+def matplotlib_available(option: str) -> None:
+    """``--plot`` needs matplotlib (the ``plot`` extra)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError(f"{option}: matplotlib is not installed; pip install 'breadth[plot]'") from None
+
+
+def bfs_searches(args) -> None:
+    """``breadth bfs``: exactly one kind of search (``--root`` or ``--source``/``--sources``), ``--batch``
+    only with ``--root``, and the sources read and parsed for the store's id type (left on ``args`` as
+    ``source_ids`` and ``source_labels``)."""
+    from .cli_sources import parse_sources, source_items
+
+    has_sources = bool(args.source) or args.sources is not None
+    if not args.root and not has_sources:
+        raise UsageError("bfs needs --root ID (one search per root) or --source ID / --sources FILE "
+                         "(one search from all sources)")
+    if args.root and has_sources:
+        raise UsageError("--root and --source/--sources do not combine: --root runs one search per root, "
+                         "--source one search from all sources together")
+    if args.batch and not args.root:
+        raise UsageError("--batch batches independent searches: it needs --root (several sources are already "
+                         "one search)")
+    if not has_sources:
+        return
+    items = source_items(args)
+    from breadth.io.shard_store import read_manifest
+
+    try:
+        manifest = read_manifest(args.store)
+    except Exception:  # noqa: BLE001 - a broken store is reported by the load, with its own message
+        manifest = None
+    args.source_labels = [label for label, _ in items]
+    args.source_ids = parse_sources(items, manifest) if manifest is not None else [t for _, t in items]

@@ -22,12 +22,17 @@ from .cli_cluster import cluster_client, memory_plan_for, spill_dir_for, threads
 from .cli_errors import CommandError
 
 
-def report(res, json_path: str | None) -> int:
-    """Print a Graph500 result in the reference format, write its JSON, and return the exit status
-    (1 when any search failed validation)."""
+def report(res, json_path: str | None, plot_path: str | None = None) -> int:
+    """Print a Graph500 result in the reference format, write its JSON (and its figure, ``--plot``), and
+    return the exit status (1 when any search failed validation)."""
     print(res.report())
     if json_path:
         res.write_json(json_path)
+    if plot_path:
+        from .bench_plot import plot_bench
+
+        plot_bench(res.to_dict(), plot_path)
+        print(f"{plot_path}: figure written", file=sys.stderr)
     if not res.valid:
         print(f"breadth: validation FAILED for {len(res.failures())} root(s): {res.failures()[:3]}", file=sys.stderr)
         return 1
@@ -242,27 +247,46 @@ def _parse_roots(graph, texts: list[str]):
 
 
 def bfs_cmd(args) -> int:
-    """``breadth bfs STORE --root ID ... --out DIR``: a Parquet dataset that ``pandas.read_parquet(DIR)`` reads."""
+    """``breadth bfs STORE --root ID ... | --source ID ... | --sources FILE [--depth-limit K] [--batch] --out DIR``:
+    a Parquet dataset that ``pandas.read_parquet(DIR)`` reads.  ``--root``: one search per root (``--batch``:
+    up to 64 of them per pass); ``--source``/``--sources``: one search from all the sources together."""
     from breadth.bfs import bfs
     from breadth.bfs.search import to_dense, write_results_dataset
     from breadth.io.shard_store import load_store
 
+    from .cli_sources import missing_source, typed_ids
+
     with cluster_client(args) as client:
         g = load_store(args.store, client)
-        roots = _parse_roots(g, args.root)
-        for r, text in zip(roots, args.root):
-            try:
-                to_dense(g, [r])
-            except KeyError:
-                raise CommandError(f"--root: vertex {text} is not in the graph") from None
         t0 = time.perf_counter()
-        res = bfs(g, roots if isinstance(roots, list) else roots.tolist() if roots.dtype != np.uint64 else roots)
-        res = res if isinstance(res, list) else [res]
+        if args.root:
+            roots = _parse_roots(g, args.root)
+            for r, text in zip(roots, args.root):
+                try:
+                    to_dense(g, [r])
+                except KeyError:
+                    raise CommandError(f"--root: vertex {text} is not in the graph") from None
+            roots = roots if isinstance(roots, list) else roots.tolist() if roots.dtype != np.uint64 else roots
+            if args.batch:
+                from breadth.bfs import bfs_batch
+
+                res = bfs_batch(g, roots, depth_limit=args.depth_limit, protocol=args.protocol)
+            else:
+                res = bfs(g, roots, depth_limit=args.depth_limit, protocol=args.protocol)
+            res = res if isinstance(res, list) else [res]
+        else:
+            # parsed before any work (cli.py's preflight)
+            ids, labels = typed_ids(g, args.source_ids), args.source_labels
+            bad = missing_source(g, ids)
+            if bad is not None:
+                raise CommandError(f"{labels[bad]}: vertex {ids[bad]} is not in the graph")
+            res = [bfs(g, sources=ids if ids.dtype != object else list(ids), depth_limit=args.depth_limit, protocol=args.protocol)]
         t = time.perf_counter() - t0
         rows = write_results_dataset(res, args.out)  # written by the workers, one file per rank and root
         for r in res:
             reached, depth = r.summary()
-            print(f"root {r.root}: {reached:,} vertices reached, depth {depth}")
+            who = f"root {r.root}" if len(r.sources) == 1 else f"{len(r.sources)} sources"
+            print(f"{who}: {reached:,} vertices reached, depth {depth}")
         print(f"{args.out}: {rows:,} rows (reached vertices only) in {t:.2f} s")
     return 0
 
@@ -280,9 +304,9 @@ def bench_store(args) -> int:
         g = load_store(args.store, client)
         print(f"{g}; loaded in {g.source.get('load_time', 0):.2f} s", file=sys.stderr)
         res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate,
-                       progress=sys.stderr.isatty(),
-                       protocol=args.protocol, header={"store": os.path.abspath(args.store)})
-        return report(res, args.json)
+                       progress=sys.stderr.isatty(), protocol=args.protocol,
+                       header={"store": os.path.abspath(args.store)}, batch=args.batch)
+        return report(res, args.json, args.plot)
 
 
 def run(args) -> int:
@@ -342,7 +366,18 @@ def add_store_commands(sub, int_in, cluster_args, memory_args) -> None:
 
     b = sub.add_parser("bfs", help="BFS from roots on a stored graph; results to Parquet in original ids")
     b.add_argument("store", help="a shard store directory (breadth generate/ingest)")
-    b.add_argument("--root", action="append", required=True, help="root vertex (original id); repeatable")
+    b.add_argument("--root", action="append", default=None,
+                   help="root vertex (original id); repeatable: one independent search per root")
+    b.add_argument("--source", action="append", default=None,
+                   help="source vertex (original id); repeatable: ONE search from all sources together, each "
+                        "at level 0 (every reached vertex's parent chain ends in one of them)")
+    b.add_argument("--sources", default=None, metavar="FILE",
+                   help="a file of sources, one id per line (blank lines and # comments skipped); with "
+                        "--source, the sources of both")
+    b.add_argument("--depth-limit", type=int_in("--depth-limit", 0), default=None, metavar="K",
+                   help="stop each search after K levels (farther vertices are left out; 0: the roots only)")
+    b.add_argument("--batch", action="store_true",
+                   help="with --root: run the searches up to 64 per pass (MS-BFS)")
     b.add_argument("--out", required=True,
                    help="Parquet dataset directory (one file per rank and root, written by the workers): "
                         "columns root, vertex, parent, level; unreached vertices are omitted")

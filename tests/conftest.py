@@ -60,3 +60,40 @@ def scipy_levels(edges: np.ndarray, n: int, root: int, directed: bool = False) -
     a = sp.coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n)).tocsr()
     d = shortest_path(a, directed=directed, unweighted=True, indices=root)
     return np.where(np.isinf(d), -1, d).astype(np.int64)
+
+
+def scipy_multi_levels(edges: np.ndarray, n: int, sources, directed: bool = False,
+                       depth_limit: int | None = None) -> np.ndarray:
+    """Hop distance from the nearest of ``sources`` (-1 unreached, or farther than ``depth_limit``), by
+    scipy.sparse.csgraph from a super-source: an extra vertex ``n`` with an edge to every source, so that
+    its distances minus one are the distances to the nearest source."""
+    src = np.unique(np.asarray(sources, np.int64))
+    extra = np.stack([np.full(src.size, n, np.int64), src], axis=1)
+    lv = scipy_levels(np.concatenate([np.asarray(edges, np.int64).reshape(-1, 2), extra]), n + 1, n, directed)
+    lv = np.where(lv >= 1, lv - 1, -1)[:n]
+    if depth_limit is not None:
+        lv[lv > depth_limit] = -1
+    return lv
+
+
+def assert_bfs_parents(edges: np.ndarray, n: int, level: np.ndarray, parent: np.ndarray, sources,
+                       directed: bool = False) -> None:
+    """``parent`` is a BFS forest of ``level``: each source its own parent, every other reached vertex's
+    parent joined to it by an edge (parent -> vertex when directed) one level up, so that every parent
+    chain ends in a source; unreached vertices have parent -1."""
+    import scipy.sparse as sp
+
+    level, parent = np.asarray(level), np.asarray(parent, np.int64)
+    src = np.unique(np.asarray(sources, np.int64))
+    assert (parent[src] == src).all() and (level[src] == 0).all()
+    assert (parent[level < 0] == -1).all()
+    v = np.flatnonzero(level > 0)
+    p = parent[v]
+    assert (p >= 0).all(), "a reached vertex without a parent"
+    np.testing.assert_array_equal(level[p], level[v] - 1)
+    e = np.asarray(edges, np.int64)
+    a = sp.coo_matrix((np.ones(len(e)), (e[:, 0], e[:, 1])), shape=(n, n)).tocsr()
+    if not directed:
+        a = a + a.T
+    if v.size:
+        assert (np.asarray(a[p, v]).ravel() > 0).all(), "a parent that is not an in-neighbour"

@@ -1,0 +1,176 @@
+"""64 roots in one batched pass (MS-BFS) against the same 64 roots searched one by one, side by side.
+
+    python benchmarks/bench_batch.py --scale 20 --workers 1 2 --repeats 3 \\
+        --json benchmarks/results/batch_cpu_s20.json
+
+For each worker count: a fresh local cluster, the Kronecker graph generated and prepared into one shard
+per worker, 64 Graph500 roots (degree >= 1, from the seed).  One search session then alternates, for
+``repeats`` rounds, the two ways of searching them (the order flips every round: these machines have slow
+and fast phases, so only interleaved runs compare):
+
+* **single**: the single-root engine, each root timed between barriers (max over ranks), summed;
+* **batch**: :class:`~breadth.bfs.batch_engine.BatchEngine`, the 64 roots in one pass, timed the same way.
+
+After the timed rounds every root's batched levels are compared with its single-root levels on every
+rank (untimed), and the batch's parents checked with the five Graph500 rules for the first ``--validate``
+roots.  TEPS use Graph500's edge count per root (input tuples in the root's component); the batch's
+figure is the 64 roots' edges over the batch's time.  The JSON holds machine, versions, parameters, every
+round's times and the batch's per-level records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_file import write_json  # noqa: E402
+
+
+def versions() -> dict:
+    import dask
+    import distributed
+    import numba
+
+    return {"python": sys.version.split()[0], "numpy": np.__version__, "numba": numba.__version__,
+            "dask": dask.__version__, "distributed": distributed.__version__}
+
+
+def machine() -> dict:
+    return {"platform": platform.platform(), "cpus": os.cpu_count(), "processor": platform.machine(),
+            "loadavg_start": os.getloadavg()}
+
+
+def _rank(engine, setup_s, roots, repeats, nvalidate):
+    """Rank body: warm both engines, then ``repeats`` interleaved rounds of single and batched searches."""
+    from breadth.bfs.batch_engine import BatchEngine
+    from breadth.bfs.graph500 import _search_edge_count, _search_view
+    from breadth.bfs.validate import validate_rank
+
+    comm = engine.comm
+    t0 = time.perf_counter()
+    batch = BatchEngine(engine.shard, comm)
+    batch_setup = time.perf_counter() - t0
+
+    def timed(fn):
+        comm.barrier()
+        t = time.perf_counter()
+        out = fn()
+        t = time.perf_counter() - t
+        return float(comm.allreduce(np.array([t]), "max")[0]), out
+
+    engine.search(int(roots[0]))  # warm-up: kernels compiled, pages touched
+    batch.search(roots)
+    nedge = []
+    for r in roots:
+        engine.search(int(r))
+        nedge.append(_search_edge_count(engine)[0])
+    rounds = []
+    for k in range(repeats):
+        order = ("single", "batch") if k % 2 == 0 else ("batch", "single")
+        rec = {"round": k, "order": list(order)}
+        for what in order:
+            if what == "single":
+                per_root = [timed(lambda r=r: engine.search(int(r)))[0] for r in roots]
+                rec["single_s"], rec["single_per_root_s"] = float(sum(per_root)), per_root
+            else:
+                t, levels = timed(lambda: batch.search(roots))
+                rec["batch_s"], rec["batch_levels"] = t, [lv.as_dict() for lv in levels]
+        rounds.append(rec)
+    # untimed: batched levels equal single-root levels on this rank's vertices, and Graph500 rules
+    mismatched = 0
+    violations = []
+    for i, r in enumerate(roots):
+        engine.search(int(r))
+        mismatched += int((batch.result(i)[1] != np.asarray(engine.level)).sum())
+        if i < nvalidate:
+            violations.append(validate_rank(_search_view(batch, i), int(r)))
+    mismatched = int(comm.allreduce(np.array([mismatched], np.int64))[0])
+    return {"rank": comm.rank, "setup_s": setup_s, "batch_setup_s": batch_setup, "nedge": nedge,
+            "rounds": rounds, "mismatched_levels": mismatched, "violations": violations}
+
+
+def run_one(scale: int, workers: int, nroots: int, repeats: int, seed: int, nvalidate: int) -> dict:
+    from distributed import wait
+
+    from breadth.bfs import choose_roots, run_session
+    from breadth.pipeline import kronecker, local_cluster, prepare
+
+    client = local_cluster(workers=workers)
+    try:
+        threads = list(client.nthreads().values())
+        edges = kronecker(scale, seed=seed)
+        edges.edges = client.persist(edges.edges)
+        wait(edges.edges)
+        g = prepare(edges, client)
+        edges.edges = None
+        roots = choose_roots(g, nroots, seed + 1)
+        t0 = time.perf_counter()
+        out = run_session(g, _rank, roots, repeats, nvalidate, timeout=600.0)
+        session_s = time.perf_counter() - t0
+        construction = g.construction_time
+        g.release()
+    finally:
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+    r0 = out[0]
+    total_edges = float(sum(r0["nedge"]))
+    single = np.array([r["single_s"] for r in r0["rounds"]])
+    batch = np.array([r["batch_s"] for r in r0["rounds"]])
+    ratio = single / batch
+    return {
+        "scale": scale, "workers": workers, "threads_per_worker": threads, "roots": len(roots),
+        "repeats": repeats, "construction_s": construction, "session_s": session_s,
+        "setup_s": [o["setup_s"] for o in out], "batch_setup_s": [o["batch_setup_s"] for o in out],
+        "levels_equal": r0["mismatched_levels"] == 0, "mismatched_levels": r0["mismatched_levels"],
+        "validated_roots": len(r0["violations"]),
+        "valid": all(not any(v.values()) for v in r0["violations"]),
+        "single_s": single.tolist(), "batch_s": batch.tolist(), "speedup_per_round": ratio.tolist(),
+        "median_single_s": float(np.median(single)), "median_batch_s": float(np.median(batch)),
+        "speedup_of_medians": float(np.median(single) / np.median(batch)),
+        "median_speedup": float(np.median(ratio)),
+        "single_teps_aggregate": total_edges / float(np.median(single)),
+        "batch_teps_aggregate": total_edges / float(np.median(batch)),
+        "nedge_per_root": r0["nedge"], "roots_ids": [int(x) for x in roots],
+        "rounds": r0["rounds"],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scale", type=int, default=20)
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--roots", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=3, help="interleaved rounds of both (default 3)")
+    ap.add_argument("--validate", type=int, default=4, help="check the first N batched roots' parents")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    if not 1 <= a.roots <= 64:
+        ap.error("--roots must be in 1..64 (one batch)")
+    doc = {"benchmark": "bench_batch", "machine": machine(), "versions": versions(),
+           "parameters": {"scale": a.scale, "workers": a.workers, "roots": a.roots, "repeats": a.repeats,
+                          "seed": a.seed, "validate": a.validate, "edgefactor": 16, "protocol": "tcp"},
+           "teps_convention": "Graph500 nedge per root (input tuples in its component); aggregate = sum of "
+                              "the roots' nedge / time of all roots",
+           "runs": []}
+    print(f"{'workers':>7} {'single 64 (s)':>14} {'batch 64 (s)':>13} {'speedup':>8} {'levels==':>9} valid")
+    for w in a.workers:
+        res = run_one(a.scale, w, a.roots, a.repeats, a.seed, a.validate)
+        doc["runs"].append(res)
+        print(f"{w:>7} {res['median_single_s']:>14.3f} {res['median_batch_s']:>13.3f} "
+              f"{res['speedup_of_medians']:>7.2f}x {str(res['levels_equal']):>9} {res['valid']}  "
+              f"(per round: {', '.join(f'{x:.2f}x' for x in res['speedup_per_round'])})", flush=True)
+        if a.json:
+            doc["machine"]["loadavg_end"] = os.getloadavg()
+            write_json(a.json, doc)
+
+
+if __name__ == "__main__":
+    main()

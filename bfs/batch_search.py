@@ -1,0 +1,66 @@
+"""``bfs_batch``: many independent searches, up to 64 per pass (MS-BFS), results as the single searches'.
+
+The roots are cut into batches of at most 64; each batch is one level-synchronous pass of
+:class:`~breadth.bfs.batch_engine.BatchEngine` on every rank, all batches in one session.  Each root's
+result is a :class:`~breadth.bfs.results.BFSResult` like :func:`~breadth.bfs.search.bfs`'s: the same levels
+as a single-root search (parents may differ; each is a neighbour one level up), data left on the workers.
+"""
+
+from __future__ import annotations
+
+from .batch_engine import MAX_BATCH, BatchEngine
+from .results import BFSResult
+from .search import _as_ids, _pick, graph_id_map, to_dense
+from .session import run_session
+
+
+def batches(n: int, size: int = MAX_BATCH) -> list[slice]:
+    """``n`` roots cut into consecutive batches of ``size`` (the last one shorter)."""
+    return [slice(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+def _batch_rank(engine: BatchEngine, setup_s, roots, depth_limit, batch_size):
+    """Per root: ``(lo, parent, level)`` of this rank's vertices (dense ids), left on the worker."""
+    out = []
+    lo = int(engine.shard.lo)
+    for sl in batches(len(roots), batch_size):
+        engine.search(roots[sl], depth_limit)
+        for i in range(sl.stop - sl.start):
+            parent, level = engine.result(i)
+            out.append((lo, parent, level))
+    return out
+
+
+def bfs_batch(graph, roots, *, depth_limit: int | None = None, batch_size: int = MAX_BATCH,
+              protocol: str = "tcp", timeout: float = 60.0) -> list[BFSResult]:
+    """Independent breadth-first searches from ``roots`` (original ids), ``batch_size`` (<= 64) per pass.
+
+    Returns one :class:`~breadth.bfs.results.BFSResult` per root, in order (a repeated root is searched
+    again).  ``depth_limit`` as in :func:`~breadth.bfs.search.bfs`.  CPU graphs run the Numba kernels;
+    GPU graphs the CuPy kernels of :mod:`breadth.bfs.batch_gpu` (not yet run on a GPU by the test suite).
+    Per (vertex, root) the ranks hold a parent and a level while the batch runs: ``12 * 64`` bytes per
+    owned vertex (``16 * 64`` on GPUs).
+
+    >>> from breadth.bfs import bfs_batch
+    >>> res = bfs_batch(g, [0, 5, 9])                 # doctest: +SKIP
+    >>> [r.summary() for r in res]                    # doctest: +SKIP
+    >>> write_results_dataset(res, "out/batch")       # doctest: +SKIP
+    """
+    from .engine import check_depth_limit
+
+    check_depth_limit(depth_limit)
+    if not 1 <= batch_size <= MAX_BATCH:
+        raise ValueError(f"batch_size must be in 1..{MAX_BATCH}, got {batch_size}")
+    orig = _as_ids(roots)
+    if orig.size == 0:
+        return []
+    dense = to_dense(graph, orig)
+    ranks = run_session(graph, _batch_rank, dense, depth_limit, batch_size, protocol=protocol, timeout=timeout,
+                        gather=False, engine_class=BatchEngine)
+    client, idm = graph.client, graph_id_map(graph)
+    ids = orig.tolist() if orig.dtype != object else list(orig)
+    return [BFSResult(r, [client.submit(_pick, f, i, pure=False) for f in ranks], idm, client)
+            for i, r in enumerate(ids)]
+
+
+__all__ = ["batches", "bfs_batch"]

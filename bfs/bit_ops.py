@@ -1,0 +1,62 @@
+"""Word primitives for Numba kernels that Numba does not offer: atomic fetch-or and count-trailing-zeros.
+
+The batched search (:mod:`breadth.bfs.batch_top_down`) lets several threads set bits of the same 64-bit
+visit word.  A plain ``seen[v] |= bits`` from two threads can lose one thread's bits (read-modify-write),
+and a lost bit there is a lost vertex for that root, so the word is updated with LLVM's ``atomicrmw or``,
+which also returns the previous word: ``bits & ~old`` are exactly the bits this thread claimed, so each
+(vertex, root) parent is written by one thread only.  ``ctz`` is LLVM's ``cttz``, one instruction (``tzcnt``)
+where a loop over the bits would take up to 63 steps.
+
+>>> import numba, numpy as np
+>>> @numba.njit
+... def first_claim(words, i, bits):
+...     return bits & ~fetch_or(words, i, bits)
+>>> w = np.zeros(1, np.uint64)
+>>> int(first_claim(w, 0, np.uint64(6))), int(first_claim(w, 0, np.uint64(7)))
+(6, 1)
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+
+@intrinsic
+def fetch_or(typingctx, arr, idx, val):
+    """``old = arr[idx]; arr[idx] |= val`` atomically (monotonic order); returns ``old``.  ``arr``: a 1-D
+    array of an unsigned integer type, ``idx`` an integer, ``val`` converted to ``arr``'s dtype."""
+    if not isinstance(arr, types.Array) or arr.ndim != 1 or not isinstance(arr.dtype, types.Integer):
+        return None
+    sig = arr.dtype(arr, idx, val)
+
+    def codegen(context, builder, signature, args):
+        arr_t, idx_t, val_t = signature.args
+        arr_v, idx_v, val_v = args
+        ary = context.make_array(arr_t)(context, builder, arr_v)
+        idx_v = context.cast(builder, idx_v, idx_t, types.intp)
+        ptr = cgutils.get_item_pointer(context, builder, arr_t, ary, [idx_v])
+        val_v = context.cast(builder, val_v, val_t, arr_t.dtype)
+        return builder.atomic_rmw("or", ptr, val_v, "monotonic")
+
+    return sig, codegen
+
+
+@intrinsic
+def ctz(typingctx, x):
+    """Index of the lowest set bit of a 64-bit word (64 for zero), as int64."""
+    if not isinstance(x, types.Integer):
+        return None
+    sig = types.int64(x)
+
+    def codegen(context, builder, signature, args):
+        (x_v,) = args
+        x64 = context.cast(builder, x_v, signature.args[0], types.uint64)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(64),
+                                                                             [ir.IntType(64), ir.IntType(1)]),
+                                            "llvm.cttz.i64")
+        return builder.call(fn, [x64, ir.Constant(ir.IntType(1), 0)])
+
+    return sig, codegen

@@ -1,0 +1,212 @@
+"""Batched searches (MS-BFS): per-root levels against scipy.sparse.csgraph and the single-root engine,
+parents checked edge by edge; batches of 1, 7 and 64 roots, directed and undirected, 1-3 worker processes."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from breadth.bfs import BatchEngine, bfs_batch
+from breadth.bfs.batch_search import batches
+from breadth.bfs.results import write_results_dataset
+from breadth.bfs.shard import block_size
+from breadth.pipeline import from_dask_array, kronecker, prepare
+from breadth.pipeline.build_csr import build_shard
+from breadth.pipeline.partition import split_by_owner
+
+from conftest import assert_bfs_parents, scipy_levels
+
+SCALE = 11
+N = 1 << SCALE
+
+
+@pytest.fixture(scope="module")
+def edges():
+    return kronecker(SCALE, seed=33).edges.compute(scheduler="sync")
+
+
+def _shard(edges, directed):
+    return build_shard(0, 1, N, split_by_owner(edges, N, block_size(N, 1), 1, directed), directed)
+
+
+def _roots(edges, k, seed=0):
+    deg = np.bincount(edges[edges[:, 0] != edges[:, 1]].ravel(), minlength=N)
+    nz = np.flatnonzero(deg)
+    return np.random.default_rng(seed).choice(nz, k, replace=False)
+
+
+@pytest.mark.parametrize("directed", [False, True])
+@pytest.mark.parametrize("alpha,beta,dirs", [(15.0, 18.0, None), (0.0, 18.0, {"td"}), (1e9, 1e9, {"bu"})])
+@pytest.mark.parametrize("k", [1, 7, 64])
+def test_batch_engine_levels_equal_scipy(edges, directed, alpha, beta, dirs, k):
+    eng = BatchEngine(_shard(edges, directed), alpha=alpha, beta=beta)
+    roots = _roots(edges, k, seed=k)
+    recs = eng.search(roots)
+    for i, r in enumerate(roots):
+        parent, level = eng.result(i)
+        np.testing.assert_array_equal(level, scipy_levels(edges, N, int(r), directed))
+        assert_bfs_parents(edges, N, level, parent, [r], directed)
+    if dirs is not None:
+        assert {x.direction for x in recs} == dirs
+    assert recs[0].frontier == k  # every root is in the first frontier
+
+
+def test_batch_engine_uses_both_directions_and_repeated_roots(edges):
+    """A batch on the Kronecker graph goes top-down, bottom-up and back; a repeated root is two searches
+    with the same levels; an isolated root reaches only itself."""
+    deg = np.bincount(edges[edges[:, 0] != edges[:, 1]].ravel(), minlength=N)
+    iso = int(np.flatnonzero(deg == 0)[0])
+    some = _roots(edges, 30, seed=3)
+    roots = np.concatenate([some, some[:1], [iso]])
+    eng = BatchEngine(_shard(edges, False))
+    recs = eng.search(roots)
+    assert [x.direction for x in recs][0] == "td" and "bu" in {x.direction for x in recs}
+    np.testing.assert_array_equal(eng.result(0)[1], eng.result(30)[1])
+    p, lv = eng.result(31)
+    assert (lv >= 0).sum() == 1 and lv[iso] == 0 and p[iso] == iso
+
+
+@pytest.mark.parametrize("limit", [0, 1, 3])
+def test_batch_engine_depth_limit(edges, limit):
+    roots = _roots(edges, 7, seed=limit)
+    eng = BatchEngine(_shard(edges, True))
+    eng.search(roots, depth_limit=limit)
+    for i, r in enumerate(roots):
+        want = scipy_levels(edges, N, int(r), True)
+        want[want > limit] = -1
+        np.testing.assert_array_equal(eng.result(i)[1], want)
+
+
+def test_batch_engine_refuses_bad_batches(edges):
+    eng = BatchEngine(_shard(edges, False))
+    with pytest.raises(ValueError, match="1 to 64"):
+        eng.search(np.arange(65))
+    with pytest.raises(ValueError, match="1 to 64"):
+        eng.search([])
+    with pytest.raises(ValueError, match="outside"):
+        eng.search([N])
+    with pytest.raises(ValueError, match="depth_limit"):
+        eng.search([0], depth_limit=-1)
+    eng.search([1, 2])
+    with pytest.raises(IndexError):
+        eng.result(2)
+    assert [(s.start, s.stop) for s in batches(130)] == [(0, 64), (64, 128), (128, 130)]
+
+
+# -- through Dask, 1-3 ranks --------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cluster():
+    from distributed import Client, LocalCluster
+
+    lc = LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None,
+                      env={"NUMBA_NUM_THREADS": "1"})
+    c = Client(lc)
+    yield c
+    c.close()
+    lc.close()
+
+
+@pytest.mark.parametrize("directed", [False, True])
+@pytest.mark.parametrize("nparts", [1, 2, 3])
+def test_bfs_batch_on_ranks_equals_scipy(cluster, edges, directed, nparts, tmp_path):
+    g = prepare(from_dask_array(edges, N, directed=directed), cluster, nparts=nparts)
+    try:
+        # 70 roots: one batch of 64 and one of 6; a small batch_size splits them further
+        roots = _roots(edges, 70, seed=nparts).tolist()
+        res = bfs_batch(g, roots)
+        assert [r.root for r in res] == roots
+        for r in res[::9] + [res[-1]]:
+            np.testing.assert_array_equal(r.level, scipy_levels(edges, N, r.root, directed))
+            assert_bfs_parents(edges, N, r.level, r.parent, [r.root], directed)
+        small = bfs_batch(g, roots[:7], batch_size=3, depth_limit=2)
+        for r in small:
+            want = scipy_levels(edges, N, r.root, directed)
+            want[want > 2] = -1
+            np.testing.assert_array_equal(r.level, want)
+        # results stay distributed as the single searches': Dask DataFrame, Parquet, pandas
+        rows = write_results_dataset(res[:3], str(tmp_path / "out"))
+        back = pd.read_parquet(tmp_path / "out")
+        assert rows == len(back) == sum(int((r.level >= 0).sum()) for r in res[:3])
+        assert sorted(back["root"].unique()) == sorted(roots[:3])
+        assert len(os.listdir(tmp_path / "out")) == 3 * nparts
+        ddf = res[0].to_dask_dataframe()
+        assert ddf.npartitions == nparts and int(ddf.level.max().compute()) == int(res[0].level.max())
+    finally:
+        g.release()
+
+
+def test_bfs_batch_arguments(cluster, edges):
+    g = prepare(from_dask_array(edges, N), cluster, nparts=2)
+    try:
+        assert bfs_batch(g, []) == []
+        with pytest.raises(ValueError, match="batch_size"):
+            bfs_batch(g, [0], batch_size=65)
+        with pytest.raises(KeyError):
+            bfs_batch(g, [0, N])
+    finally:
+        g.release()
+
+
+# -- the command line: bfs --batch, bench --batch --plot ----------------------------------------------
+def _cli(*args, timeout=300):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_cli_bfs_batch_equals_scipy(tmp_path):
+    st = tmp_path / "k9.store"
+    assert _cli("generate", "--scale", 9, "--seed", 6, "--out", st).returncode == 0
+    n = 1 << 9
+    edges = kronecker(9, seed=6).edges.compute(scheduler="sync")
+    deg = np.bincount(edges[edges[:, 0] != edges[:, 1]].ravel(), minlength=n)
+    roots = np.flatnonzero(deg)[[1, 9, 77]]
+    args = [x for r in roots for x in ("--root", r)]
+    r = _cli("bfs", st, *args, "--batch", "--out", tmp_path / "out", "--workers", 2, "--threads", 1)
+    assert r.returncode == 0, r.stderr[-2000:]
+    df = pd.read_parquet(tmp_path / "out")
+    for root in roots:
+        part = df[df["root"] == root]
+        level = np.full(n, -1)
+        level[part["vertex"].to_numpy()] = part["level"].to_numpy()
+        np.testing.assert_array_equal(level, scipy_levels(edges, n, int(root)))
+
+
+def test_cli_bench_batch_plot(tmp_path):
+    """``bench --batch --plot``: a valid batched run and a PNG of the expected size that is not blank
+    (several colours over a good part of it)."""
+    mpl = pytest.importorskip("matplotlib")
+    import json
+
+    import matplotlib.image as mpimg
+
+    png, js = tmp_path / "bench.png", tmp_path / "bench.json"
+    r = _cli("bench", "--scale", 10, "--roots", 70, "--batch", "--plot", png, "--json", js,
+             "--workers", 2, "--threads", 1)
+    assert r.returncode == 0, r.stderr[-2000:]
+    data = json.loads(js.read_text())
+    assert data["valid"] and len(data["roots"]) == 70
+    assert {row["batch_size"] for row in data["roots"]} == {64, 6}
+    img = mpimg.imread(png)
+    assert img.shape[:2] == (800, 1200), img.shape
+    rgb = img[..., :3].reshape(-1, 3)
+    assert (rgb.min(axis=1) < 0.9).mean() > 0.02  # ink on more than 2 % of the pixels
+    assert len(np.unique((rgb * 8).astype(int), axis=0)) >= 5  # bars, markers of both directions, text
+    assert mpl is not None
+
+
+def test_cli_plot_without_matplotlib_is_one_line(tmp_path):
+    """Without matplotlib importable, ``--plot`` is refused before any work, in one line (exit 2)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['matplotlib'] = None; from breadth.pipeline.cli import main; "
+            f"sys.exit(main(['bench', '--scale', '8', '--plot', {str(tmp_path / 'p.png')!r}]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert r.stderr.strip() == "breadth: error: --plot: matplotlib is not installed; pip install 'breadth[plot]'"
