@@ -6,9 +6,11 @@ imported only for ``device="gpu"``).  Also here: grouping one owner's ``[row, co
 batch, the step that lets an owner build its shard one row batch at a time.
 
 >>> import numpy as np
->>> local, offsets = sort_by_batch_numpy(np.array([[5, 1], [4, 2], [7, 0]]), 4, 2, 2, np.int32)
+>>> local, offsets = sort_by_batch_xp(np.array([[5, 1], [4, 2], [7, 0]]), 4, 2, 2, np.int32, np)
 >>> local.tolist(), offsets.tolist()
 ([[1, 1], [0, 2], [3, 0]], [0, 2, 3])
+
+No Numba here (the CPU's counting sort is :mod:`breadth.pipeline.batch_sort`): GPU workers never load it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-import numba
 import numpy as np
 
 from breadth.bfs.shard import block_size
@@ -32,30 +33,6 @@ def owner_range(rank: int, nparts: int, n: int) -> tuple[int, int]:
 def local_dtype(n: int) -> np.dtype:
     """Dtype of local ``[row - lo, column]`` pairs: int32 when every id of ``n`` vertices fits."""
     return np.dtype(np.int32) if n <= np.iinfo(np.int32).max else np.dtype(np.int64)
-
-
-@numba.njit(nogil=True, cache=True)
-def _counting_sort_by_batch(entries, lo, batch_rows, nbatches, out):
-    """Counting sort of ``[row, col]`` entries by ``(row - lo) // batch_rows`` into ``out`` (local rows)."""
-    cnt = np.zeros(nbatches + 1, np.int64)
-    for i in range(entries.shape[0]):
-        cnt[(entries[i, 0] - lo) // batch_rows + 1] += 1
-    for b in range(nbatches):
-        cnt[b + 1] += cnt[b]
-    cur = cnt[:-1].copy()
-    for i in range(entries.shape[0]):
-        b = (entries[i, 0] - lo) // batch_rows
-        out[cur[b], 0] = entries[i, 0] - lo
-        out[cur[b], 1] = entries[i, 1]
-        cur[b] += 1
-    return cnt
-
-
-def sort_by_batch_numpy(entries: np.ndarray, lo: int, batch_rows: int, nbatches: int, dtype) -> tuple:
-    """The CPU's grouping by row batch (a Numba counting sort): ``(local, offsets)`` as
-    :func:`sort_by_batch_xp` returns them, in one pass over the entries."""
-    out = np.empty(entries.shape, dtype)
-    return out, _counting_sort_by_batch(entries, lo, batch_rows, nbatches, out)
 
 
 def sort_by_batch_xp(entries, lo: int, batch_rows: int, nbatches: int, dtype, xp) -> tuple[Any, np.ndarray]:
@@ -117,6 +94,7 @@ def backend(device: str) -> Backend:
                        _gpu_bottom_up_order)
     if device != "cpu":
         raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
+    from .batch_sort import sort_by_batch_numpy
     from .build_csr import csr_from_entries
     from .partition import split_by_owner
 

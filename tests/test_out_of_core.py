@@ -180,7 +180,8 @@ def test_host_tier_on_a_spilling_worker(small_worker):
 def test_sort_by_batch_array_module_matches_counting_sort(nbatches, batch_rows):
     """The argsort grouping that the GPU runs (here on NumPy) and the CPU's Numba counting sort agree:
     same batch offsets, same entries in each batch."""
-    from breadth.pipeline.array_backend import sort_by_batch_numpy, sort_by_batch_xp
+    from breadth.pipeline.array_backend import sort_by_batch_xp
+    from breadth.pipeline.batch_sort import sort_by_batch_numpy
 
     rng = np.random.default_rng(nbatches)
     lo, nloc = 4096, min(4096, nbatches * batch_rows)
