@@ -128,3 +128,26 @@ def test_prepare_and_graph500_on_gpu_through_dask():
         assert [r["nedge"] for r in res.rows] == [r["nedge"] for r in ref.rows]
         root = res.rows[0]["root"]
         np.testing.assert_array_equal(bfs(g_gpu, root).level, bfs(g_cpu, root).level)
+
+
+def test_several_sources_depth_limit_and_batches_on_gpu_match_the_cpu():
+    """bfs(sources=..., depth_limit=...) and bfs_batch on a GPU graph give the CPU graph's levels."""
+    distributed = pytest.importorskip("distributed")
+    from breadth.bfs import bfs, bfs_batch
+    from breadth.pipeline import kronecker, prepare
+
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None) as client:
+        g_gpu = prepare(kronecker(12, seed=4, device="gpu"), client, device="gpu")
+        g_cpu = prepare(kronecker(12, seed=4), client, device="cpu")
+        deg = np.diff(client.gather(g_cpu.shards)[0].offsets)
+        roots = np.flatnonzero(deg)[[0, 5, 17, 40, 41, 99, 300]].tolist()
+        for kw in ({"sources": roots[:3]}, {"sources": roots[:3], "depth_limit": 1}, {"root": roots[3], "depth_limit": 2}):
+            np.testing.assert_array_equal(bfs(g_gpu, **kw).level, bfs(g_cpu, **kw).level, err_msg=str(kw))
+        for size in (1, 7):
+            got = bfs_batch(g_gpu, roots[:size])
+            want = bfs_batch(g_cpu, roots[:size])
+            for a, b in zip(got, want):
+                np.testing.assert_array_equal(a.level, b.level)
+        got = bfs_batch(g_gpu, roots, depth_limit=2)
+        for r, a in zip(roots, got):
+            np.testing.assert_array_equal(a.level, bfs(g_cpu, r, depth_limit=2).level)
