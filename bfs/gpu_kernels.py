@@ -747,17 +747,21 @@ def degree_ordered_columns(offsets, cols, buckets=None):
     buckets = cp.asarray(buckets, cp.uint8)
     cbits = max(1, int(buckets.size - 1).bit_length())
     rbits = max(1, int(nloc - 1).bit_length())
-    pool = cp.get_default_memory_pool()
-    free = cp.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
-    if rbits + 6 + cbits > 64 or free < 3 * 8 * nnz + cols.nbytes:  # keys + sort scratch + result
+    if rbits + 6 + cbits > 64:
         return None
-    keys = cp.empty(nnz, cp.uint64)
-    _module("int64" if cols.dtype == np.int64 else "int32")["bu_order_keys"](
-        _grid(nloc, _THREADS // 32), (_THREADS,), (offsets, cols, _i64(nloc), np.int32(cbits), buckets, keys))
-    keys.sort()
-    ordered = (keys & np.uint64((1 << cbits) - 1)).astype(cols.dtype)
-    del keys
-    pool.free_all_blocks()
+    # memory is asked for, not estimated: whichever allocator CuPy has (its own pool, or RMM's, which cuDF
+    # and dask-cuda install and whose reserved bytes cudaMemGetInfo counts as used) says whether it fits
+    try:
+        keys = cp.empty(nnz, cp.uint64)
+        _module("int64" if cols.dtype == np.int64 else "int32")["bu_order_keys"](
+            _grid(nloc, _THREADS // 32), (_THREADS,), (offsets, cols, _i64(nloc), np.int32(cbits), buckets, keys))
+        keys.sort()
+        ordered = (keys & np.uint64((1 << cbits) - 1)).astype(cols.dtype)
+    except (cp.cuda.memory.OutOfMemoryError, MemoryError):
+        return None
+    finally:
+        keys = None
+        cp.get_default_memory_pool().free_all_blocks()
     return ordered
 
 
