@@ -765,6 +765,15 @@ def degree_ordered_columns(offsets, cols, buckets=None):
     return ordered
 
 
+def use_cupy_pool() -> None:
+    """Make CuPy allocate from its own memory pool in this process.  Where RMM is installed, dask-cuda (and
+    cuDF) route CuPy through RMM, whose default resource is a cudaMalloc/cudaFree per array and whose pool
+    costs more per allocation than CuPy's: a search allocates per level, and on one H200 at scale 26 made
+    91-113 GTEPS (no pool) or 181-194 (an RMM pool) against 231-256 with CuPy's pool.  cuDF keeps RMM for
+    its own buffers; arrays already allocated keep their allocator."""
+    cp.cuda.set_allocator(cp.get_default_memory_pool().malloc)
+
+
 class GpuBackend:
     """The engine's kernel set on CuPy arrays, plus per-engine device state (visited bitmap, known counts).
 
@@ -777,6 +786,7 @@ class GpuBackend:
     xp = cp
 
     def __init__(self):
+        use_cupy_pool()  # a search allocates per level: CuPy's pool, whatever allocator cuDF/dask-cuda set
         self._visited = None  # uint32 words over the owned vertices
         self._skip = None  # (offsets, uint32 words of zero-degree vertices) for bottom-up
         self._bu_cols = None  # (cols, the same rows with neighbours by decreasing degree) for bottom-up

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 
@@ -57,17 +56,15 @@ def resolve_device(device: str) -> str:
     return device
 
 
-RMM_POOL_FRACTION = 0.5  # of each GPU's memory, where RMM is installed: the pool grows past it on demand
-
-
 def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", threads_per_worker: int = 1,
                        local_directory: str | None = None, **kw):
     """One Dask worker per GPU (dask-cuda ``LocalCUDACluster``) and a connected Client.
 
     ``workers`` (default: every visible GPU) limits the GPUs used.  Each worker sees only its own GPU
-    (``CUDA_VISIBLE_DEVICES`` rotated), so CuPy's device 0 on worker ``r`` is GPU ``r``.  Where RMM is
-    installed, each worker starts an RMM pool of ``RMM_POOL_FRACTION`` of its GPU (pass ``rmm_pool_size``
-    to choose).  Install with the ``gpu`` extra (CUDA 12) or ``gpu-cuda13`` (CUDA 13).
+    (``CUDA_VISIBLE_DEVICES`` rotated), so CuPy's device 0 on worker ``r`` is GPU ``r``.  CuPy allocates
+    from its own pool on the workers even where RMM is installed (see
+    :func:`breadth.bfs.gpu_kernels.use_cupy_pool`).  Install with the ``gpu`` extra (CUDA 12) or
+    ``gpu-cuda13`` (CUDA 13).
     """
     from distributed import Client
 
@@ -82,15 +79,18 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
     if ngpu < 1:
         raise RuntimeError("device='gpu': no CUDA device is visible")
     n = min(workers or ngpu, ngpu)
-    if "rmm_pool_size" not in kw and importlib.util.find_spec("rmm") is not None:
-        # With RMM installed (cuDF brings it) dask-cuda routes CuPy's allocations through RMM, which without a
-        # pool is a cudaMalloc/cudaFree per array; a pool (grown on demand past this start) made a fresh
-        # process's 2^28-tuple GPU ingest 0.3 s faster (1.9 -> 1.5 s, diag_ingest_gpu_alloc.py)
-        kw["rmm_pool_size"] = RMM_POOL_FRACTION
     cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=list(range(n)), n_workers=n,
                                threads_per_worker=threads_per_worker, protocol=protocol,
                                dashboard_address=None, local_directory=local_directory, **kw)
-    return Client(cluster)
+    client = Client(cluster)
+    client.run(_use_cupy_pool)
+    return client
+
+
+def _use_cupy_pool() -> None:
+    from breadth.bfs.gpu_kernels import use_cupy_pool
+
+    use_cupy_pool()
 
 
 def connect(scheduler: str | None = None, workers: int = 1, device: str = "cpu",
