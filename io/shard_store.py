@@ -55,13 +55,13 @@ import json
 import os
 import re
 import shutil
-import threading
 import time
 import uuid
 
 import numpy as np
 
 from .errors import CorruptStoreError, IncompleteStoreError, StoreError
+from .npy_lock import NPY_HEADER_LOCK, load_npy
 
 FORMAT = "breadth-shard-store"
 VERSION = 1
@@ -646,7 +646,7 @@ def _npy_header(path: str) -> tuple[str, list[int]]:
     if not os.path.exists(path):
         raise CorruptStoreError(f"{path}: file listed in the manifest is missing")
     try:
-        with open(path, "rb") as f, _NPY_HEADER_LOCK:  # the header parser is not thread-safe (see below)
+        with open(path, "rb") as f, NPY_HEADER_LOCK:  # the header parser is not thread-safe (io/npy_lock.py)
             version = np.lib.format.read_magic(f)
             if version == (1, 0):
                 shape, _, dtype = np.lib.format.read_array_header_1_0(f)
@@ -781,18 +781,13 @@ def _verify(path: str, rec: dict) -> None:
         raise CorruptStoreError(f"{path}: sha256 checksum mismatch; the file is corrupted")
 
 
-#: np.load parses a .npy header with ast.literal_eval, which CPython 3.11 has failed to run concurrently
-#: ("SystemError: AST constructor recursion depth mismatch", python/cpython#106905; seen in CI with three
-#: in-process workers loading shards): headers are opened one at a time, the data is read outside the lock.
-_NPY_HEADER_LOCK = threading.Lock()
 
 
 def _load_array(path: str, rec: dict, verify: bool, mmap: bool = False) -> np.ndarray:
     if verify:
         _verify(path, rec)
     try:
-        with _NPY_HEADER_LOCK:
-            a = np.load(path, allow_pickle=False, mmap_mode="r")
+        a = load_npy(path, mmap_mode="r")
         if not mmap:
             a = np.array(a)
     except (ValueError, OSError) as e:

@@ -45,6 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from breadth.io.npy_lock import load_npy
+
 from .memory_plan import TIERS, TierChoice
 from .memory_plan import choose_tier as _choose_tier
 from .shuffle_tiers import ShuffleSpec, send_chunk
@@ -280,7 +282,7 @@ def _exchange_chunk(chunk, index: int, split: Callable, nowners: int, tier: str,
 
 def _load_piece(root: str, owner: int, chunk: int, _length: int) -> np.ndarray:
     path = os.path.join(root, f"owner-{owner}", f"chunk-{chunk}.npy")
-    return np.load(path, allow_pickle=True)  # written by _exchange_chunk of this run
+    return load_npy(path, allow_pickle=True)  # written by _exchange_chunk of this run
 
 
 def _reduce_files(root: str, owner: int, chunks: list[int], combine: Callable, args: tuple, *lengths: int):
