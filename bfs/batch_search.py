@@ -37,7 +37,8 @@ def bfs_batch(graph, roots, *, depth_limit: int | None = None, batch_size: int =
 
     Returns one :class:`~breadth.bfs.results.BFSResult` per root, in order (a repeated root is searched
     again).  ``depth_limit`` as in :func:`~breadth.bfs.search.bfs`.  CPU graphs run the Numba kernels;
-    GPU graphs the CuPy kernels of :mod:`breadth.bfs.batch_gpu` (not yet run on a GPU by the test suite).
+    GPU graphs the CuPy kernels of :mod:`breadth.bfs.batch_gpu` (``tests/test_gpu.py`` checks them against the
+    CPU's levels).
     Per (vertex, root) the ranks hold a parent and a level while the batch runs: ``12 * 64`` bytes per
     owned vertex (``16 * 64`` on GPUs).
 
