@@ -1,4 +1,5 @@
-"""cuDF edge lists on the GPU: id columns checked on the device and handed on as CuPy ``(k, 2)`` chunks.
+"""cuDF edge lists on the GPU: id columns checked on the device and handed on as CuPy ``(k, 2)`` chunks
+(integer ids) or two-column cuDF frames (string ids).
 
 The GPU twin of the host readers' id checks (:func:`breadth.pipeline.relabel.normalize_ids`): a missing,
 non-integral, out-of-range or negative id is one error naming the file or partition, column and row.
@@ -27,8 +28,8 @@ def device_edges(df, src: str, dst: str, where) -> tuple:
     The checks are reductions, so a clean chunk costs a few device round trips."""
     import cupy as cp
 
-    from .errors import IdRangeError, NegativeIdError, NonNumericIdError
     from .chunk_stats import ChunkStats
+    from .errors import IdRangeError, NegativeIdError, NonNumericIdError
 
     def bad_row(mask, c: str) -> tuple[int, str, dict]:
         i = int(cp.flatnonzero(mask)[0].get())

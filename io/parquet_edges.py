@@ -12,9 +12,9 @@ import importlib.util
 
 import numpy as np
 
+from .chunk_stats import ChunkStats
 from .errors import BadLineError, EmptyInputError, MissingColumnError, NonNumericIdError, UnknownFormatError
 from .paths import expand_paths
-from .chunk_stats import ChunkStats
 
 DEFAULT_PAIRS = (("src", "dst"), ("source", "target"), ("from", "to"), ("u", "v"))
 
@@ -162,8 +162,9 @@ def read_parquet(paths, *, src: str | None = None, dst: str | None = None, direc
                  relabel: bool = True, persist: bool = True, client=None, device: str = "cpu"):
     """Read Parquet edge lists into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids.
 
-    ``device="gpu"``: cuDF reads the files on the dask-cuda workers and the ids are relabeled on their
-    GPUs (integer ids); prepare the result with ``prepare(..., device="gpu")``.
+    ``device="gpu"``: cuDF reads the files on the dask-cuda workers and the ids (integers or strings) are
+    relabeled on their GPUs; without cuDF, pyarrow reads them and integer ids are relabeled on the GPUs.
+    Prepare the result with ``prepare(..., device="gpu")``.
 
     >>> from breadth.io import read_parquet
     >>> el = read_parquet("edges/", src="source", dst="target")     # doctest: +SKIP
