@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import dask
 import numpy as np
 
 from breadth.bfs.id_map import PartitionedIdMap, lookup_sorted, owner_of, unique_ids
@@ -117,8 +118,13 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
                    nowners: int | None = None, device: str = "cpu") -> tuple[list, PartitionedIdMap]:
     """Relabel raw chunks (futures of ``(edges, stats)``) to dense ids with hash owners.
 
-    Returns ``(dense, id_map)``: ``dense[c]`` is a future of chunk ``c``'s ``(rows[c], 2)`` int64 dense
-    edges (only chunks with rows), ``id_map`` the partitioned map back, its parts left on the workers.
+    Returns ``(dense, id_map)``: ``dense[c]`` is a ``dask.delayed`` of chunk ``c``'s ``(rows[c], 2)`` int64
+    dense edges (only chunks with rows) over futures of its codes and looked-up ids, ``id_map`` the
+    partitioned map back, its parts left on the workers.  The dense edges are made where they are used
+    -- the edge shuffle's send -- and dropped once sent: between relabeling and preparation a chunk
+    holds only its codes (8 bytes a tuple) and its raw ids are freed as soon as it is split, instead of
+    raw, codes and dense ids at once (40 bytes a tuple, which Dask spilled to disk by the tens of GB at
+    2^30 tuples).
     ``device="gpu"``: the steps run on the workers' GPUs (:mod:`breadth.pipeline.hash_relabel_gpu`;
     chunks NumPy or CuPy integers, or cuDF frames of strings), the dense chunks are CuPy arrays and the
     map's parts come to the host at the end.
@@ -142,8 +148,8 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     for c, s in enumerate(splits):
         looked = [client.submit(steps.lookup_piece, owners[p], int(offsets[p]), pieces[c][p], pure=False)
                   for p in range(P)]
-        dense.append(client.submit(steps.chunk_dense, s, *looked, pure=False))
-    del pieces, splits  # the dense chunks keep what they need alive
+        dense.append(dask.delayed(steps.chunk_dense, pure=False)(s, *looked))
+    del pieces, splits  # the dense chunks' graphs keep what they need alive
     if steps is not _CPU_STEPS:  # the map back lives in host memory, wherever it was built
         owners = [client.submit(steps.part_to_host, o, workers=[workers[p % len(workers)]],
                                 allow_other_workers=True, pure=False) for p, o in enumerate(owners)]
