@@ -11,10 +11,6 @@ def one(pool: str) -> dict:
     client = local_cuda_cluster(workers=1, **kw)
     g = prepare(kronecker(26, seed=1, device="gpu"), client, device="gpu")
 
-    def info(dask_worker):
-        s = dask_worker.data
-        return {k: type(v).__name__ for k, v in list(s.items())[:0]}
-
     shard = client.gather(g.shards)[0]
     meta = {"columns": str(shard.columns.dtype), "fields": sorted(k for k, v in vars(shard).items() if v is not None)}
     res = graph500(g, nroots=16, seed=2)
