@@ -94,7 +94,7 @@ def _gpu_memory() -> int:
 
 def cluster_memory(client, device: str = "cpu") -> ClusterMemory:
     """:class:`ClusterMemory` of ``client``'s workers, read from the scheduler (``memory_limit``,
-    ``nthreads``) and from the workers (their RSS now).  A worker without a limit (0 or None: Dask never
+    ``nthreads``) and from the workers (their RSS now; the last heartbeat's when one does not answer).  A worker without a limit (0 or None: Dask never
     ends it) counts as its host's memory divided among the workers on that host."""
     from .cluster import workers_info
 
@@ -113,7 +113,13 @@ def cluster_memory(client, device: str = "cpu") -> ClusterMemory:
     device_memory = None
     if device == "gpu":  # imported on the workers only: the client may have no GPU
         device_memory = min(client.run(_gpu_memory).values())
-    resident = max(client.run(_rss).values(), default=None)
+    try:
+        resident = max(client.run(_rss).values(), default=None)
+    except (OSError, TimeoutError):
+        # a worker too busy to answer (one that spilled tens of GB at 2^30 tuples did not within Dask's
+        # connect timeout): the RSS its last heartbeat told the scheduler, a second old at most
+        beats = [w.get("metrics", {}).get("memory") for w in workers_info(client).values()]
+        resident = max((b for b in beats if b is not None), default=None)
     return ClusterMemory(min(limits.values()), len(info), max(int(w.get("nthreads", 1)) for w in info.values()),
                          resident, device_memory)
 

@@ -6,7 +6,9 @@ file (sha256 in the manifests).
 The inputs: 4 M random tuples on 2**20 vertices (64 MB of int64 tuples, 128 MB of adjacency entries;
 the memory tier needs 28 B per entry, 112 MB per owner).  SNAP text: small int ids, the table relabel;
 Parquet: scrambled 64-bit ids, the hash-owner relabel, whose own peak (measured 427-454 MiB per worker for
-this file, row groups of 2**19 tuples) sets the Parquet limit higher than the text's.
+this file, row groups of 2**19 tuples) sets the Parquet limit higher than the text's: after it the workers'
+RSS stays near 450 MB (freed pages the allocator keeps), which the plan counts, so 480MB left the shuffle
+too little on a busy CI machine; 560MB still cannot take the memory tier.
 """
 
 import json
@@ -58,7 +60,7 @@ def _files(store) -> dict:
     return out
 
 
-@pytest.mark.parametrize("fmt,limit", [("snap", "350MB"), ("parquet", "480MB")])
+@pytest.mark.parametrize("fmt,limit", [("snap", "350MB"), ("parquet", "560MB")])
 def test_ingest_under_a_limit_matches_the_unlimited_store(inputs, tmp_path, fmt, limit):
     path = inputs[fmt]
     free = _run("ingest", path, "--workers", 2, "--out", tmp_path / "free.store")
