@@ -25,8 +25,13 @@ def cpu_backend() -> SimpleNamespace:
         top_down_step=partial(top_down.top_down_step, workspace={}), claim_remote=top_down.claim_remote,
         degree_sum=top_down.degree_sum, bottom_up_step=bottom_up.bottom_up_step,
         queue_to_bits=frontier.queue_to_bits, bits_to_queue=frontier.bits_to_queue,
-        pairs_by_owner=frontier.pairs_by_owner, to_host=np.asarray,
+        pairs_by_owner=frontier.pairs_by_owner, to_host=np.asarray, mark_visited=_visited_is_parent,
     )
+
+
+def _visited_is_parent(local_ids) -> None:
+    """The CPU backend's ``mark_visited``: nothing to do, its kernels read "visited" from the parent array,
+    which the engine sets for every source (the GPU backend keeps a bitmap of its own)."""
 
 
 def get_backend(name: str = "cpu") -> SimpleNamespace:

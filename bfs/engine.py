@@ -159,8 +159,8 @@ class Engine:
         start = getattr(b, "start_search", None)
         if start is not None:  # backend hook: one fused device pass, which also resets the backend's own state
             start(self.parent, self.level, int(mine[0]) if roots.size == 1 and mine.size else -1)
-            if roots.size > 1 and mine.size and hasattr(b, "mark_visited"):
-                b.mark_visited(mine)  # the device's visited bitmap learns every source, not one root
+            if roots.size > 1 and mine.size:
+                b.mark_visited(mine)  # a visited bitmap the backend keeps learns every source, not one root
         else:
             self.parent.fill(-1)
             self.level.fill(-1)

@@ -65,7 +65,7 @@ def sort_by_batch_xp(entries, lo: int, batch_rows: int, nbatches: int, dtype, xp
 
 def to_numpy(a) -> np.ndarray:
     """A host NumPy array of ``a`` (a CuPy array is copied to the host)."""
-    return a.get() if hasattr(a, "get") else np.asarray(a)
+    return a.get() if type(a).__module__.partition(".")[0] == "cupy" else np.asarray(a)
 
 
 class Backend(NamedTuple):
