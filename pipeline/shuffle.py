@@ -22,7 +22,8 @@ The id shuffle of relabeling has the same shape with whole 1-D pieces instead of
 :func:`exchange` runs a user function per chunk that cuts its ids into per-owner pieces, stores them in
 the tier, and returns an :class:`OwnerPieces` whose :meth:`~OwnerPieces.reduce` merges owner ``p``'s
 pieces in a tree on ``p``'s worker and whose :meth:`~OwnerPieces.piece` gives chunk ``c``'s piece for
-``p`` back (for lookups).
+``p`` back (for lookups).  :mod:`breadth.pipeline.hash_relabel` does not use it yet: its pieces wait as
+Dask task outputs, which Dask spills past the memory limit.
 
 >>> from breadth.pipeline.shuffle import choose_tier
 >>> choice = choose_tier(client, num_vertices=1 << 16, num_tuples=1 << 20, nparts=2)   # doctest: +SKIP
