@@ -88,13 +88,43 @@ def read_row_group_to_device(path: str, rg: int, src: str, dst: str):
     return cp.asarray(edges), stats
 
 
+def _row_group_meta(path: str, pf, rg: int, src: str, dst: str) -> tuple | None:
+    """What :func:`breadth.pipeline.relabel.edge_list_from_parts` learns from a chunk, read from the file's
+    metadata instead of its data: ``(rows, stats, kind, lo, hi, on_device)``; ``None`` where the metadata
+    cannot say (no min/max statistics, unsigned or dictionary columns: the chunk is then read to learn it)."""
+    import pyarrow as pa
+
+    md = pf.metadata.row_group(rg)
+    kinds, lo, hi = set(), [], []
+    for c in (src, dst):
+        t = pf.schema_arrow.field(c).type
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            kinds.add("str")
+            continue
+        if not pa.types.is_signed_integer(t):
+            return None
+        st = md.column(pf.schema_arrow.get_field_index(c)).statistics
+        if st is None or not st.has_min_max or st.null_count:
+            return None
+        kinds.add("int")
+        lo.append(int(st.min))
+        hi.append(int(st.max))
+    if len(kinds) != 1 or (lo and min(lo) < 0):
+        return None  # mixed or negative ids: reading the chunk reports them with their row
+    rows = md.num_rows
+    if kinds == {"str"}:
+        return rows, ChunkStats(edges=rows), "str", None, None, False
+    return rows, ChunkStats(edges=rows), "int", min(lo), max(hi), False
+
+
 def parquet_parts(paths, *, src: str | None = None, dst: str | None = None, device: str = "cpu",
-                  chunk_rows: int = GPU_CHUNK_ROWS) -> list:
+                  chunk_rows: int = GPU_CHUNK_ROWS, meta: list | None = None) -> list:
     """Delayed raw chunks (see :func:`read_parquet`): on the CPU one per row group of every file; on
     the GPU (``device="gpu"``, read by cuDF on the dask-cuda workers, ids kept in device memory)
     about ``chunk_rows`` rows of row groups in file order, several files in one read where they are
     small, since a GPU task on a row group of a million rows takes less time than Dask's scheduling
-    of it."""
+    of it.  ``meta``: a list that receives each CPU chunk's :func:`_row_group_meta` (``None`` entries
+    where the metadata cannot tell), so that relabeling need not read every chunk before splitting any."""
     import dask
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -124,6 +154,8 @@ def parquet_parts(paths, *, src: str | None = None, dst: str | None = None, devi
         for rg in range(pf.metadata.num_row_groups):
             if pf.metadata.row_group(rg).num_rows:
                 out.append(dask.delayed(read, pure=True)(path, rg, s, d))
+                if meta is not None:
+                    meta.append(_row_group_meta(path, pf, rg, s, d) if read is read_row_group else None)
     if gpu_groups:
         out += _gpu_chunks(gpu_groups, *gpu_cols, chunk_rows)
     if not out:
@@ -172,6 +204,8 @@ def read_parquet(paths, *, src: str | None = None, dst: str | None = None, direc
     from breadth.pipeline.relabel import edge_list_from_parts
 
     files = expand_paths(paths, suffixes=(".parquet", ".pq", ".parq"))
-    return edge_list_from_parts(parquet_parts(files, src=src, dst=dst, device=device), client, directed=directed,
-                                relabel=relabel, persist=persist,
-                                source={"kind": "parquet", "path": ",".join(files)})
+    meta: list = []
+    parts = parquet_parts(files, src=src, dst=dst, device=device, meta=meta)
+    known = meta if len(meta) == len(parts) and all(m is not None for m in meta) else None
+    return edge_list_from_parts(parts, client, directed=directed, relabel=relabel, persist=persist,
+                                source={"kind": "parquet", "path": ",".join(files)}, meta=known)

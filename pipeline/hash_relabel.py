@@ -116,7 +116,7 @@ def _piece(split: tuple, p: int) -> np.ndarray:
 
 def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[str], *,
                    nowners: int | None = None, device: str = "cpu") -> tuple[list, PartitionedIdMap]:
-    """Relabel raw chunks (futures of ``(edges, stats)``) to dense ids with hash owners.
+    """Relabel raw chunks (futures or delayed objects of ``(edges, stats)``) to dense ids with hash owners.
 
     Returns ``(dense, id_map)``: ``dense[c]`` is a ``dask.delayed`` of chunk ``c``'s ``(rows[c], 2)`` int64
     dense edges (only chunks with rows) over futures of its codes and looked-up ids, ``id_map`` the
@@ -137,7 +137,9 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     dtype = np.dtype(dtype)
     steps = _steps(device, dtype)
     chunks = [p for p, r in zip(parts, rows) if r]
-    splits = [client.submit(_split_part, steps.chunk_split, p, P, dtype, pure=False) for p in chunks]
+    # one graph of reads (delayed) or read chunks (futures) and their splits: Dask splits a chunk as soon
+    # as it is read, and a read chunk nothing else holds is freed once split
+    splits = client.compute([dask.delayed(_split_part, pure=False)(steps.chunk_split, p, P, dtype) for p in chunks])
     pieces = [[client.submit(_piece, s, p, pure=False) for p in range(P)] for s in splits]
     owners = [_owner_tree(client, steps, dtype, [pieces[c][p] for c in range(len(splits))],
                           workers[p % len(workers)]) for p in range(P)]

@@ -188,7 +188,7 @@ def _fast_span(meta: list[tuple]) -> int:
 
 def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, source: dict | None = None,
                          relabel: bool = True, persist: bool = True, chunk_rows: list[int] | None = None,
-                         hashed: bool | None = None) -> EdgeList:
+                         hashed: bool | None = None, meta: list[tuple] | None = None) -> EdgeList:
     """Turn raw ``(edges, ChunkStats)`` delayed chunks into an :class:`EdgeList` of dense ids.
 
     Sparse ids (int64 over a wide span, uint64, strings) are relabeled by hash owners
@@ -200,6 +200,9 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
     ``persist`` keeps the parsed chunks in the workers' memory (Dask spills them under pressure) so
     the files are parsed once; without it each chunk is parsed again when the graph is prepared.
     ``source["bad_lines"]``/``["skipped_lines"]`` report lines skipped by ``on_bad_lines``.
+    ``meta``: each chunk's ``(rows, stats, kind, lo, hi, on_device)`` when the reader knows them without
+    reading it (Parquet metadata): hash relabeling then splits each chunk as soon as it is read, and its raw
+    ids are freed once split, instead of every chunk being read (and held) before any split.
 
     >>> el = edge_list_from_parts(read_snap_parts("g.txt"), client)   # doctest: +SKIP
     """
@@ -215,13 +218,15 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
 
     client = client or default_client()
     source = dict(source or {})
-    if persist:
+    streamed = meta is not None
+    if persist and not streamed:
         parts = client.compute(parts)  # futures of (edges, stats)
     else:
         parts = [dask.delayed(p) if not hasattr(p, "dask") else p for p in parts]
-    submit = (lambda f, *a: client.submit(f, *a, pure=False)) if persist else \
+    submit = (lambda f, *a: client.submit(f, *a, pure=False)) if persist and not streamed else \
         (lambda f, *a: client.compute(dask.delayed(f, pure=True)(*a)))
-    meta = client.gather([submit(_chunk_meta, p) for p in parts])
+    if not streamed:
+        meta = client.gather([submit(_chunk_meta, p) for p in parts])
     rows = [m[0] for m in meta]
     stats = [m[1] for m in meta]
     total = int(sum(rows))
@@ -243,13 +248,15 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
         n = max(m[4] for m in meta if m[4] is not None) + 1
         out_map = None
     elif (hashed is None and not _fast_span(meta)) or hashed or device == "gpu":
-        if not persist:  # the hashed path reads each chunk twice (split, densify): parse it once here
-            parts = client.compute(parts)
+        # the hashed path reads each chunk once, in its split (raw ids are freed as soon as it is split)
         dense, out_map = relabel_hashed(client, parts, rows, dtype, worker_addresses(client), device=device)
         blocks = [da.from_delayed(f, shape=(r, 2), dtype=np.int64) for f, r in zip(dense, [r for r in rows if r])]
         n = out_map.size
         source["relabel"] = "hash" if device == "cpu" else "hash_gpu"
     else:
+        if streamed and persist:  # the table path reads each chunk twice (ids, densify): parse it once
+            parts = client.compute(parts)
+            submit = lambda f, *a: client.submit(f, *a, pure=False)  # noqa: E731
         level = [submit(_chunk_unique, p) for p in parts]
         uniq = [client.submit(operator.getitem, u, 0, pure=False) for u in level]
         while len(uniq) > 1:

@@ -271,3 +271,28 @@ def test_factorize_is_pandas_factorize(kind):
     np.testing.assert_array_equal(codes, want_codes)
     np.testing.assert_array_equal(uniq, want_uniq)
     assert uniq.dtype == a.dtype and codes.dtype == np.int32
+
+
+def test_parquet_metadata_tells_what_reading_tells(tmp_path):
+    """Row-group statistics give relabeling each chunk's rows, id kind and range without reading it (so
+    chunks are split as they are read); where they cannot (unsigned ids), the chunk is read instead."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from breadth.io.parquet_edges import _row_group_meta, read_row_group
+    from breadth.pipeline.relabel import _chunk_meta
+
+    rng = np.random.default_rng(3)
+    e = rng.integers(0, 1 << 62, size=(10_000, 2))
+    pq.write_table(pa.table({"src": e[:, 0], "dst": e[:, 1]}), tmp_path / "i.parquet", row_group_size=3000)
+    pq.write_table(pa.table({"src": [str(x) for x in e[:50, 0]], "dst": [str(x) for x in e[:50, 1]]}),
+                   tmp_path / "s.parquet")
+    pq.write_table(pa.table({"src": e[:50, 0].astype(np.uint64), "dst": e[:50, 1].astype(np.uint64)}),
+                   tmp_path / "u.parquet")
+    for name in ("i", "s"):
+        pf = pq.ParquetFile(tmp_path / f"{name}.parquet")
+        for rg in range(pf.metadata.num_row_groups):
+            got = _row_group_meta(str(tmp_path / f"{name}.parquet"), pf, rg, "src", "dst")
+            want = _chunk_meta(read_row_group(str(tmp_path / f"{name}.parquet"), rg, "src", "dst"))
+            assert got[0] == want[0] and got[2:] == want[2:], (name, rg)
+    assert _row_group_meta("u", pq.ParquetFile(tmp_path / "u.parquet"), 0, "src", "dst") is None
