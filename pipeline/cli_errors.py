@@ -46,6 +46,9 @@ def one_line(exc: BaseException) -> str:
         return (f"a worker died while running a task ({text.splitlines()[0] if text else 'KilledWorker'}); "
                 "the most common cause is a memory limit too small for the chunk size (see --memory-limit)")
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    if isinstance(exc, TimeoutError) and not first:  # a bare one from Dask's comms: a worker did not answer
+        return ("a worker did not answer within Dask's timeout (busy spilling, swapping or stuck); raise "
+                "--memory-limit, or rerun with --verbose to see where")
     if not first:
         return type(exc).__name__
     if isinstance(exc, (OSError, ValueError, RuntimeError, CommandError, UsageError)) or "error" in first.lower():

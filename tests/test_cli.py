@@ -35,3 +35,13 @@ def test_bench_end_to_end(tmp_path):
     assert data["valid"] and len(data["roots"]) == 8
     assert data["statistics"]["teps"]["harmonic_mean"] > 0
     assert not (tmp_path / "r.json.tmp").exists()
+
+
+def test_a_bare_timeout_is_explained():
+    """Dask's comms raise TimeoutError() without a message when a worker does not answer: the one line says
+    what that means instead of printing "TimeoutError" alone (as a 2^30 ingest under a limit once did)."""
+    from breadth.pipeline.cli_errors import one_line
+
+    line = one_line(TimeoutError())
+    assert "did not answer" in line and "--memory-limit" in line
+    assert one_line(TimeoutError("connect to tcp://x timed out")) == "connect to tcp://x timed out"
