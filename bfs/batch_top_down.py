@@ -29,6 +29,7 @@ import numba
 import numpy as np
 
 from .bit_ops import ctz, fetch_or
+from .top_down import edge_chunks, gather_chunks
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
@@ -74,16 +75,6 @@ def _expand(offsets, cols, lo, nloc, queue, frontier, seen, nxt, parent, level, 
         cnt_r[c] = kr
 
 
-@numba.njit(nogil=True, cache=True)
-def _gather(buf, pre, bounds, cnt, out):
-    k = 0
-    for c in range(bounds.size - 1):
-        base = pre[bounds[c]]
-        for j in range(cnt[c]):
-            out[k] = buf[base + j]
-            k += 1
-
-
 def top_down_step(offsets, cols, lo: int, queue: np.ndarray, frontier: np.ndarray, seen: np.ndarray,
                   nxt: np.ndarray, parent: np.ndarray, level: np.ndarray, depth: int, sent: np.ndarray,
                   nchunks: int) -> np.ndarray:
@@ -98,14 +89,7 @@ def top_down_step(offsets, cols, lo: int, queue: np.ndarray, frontier: np.ndarra
     >>> trip = top_down_step(off, cols, 0, q, fr, seen, nxt, par, lev, 1, sent, 16)   # doctest: +SKIP
     """
     nloc = frontier.size
-    deg = offsets[queue + 1] - offsets[queue]
-    pre = np.zeros(queue.size + 1, np.int64)
-    np.cumsum(deg, out=pre[1:])
-    total = int(pre[-1])
-    nchunks = max(1, min(nchunks, queue.size))
-    bounds = np.searchsorted(pre, np.linspace(0, total, nchunks + 1)).astype(np.int64)
-    bounds[0], bounds[-1] = 0, queue.size
-    bounds = np.unique(bounds)
+    pre, bounds, total = edge_chunks(offsets, queue, nchunks)
     remote = total if sent.size else 0  # one rank owns everything: nothing is remote
     rv = np.empty(remote, np.uint64)
     rp = np.empty(remote, np.uint64)
@@ -116,9 +100,9 @@ def top_down_step(offsets, cols, lo: int, queue: np.ndarray, frontier: np.ndarra
     nr = int(cnt_r.sum())
     out = np.empty((nr, 3), np.uint64)
     if nr:
-        _gather(rv, pre, bounds, cnt_r, out[:, 0])
-        _gather(rp, pre, bounds, cnt_r, out[:, 1])
-        _gather(rb, pre, bounds, cnt_r, out[:, 2])
+        gather_chunks(rv, pre, bounds, cnt_r, out[:, 0])
+        gather_chunks(rp, pre, bounds, cnt_r, out[:, 1])
+        gather_chunks(rb, pre, bounds, cnt_r, out[:, 2])
     return out.view(np.int64)
 
 

@@ -84,8 +84,23 @@ def _expand(offsets, cols, lo, hi, queue, parent, level, depth, sent, bounds, pr
         cnt_r[c] = kr
 
 
+def edge_chunks(offsets, queue: np.ndarray, nchunks: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Cut a frontier's edges into about ``nchunks`` equal chunks for the threads: ``(pre, bounds, total)``
+    with ``pre`` ``(len(queue)+1,)`` the prefix of the queue's degrees, ``bounds`` the first queue index of
+    each chunk (and the end), ``total`` the number of edges."""
+    deg = offsets[queue + 1] - offsets[queue]
+    pre = np.zeros(queue.size + 1, np.int64)
+    np.cumsum(deg, out=pre[1:])
+    total = int(pre[-1])
+    nchunks = max(1, min(nchunks, queue.size))
+    bounds = np.searchsorted(pre, np.linspace(0, total, nchunks + 1)).astype(np.int64)
+    bounds[0], bounds[-1] = 0, queue.size
+    return pre, np.unique(bounds), total
+
+
 @numba.njit(nogil=True, cache=True)
-def _gather(buf, pre, bounds, cnt, out):
+def gather_chunks(buf, pre, bounds, cnt, out):
+    """Concatenate into ``out`` the first ``cnt[c]`` items each chunk ``c`` wrote at ``buf[pre[bounds[c]]:]``."""
     k = 0
     for c in range(bounds.size - 1):
         base = pre[bounds[c]]
@@ -102,14 +117,7 @@ def top_down_step(offsets, cols, lo: int, hi: int, queue: np.ndarray, parent: np
     newly claimed local ids, remote vertices (global ids) reached with their parents (global ids), and the
     number of edges examined.
     """
-    deg = offsets[queue + 1] - offsets[queue]
-    pre = np.zeros(queue.size + 1, np.int64)
-    np.cumsum(deg, out=pre[1:])
-    total = int(pre[-1])
-    nchunks = max(1, min(nchunks, queue.size))
-    bounds = np.searchsorted(pre, np.linspace(0, total, nchunks + 1)).astype(np.int64)
-    bounds[0], bounds[-1] = 0, queue.size
-    bounds = np.unique(bounds)
+    pre, bounds, total = edge_chunks(offsets, queue, nchunks)
     nxt = _buffer(workspace, "next", total)
     rv = _buffer(workspace, "remote_v", total if sent.size else 0)  # one rank owns everything: nothing is remote
     rp = _buffer(workspace, "remote_p", rv.size)
@@ -117,13 +125,13 @@ def top_down_step(offsets, cols, lo: int, hi: int, queue: np.ndarray, parent: np
     cnt_r = np.zeros(bounds.size - 1, np.int64)
     _expand(offsets, cols, lo, hi, queue, parent, level, depth, sent, bounds, pre, nxt, rv, rp, cnt_l, cnt_r)
     out = np.empty(int(cnt_l.sum()), np.int64)
-    _gather(nxt, pre, bounds, cnt_l, out)
+    gather_chunks(nxt, pre, bounds, cnt_l, out)
     nr = int(cnt_r.sum())
     out_v = np.empty(nr, np.int64)
     out_p = np.empty(nr, np.int64)
     if nr:
-        _gather(rv, pre, bounds, cnt_r, out_v)
-        _gather(rp, pre, bounds, cnt_r, out_p)
+        gather_chunks(rv, pre, bounds, cnt_r, out_v)
+        gather_chunks(rp, pre, bounds, cnt_r, out_p)
     return out, out_v, out_p, total
 
 

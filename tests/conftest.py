@@ -97,3 +97,18 @@ def assert_bfs_parents(edges: np.ndarray, n: int, level: np.ndarray, parent: np.
         a = a + a.T
     if v.size:
         assert (np.asarray(a[p, v]).ravel() > 0).all(), "a parent that is not an in-neighbour"
+
+
+def one_shard(edges: np.ndarray, n: int, directed: bool):
+    """The single rank's shard of ``(m, 2)`` edges on ``n`` vertices, built as preparation builds it."""
+    from breadth.bfs.shard import block_size
+    from breadth.pipeline.build_csr import build_shard
+    from breadth.pipeline.partition import split_by_owner
+
+    return build_shard(0, 1, n, split_by_owner(edges, n, block_size(n, 1), 1, directed), directed)
+
+
+def roots_with_edges(edges: np.ndarray, n: int, k: int, seed: int = 0) -> np.ndarray:
+    """``k`` distinct random vertices that have an edge other than a self-loop."""
+    deg = np.bincount(edges[edges[:, 0] != edges[:, 1]].ravel(), minlength=n)
+    return np.random.default_rng(seed).choice(np.flatnonzero(deg), k, replace=False)

@@ -12,12 +12,9 @@ import pytest
 from breadth.bfs import BatchEngine, bfs_batch
 from breadth.bfs.batch_search import batches
 from breadth.bfs.results import write_results_dataset
-from breadth.bfs.shard import block_size
 from breadth.pipeline import from_dask_array, kronecker, prepare
-from breadth.pipeline.build_csr import build_shard
-from breadth.pipeline.partition import split_by_owner
 
-from conftest import assert_bfs_parents, scipy_levels
+from conftest import assert_bfs_parents, one_shard, roots_with_edges, scipy_levels
 
 SCALE = 11
 N = 1 << SCALE
@@ -28,22 +25,12 @@ def edges():
     return kronecker(SCALE, seed=33).edges.compute(scheduler="sync")
 
 
-def _shard(edges, directed):
-    return build_shard(0, 1, N, split_by_owner(edges, N, block_size(N, 1), 1, directed), directed)
-
-
-def _roots(edges, k, seed=0):
-    deg = np.bincount(edges[edges[:, 0] != edges[:, 1]].ravel(), minlength=N)
-    nz = np.flatnonzero(deg)
-    return np.random.default_rng(seed).choice(nz, k, replace=False)
-
-
 @pytest.mark.parametrize("directed", [False, True])
 @pytest.mark.parametrize("alpha,beta,dirs", [(15.0, 18.0, None), (0.0, 18.0, {"td"}), (1e9, 1e9, {"bu"})])
 @pytest.mark.parametrize("k", [1, 7, 64])
 def test_batch_engine_levels_equal_scipy(edges, directed, alpha, beta, dirs, k):
-    eng = BatchEngine(_shard(edges, directed), alpha=alpha, beta=beta)
-    roots = _roots(edges, k, seed=k)
+    eng = BatchEngine(one_shard(edges, N, directed), alpha=alpha, beta=beta)
+    roots = roots_with_edges(edges, N, k, seed=k)
     recs = eng.search(roots)
     for i, r in enumerate(roots):
         parent, level = eng.result(i)
@@ -59,9 +46,9 @@ def test_batch_engine_uses_both_directions_and_repeated_roots(edges):
     with the same levels; an isolated root reaches only itself."""
     deg = np.bincount(edges[edges[:, 0] != edges[:, 1]].ravel(), minlength=N)
     iso = int(np.flatnonzero(deg == 0)[0])
-    some = _roots(edges, 30, seed=3)
+    some = roots_with_edges(edges, N, 30, seed=3)
     roots = np.concatenate([some, some[:1], [iso]])
-    eng = BatchEngine(_shard(edges, False))
+    eng = BatchEngine(one_shard(edges, N, False))
     recs = eng.search(roots)
     assert [x.direction for x in recs][0] == "td" and "bu" in {x.direction for x in recs}
     np.testing.assert_array_equal(eng.result(0)[1], eng.result(30)[1])
@@ -71,8 +58,8 @@ def test_batch_engine_uses_both_directions_and_repeated_roots(edges):
 
 @pytest.mark.parametrize("limit", [0, 1, 3])
 def test_batch_engine_depth_limit(edges, limit):
-    roots = _roots(edges, 7, seed=limit)
-    eng = BatchEngine(_shard(edges, True))
+    roots = roots_with_edges(edges, N, 7, seed=limit)
+    eng = BatchEngine(one_shard(edges, N, True))
     eng.search(roots, depth_limit=limit)
     for i, r in enumerate(roots):
         want = scipy_levels(edges, N, int(r), True)
@@ -81,7 +68,7 @@ def test_batch_engine_depth_limit(edges, limit):
 
 
 def test_batch_engine_refuses_bad_batches(edges):
-    eng = BatchEngine(_shard(edges, False))
+    eng = BatchEngine(one_shard(edges, N, False))
     with pytest.raises(ValueError, match="1 to 64"):
         eng.search(np.arange(65))
     with pytest.raises(ValueError, match="1 to 64"):
@@ -115,7 +102,7 @@ def test_bfs_batch_on_ranks_equals_scipy(cluster, edges, directed, nparts, tmp_p
     g = prepare(from_dask_array(edges, N, directed=directed), cluster, nparts=nparts)
     try:
         # 70 roots: one batch of 64 and one of 6; a small batch_size splits them further
-        roots = _roots(edges, 70, seed=nparts).tolist()
+        roots = roots_with_edges(edges, N, 70, seed=nparts).tolist()
         res = bfs_batch(g, roots)
         assert [r.root for r in res] == roots
         for r in res[::9] + [res[-1]]:

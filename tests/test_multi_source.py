@@ -7,12 +7,9 @@ import numpy as np
 import pytest
 
 from breadth.bfs import Engine, bfs
-from breadth.bfs.shard import block_size
 from breadth.pipeline import from_dask_array, kronecker, prepare
-from breadth.pipeline.build_csr import build_shard
-from breadth.pipeline.partition import split_by_owner
 
-from conftest import assert_bfs_parents, scipy_levels, scipy_multi_levels
+from conftest import assert_bfs_parents, one_shard, roots_with_edges, scipy_levels, scipy_multi_levels
 
 SCALE = 11
 N = 1 << SCALE
@@ -23,23 +20,18 @@ def edges():
     return kronecker(SCALE, seed=21).edges.compute(scheduler="sync")
 
 
-def _shard(edges, directed):
-    return build_shard(0, 1, N, split_by_owner(edges, N, block_size(N, 1), 1, directed), directed)
-
-
 def _sources(edges, k, seed=0):
     deg = np.bincount(edges[edges[:, 0] != edges[:, 1]].ravel(), minlength=N)
-    nz = np.flatnonzero(deg)
     # one isolated vertex among the sources when there is one: it is reached (by itself) and reaches nothing
     iso = np.flatnonzero(deg == 0)[:1]
-    return np.concatenate([np.random.default_rng(seed).choice(nz, k, replace=False), iso])
+    return np.concatenate([roots_with_edges(edges, N, k, seed), iso])
 
 
 @pytest.mark.parametrize("directed", [False, True])
 @pytest.mark.parametrize("alpha,beta", [(15.0, 18.0), (0.0, 18.0), (1e9, 1e9)])  # mixed, top-down, bottom-up
 @pytest.mark.parametrize("k", [1, 5, 40])
 def test_engine_several_sources_equal_super_source(edges, directed, alpha, beta, k):
-    shard = _shard(edges, directed)
+    shard = one_shard(edges, N, directed)
     eng = Engine(shard, alpha=alpha, beta=beta)
     src = _sources(edges, k, seed=k)
     recs = eng.search(src)
@@ -56,7 +48,7 @@ def test_engine_several_sources_equal_super_source(edges, directed, alpha, beta,
 @pytest.mark.parametrize("directed", [False, True])
 @pytest.mark.parametrize("limit", [0, 1, 2, 3])
 def test_engine_depth_limit(edges, directed, limit):
-    shard = _shard(edges, directed)
+    shard = one_shard(edges, N, directed)
     src = _sources(edges, 3, seed=7)
     eng = Engine(shard)
     recs = eng.search(src, depth_limit=limit)
@@ -73,7 +65,7 @@ def test_engine_depth_limit(edges, directed, limit):
 
 
 def test_engine_refuses_bad_arguments(edges):
-    eng = Engine(_shard(edges, False))
+    eng = Engine(one_shard(edges, N, False))
     with pytest.raises(ValueError, match="depth_limit"):
         eng.search(0, depth_limit=-1)
     with pytest.raises(ValueError, match="outside"):
