@@ -11,28 +11,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import write_json  # noqa: E402
-
-
-def versions() -> dict:
-    import dask
-    import distributed
-    import numba
-
-    return {"python": sys.version.split()[0], "numpy": np.__version__, "numba": numba.__version__,
-            "dask": dask.__version__, "distributed": distributed.__version__}
-
-
-def machine() -> dict:
-    return {"platform": platform.platform(), "cpus": os.cpu_count(), "processor": platform.machine(),
-            "loadavg_start": os.getloadavg()}
+from results_file import machine, versions, write_json  # noqa: E402
 
 
 def run_scale(client, scale: int, roots: int, seed: int) -> dict:

@@ -36,7 +36,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_webcrawl import hashed_ids  # noqa: E402
-from results_file import write_json  # noqa: E402
+from results_file import versions, write_json  # noqa: E402
 
 
 def _url(col):
@@ -249,7 +249,7 @@ def main() -> None:
     if "breadth" in summary and "peer" in summary:
         summary["breadth_over_peer_time"] = summary["breadth"]["seconds"]["median"] / summary["peer"]["seconds"]["median"]
     doc = {"benchmark": "ingest_gpu", "machine": platform.node(), "python": platform.python_version(),
-           "gpu": _gpu_name(), "versions": _versions(), "input": a.input, "repeat": a.repeat,
+           "gpu": _gpu_name(), "versions": versions("cupy", "cudf", "dask_cuda"), "input": a.input, "repeat": a.repeat,
            "summary": summary, "runs": runs}
     print(json.dumps(summary, indent=1))
     if a.json:
@@ -263,16 +263,6 @@ def _gpu_name() -> str:
         return cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     except Exception as e:  # noqa: BLE001 - recorded, not fatal
         return f"unknown ({e})"
-
-
-def _versions() -> dict:
-    out = {}
-    for m in ("numpy", "cupy", "cudf", "dask", "distributed", "dask_cuda"):
-        try:
-            out[m] = __import__(m).__version__
-        except Exception:  # noqa: BLE001
-            out[m] = None
-    return out
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import time
 import psutil
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import write_json  # noqa: E402
+from results_file import versions, write_json  # noqa: E402
 
 MiB = 1 << 20
 STEPS = (1.0, 1.05, 1.1, 1.2, 1.35, 1.5, 2.0)
@@ -109,16 +109,6 @@ def idle_worker_rss(import_cli: bool) -> list[int]:
             f.write(IDLE.format(imports=imports))
         out = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=120).stdout
     return [int(x) for x in out.split()]
-
-
-def versions() -> dict:
-    import dask
-    import distributed
-    import numba
-    import numpy
-
-    return {"python": platform.python_version(), "numpy": numpy.__version__, "numba": numba.__version__,
-            "dask": dask.__version__, "distributed": distributed.__version__}
 
 
 def main() -> None:

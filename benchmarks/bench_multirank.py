@@ -15,35 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import write_json  # noqa: E402
-
-
-def versions() -> dict:
-    import dask
-    import distributed
-    import numba
-
-    v = {"python": sys.version.split()[0], "numpy": np.__version__, "numba": numba.__version__,
-         "dask": dask.__version__, "distributed": distributed.__version__}
-    try:
-        import ucxx
-
-        v["ucxx"] = ucxx.__version__
-    except Exception:
-        pass
-    return v
-
-
-def machine() -> dict:
-    return {"platform": platform.platform(), "cpus": os.cpu_count(), "processor": platform.machine(),
-            "loadavg_start": os.getloadavg()}
+from results_file import machine, versions, write_json  # noqa: E402
 
 
 def _bench_rank(engine, setup_s, roots, nvalidate):
@@ -141,7 +119,7 @@ def main() -> None:
     ap.add_argument("--json", default="benchmarks/results/multirank_cpu.json")
     args = ap.parse_args()
     out = {"benchmark": "multirank_bfs_cpu", "teps_convention": "Graph500 (input tuples in component / time)",
-           "machine": machine(), "versions": versions(), "args": vars(args), "runs": []}
+           "machine": machine(), "versions": versions("ucxx"), "args": vars(args), "runs": []}
     print(f"{'scale':>5} {'ranks':>5} {'GTEPS(hm)':>10} {'median ms':>10} {'local ms':>9} {'exch ms':>8} "
           f"{'exch %':>6} {'MB sent':>8} {'valid':>5}  load", flush=True)
     for s in args.scales:
