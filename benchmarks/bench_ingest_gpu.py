@@ -35,6 +35,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_ingest_sparse import breadth_command  # noqa: E402
 from make_webcrawl import hashed_ids  # noqa: E402
 from results_file import versions, write_json  # noqa: E402
 
@@ -167,12 +168,6 @@ def _by_prefix(records: list[dict]) -> dict:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
-def _breadth_command() -> str:
-    """The ``breadth`` console script of this interpreter's environment (an unactivated venv's too)."""
-    here = os.path.join(os.path.dirname(sys.executable), "breadth")
-    return here if os.path.exists(here) else "breadth"
-
-
 def _timeline(records: list[dict], wall0: float) -> list:
     """``[name, action, start, stop]`` of every task action, in seconds after ``wall0``, by start."""
     from dask.utils import key_split
@@ -186,7 +181,7 @@ def run_cli(inp: str) -> dict:
     store = tempfile.mkdtemp(prefix="bench-store-")
     try:
         t0 = time.perf_counter()
-        r = subprocess.run([_breadth_command(), "ingest", inp, "--device", "gpu", "--out", os.path.join(store, "s")],
+        r = subprocess.run([breadth_command(), "ingest", inp, "--device", "gpu", "--out", os.path.join(store, "s")],
                            capture_output=True, text=True)
         wall = time.perf_counter() - t0
         if r.returncode:

@@ -113,7 +113,7 @@ def run_peer(inp: str) -> dict:
             "rss_peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
 
 
-def _breadth_command() -> str:
+def breadth_command() -> str:
     """The ``breadth`` console script of this interpreter's environment (an unactivated venv's too)."""
     here = os.path.join(os.path.dirname(sys.executable), "breadth")
     return here if os.path.exists(here) else "breadth"
@@ -121,7 +121,7 @@ def _breadth_command() -> str:
 
 def run_cli(inp: str, workers: int, memory_limit: str | None, spill_dir: str | None) -> dict:
     store = tempfile.mkdtemp(prefix="bench-store-")
-    cmd = [_breadth_command(), "ingest", inp, "--workers", str(workers), "--out", os.path.join(store, "s")]
+    cmd = [breadth_command(), "ingest", inp, "--workers", str(workers), "--out", os.path.join(store, "s")]
     if memory_limit:
         cmd += ["--memory-limit", memory_limit]
     if spill_dir:
