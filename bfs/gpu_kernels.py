@@ -367,7 +367,8 @@ extern "C" __global__ void bu_long_g(const i64* __restrict__ offsets, const col_
     bu_long_body(offsets, cols, fbits, visited, parent, level, (int)prm[0], next, tasks, ctr);
 }
 
-// Start of a search: parent = -1, level = -1 (16-byte stores), visited = 0 except the root's bit.
+// Start of a search: parent = -1, level = -1 for the first nloc vertices (16-byte stores; the backend's
+// start_search passes nloc = 0 after memsets, which are faster), visited = 0 except the root's bit.
 extern "C" __global__ void init_search(i64* __restrict__ parent, int* __restrict__ level, i64 nloc,
                                        u32* __restrict__ visited, i64 nw32, i64 root_local) {
     const i64 tid = blockIdx.x * (i64)blockDim.x + threadIdx.x;
@@ -803,15 +804,19 @@ class GpuBackend:
 
     # -- state ------------------------------------------------------------------------------------
     def start_search(self, parent, level, root_local: int) -> None:
-        """Engine hook at the start of a search: ``parent = level = -1`` and the visited bitmap cleared but
-        for the root (``root_local`` < 0 when another rank owns it), in one fused pass of 16-byte stores."""
+        """Engine hook at the start of a search: ``parent = level = -1`` (all bytes 0xFF: two memsets, which
+        write at ~1.5x the speed of the fused kernel's 16-byte stores on an H200: 0.19 against 0.28 ms at
+        2^26 vertices) and the visited bitmap cleared but for the root (``root_local`` < 0 when another
+        rank owns it)."""
         nw32 = 2 * ((parent.size + 63) // 64)
         if self._visited is None or self._visited.size != nw32:
             self._visited = cp.empty(nw32, cp.uint32)
         self._deg_of = self._bits_of = None
-        n = int(parent.size)
-        self._kern(None)["init_search"](_grid(max(n // 4, nw32)), (_THREADS,),
-                                        (parent, level, _i64(n), self._visited, _i64(nw32), _i64(root_local)))
+        st = cp.cuda.get_current_stream().ptr
+        for a in (parent, level):
+            cp.cuda.runtime.memsetAsync(a.data.ptr, 0xFF, a.nbytes, st)
+        self._kern(None)["init_search"](_grid(nw32), (_THREADS,),
+                                        (parent, level, _i64(0), self._visited, _i64(nw32), _i64(root_local)))
 
     def mark_visited(self, local_ids) -> None:
         """Engine hook for a search from several sources, after :meth:`start_search` (given no root) cleared

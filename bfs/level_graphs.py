@@ -59,6 +59,8 @@ def resend_plan(cnt: np.ndarray, rank: int, cap: int):
     pairs for a receiver it overflowed, none otherwise) and where each owner's pairs start in this rank's
     pairs grouped by owner."""
     size = cnt.shape[0]
+    if size == 1:  # a lone rank makes no pairs for anyone
+        return None
     # counts[r, p]: the pairs rank r made for rank p
     counts = cnt[:, 4:4 + size] if size > 2 else np.array([[0, cnt[0, 2]], [cnt[1, 2], 0]])
     resend = counts > cap

@@ -17,9 +17,14 @@ from .communicator import SelfCommunicator
 from .engine import Engine
 
 
-def make_communicator(rank: int, size: int, session: str, protocol: str, timeout: float):
-    """The communicator of ``rank`` in ``session`` (self for one rank; TCP, UCX or NCCL peers otherwise)."""
+def make_communicator(rank: int, size: int, session: str, protocol: str, timeout: float, backend: str = "cpu"):
+    """The communicator of ``rank`` in ``session`` (self for one rank, with device rounds on a GPU rank;
+    TCP, UCX or NCCL peers otherwise)."""
     if size == 1:
+        if backend == "gpu":
+            from .solo_gpu_comm import SoloGpuCommunicator
+
+            return SoloGpuCommunicator()
         return SelfCommunicator()
     if protocol == "tcp":
         from .tcp_comm import TCPCommunicator
@@ -37,8 +42,9 @@ def make_communicator(rank: int, size: int, session: str, protocol: str, timeout
 
 
 def _engine_class(backend: str, comm) -> type:
-    """The device-counter engine for GPU ranks whose communicator has device rounds (NCCL), unless
-    ``BREADTH_DEVICE_COUNTERS=0`` (kept for A/B measurements); the host-counter engine otherwise."""
+    """The device-counter engine for GPU ranks whose communicator has device rounds (NCCL, or one GPU
+    alone), unless ``BREADTH_DEVICE_COUNTERS=0`` (kept for A/B measurements); the host-counter engine
+    otherwise."""
     if backend == "gpu" and getattr(comm, "device_counters", False) and \
             os.environ.get("BREADTH_DEVICE_COUNTERS", "1") != "0":
         from .device_engine import DeviceEngine
@@ -57,7 +63,7 @@ def _rank_main(shard, rank: int, size: int, session: str, protocol: str, timeout
     sys.setswitchinterval(min(interval, _SWITCH_S))
     affinity = _widen_affinity() if os.environ.get("BREADTH_RANK_AFFINITY") == "all" else None
     try:
-        comm = make_communicator(rank, size, session, protocol, timeout)
+        comm = make_communicator(rank, size, session, protocol, timeout, backend)
         engine = None
         try:
             cls = engine_class or _engine_class(backend, comm)

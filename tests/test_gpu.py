@@ -15,7 +15,10 @@ except Exception:  # CuPy without a driver
     _NDEV = 0
 pytestmark = pytest.mark.skipif(_NDEV == 0, reason="no CUDA device visible")
 
+from breadth.bfs.device_engine import DeviceEngine  # noqa: E402
 from breadth.bfs.engine import Engine  # noqa: E402
+from breadth.bfs.session import _engine_class, make_communicator  # noqa: E402
+from breadth.bfs.solo_gpu_comm import SoloGpuCommunicator  # noqa: E402
 from breadth.bfs.validate import validate, validate_rank  # noqa: E402
 from breadth.pipeline.build_csr import build_shard  # noqa: E402
 from breadth.pipeline.build_csr_gpu import build_shard_gpu, split_by_owner_gpu  # noqa: E402
@@ -64,9 +67,12 @@ def test_shards_identical(scale, nparts, directed, rank):
         np.testing.assert_array_equal(b.get(), a, err_msg=name)
 
 
-def _levels_cpu_vs_gpu(shard, roots, alpha=15.0, beta=18.0):
+def _levels_cpu_vs_gpu(shard, roots, alpha=15.0, beta=18.0, device_engine=False):
     cpu = Engine(shard, alpha=alpha, beta=beta)
-    gpu = Engine(shard, alpha=alpha, beta=beta, backend="gpu")
+    if device_engine:  # what a one-GPU session runs: captured levels over the lone rank's device rounds
+        gpu = DeviceEngine(shard, SoloGpuCommunicator(), alpha=alpha, beta=beta, backend="gpu")
+    else:
+        gpu = Engine(shard, alpha=alpha, beta=beta, backend="gpu")
     dirs = set()
     for r in roots:
         cpu.search(int(r))
@@ -91,6 +97,20 @@ def test_bfs_levels_identical_and_valid():
     assert dirs == {"td"}
     _, dirs = _levels_cpu_vs_gpu(cpu_shard, roots[:3], alpha=1e9, beta=1e-9)
     assert "bu" in dirs
+
+
+@pytest.mark.parametrize("alpha,beta,want", [(15.0, 18.0, {"td", "bu"}), (1e-9, 1e9, {"td"}), (1e9, 1e-9, {"bu"})])
+def test_one_gpu_session_runs_the_device_engine_with_the_cpu_levels(alpha, beta, want):
+    comm = make_communicator(0, 1, "s", "tcp", 1.0, backend="gpu")
+    assert _engine_class("gpu", comm) is DeviceEngine
+    cpu_shard, _ = _cpu_and_gpu_shards(15, 4, 1, False, 0)
+    deg = np.diff(cpu_shard.offsets)
+    roots = np.random.default_rng(1).choice(np.flatnonzero(deg > 0), 6, replace=False)
+    roots[0] = int(np.argmax(deg))
+    gpu, dirs = _levels_cpu_vs_gpu(cpu_shard, roots, alpha=alpha, beta=beta, device_engine=True)
+    assert want <= dirs
+    assert gpu.graphs is not None and sum(gpu.graphs.launches.values()) > 0  # the captured levels ran
+    gpu.close()
 
 
 def test_device_validation_finds_violations():

@@ -15,6 +15,10 @@ def test_choose_top_down_cap_and_prefix():
     assert choose_top_down([16385, 5], [10, 10**9], CAPS, 16384) == (large, True)
 
 
+def test_resend_plan_one_rank_resends_nothing():
+    assert resend_plan(np.array([[5, 70000, 0, 0]]), 0, 4096) is None
+
+
 def test_resend_plan_two_ranks():
     # columns: claimed, degree sum, remote pairs (all for the other rank), spare
     cnt = np.array([[5, 50, 70, 0], [7, 60, 20, 0]])
