@@ -217,7 +217,15 @@ extern "C" __global__ void stamp(i64* ts, int i) {
 // frontier is small but whose unvisited rows are long (a degree-1 root next to a hub) that serial tail
 // was most of the level.  They become tasks of BU_CHUNK entries (tasks[], counted in ctr[2]) that bu_long
 // scans a warp per task, 32 entries per step.
+// A long row is first scanned inline up to BU_INLINE entries (its lane's work stays bounded): rows are
+// ordered by decreasing neighbour degree, so most vertices that miss on their first neighbour (a hub found
+// one level earlier, settled but no longer in the frontier) hit on one of the next few, and a task per
+// such row cost more than those checks (at scale 26, deferring after one entry made bu_long most of the
+// first bottom-up level).  The rest of the row, from entry BU_INLINE, becomes the tasks.
 #define BU_LONG 32
+#ifndef BU_INLINE
+#define BU_INLINE 8
+#endif
 #define BU_CHUNK 1024
 __device__ __forceinline__ void bu_body(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
                                         const u32* __restrict__ fbits, u32* __restrict__ visited,
@@ -255,14 +263,13 @@ __device__ __forceinline__ void bu_body(const i64* __restrict__ offsets, const c
         for (int j = 0; j < BU_WORDS; ++j) {
             i64 c = 0;  // bu_long tasks this lane hands over
             if (act[j] && !hit[j]) {
-                if (defer && t[j] - s[j] > BU_LONG) {
-                    c = (t[j] - s[j] - 1 + BU_CHUNK - 1) / BU_CHUNK;
-                } else {
-                    for (i64 k = s[j] + 1; k < t[j]; ++k) {
-                        const i64 x = (i64)__ldg(cols + k);
-                        if ((__ldg(fbits + (x >> 5)) >> (x & 31)) & 1u) { u[j] = x; hit[j] = true; break; }
-                    }
+                const bool long_row = defer && t[j] - s[j] > BU_LONG;
+                const i64 stop = long_row ? s[j] + BU_INLINE : t[j];
+                for (i64 k = s[j] + 1; k < stop; ++k) {
+                    const i64 x = (i64)__ldg(cols + k);
+                    if ((__ldg(fbits + (x >> 5)) >> (x & 31)) & 1u) { u[j] = x; hit[j] = true; break; }
                 }
+                if (long_row && !hit[j]) c = (t[j] - s[j] - BU_INLINE + BU_CHUNK - 1) / BU_CHUNK;
             }
             if (defer && __any_sync(FULL, c > 0)) {
                 i64 x = c;  // inclusive warp scan of the task counts, one atomicAdd per warp
@@ -310,7 +317,7 @@ extern "C" __global__ void bu_step_g(const i64* __restrict__ offsets, const col_
             defer);
 }
 
-// The deferred long rows: a warp per task (row i, chunk q: entries s+1+q*BU_CHUNK.. of row i), 32 entries
+// The deferred long rows: a warp per task (row i, chunk q: entries s+BU_INLINE+q*BU_CHUNK.. of row i), 32 entries
 // a step; it stops once row i is visited (found by another task's warp) or a frontier neighbour is met,
 // and the first warp to set i's visited bit records it (parent, level, next bit, counters).
 __device__ __forceinline__ void bu_long_body(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
@@ -326,7 +333,7 @@ __device__ __forceinline__ void bu_long_body(const i64* __restrict__ offsets, co
         const i64 task = tasks[q];
         const i64 i = task >> 24;
         const i64 s = offsets[i], t = offsets[i + 1];
-        i64 a = s + 1 + (task & 0xffffff) * BU_CHUNK;
+        i64 a = s + BU_INLINE + (task & 0xffffff) * BU_CHUNK;
         const i64 b = a + BU_CHUNK < t ? a + BU_CHUNK : t;
         u32* vw = visited + (i >> 5);
         const u32 bit = 1u << (i & 31);
