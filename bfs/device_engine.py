@@ -138,6 +138,31 @@ class DeviceEngine(Engine):
         finally:
             caller.wait_event(st.record())
 
+    def _start(self, root):
+        """:meth:`Engine._start`; one root (an integer) is seeded on the device, straight into the first
+        level's queue buffer, and its degree read without waiting for the resets (the multi-source case and
+        the host engine's checks stay in :meth:`Engine._start`)."""
+        if not isinstance(root, (int, np.integer)):
+            return super()._start(root)
+        s, r = self.shard, int(root)
+        if not 0 <= r < s.num_vertices:
+            raise ValueError(f"root {r} outside [0, {s.num_vertices})")
+        local = r - s.lo if s.lo <= r < s.hi else -1
+        if self.graphs is not None:
+            buf = self.graphs.queue_buffer(0)
+        else:
+            if self._root_queue is None:
+                self._root_queue = self.b.xp.empty(1, np.int64)
+            buf = self._root_queue
+        deg = self.b.start_root(self.parent, self.level, s.offsets, local, r, buf)
+        if self.sent.size:
+            self.sent.fill(0)
+        queue = buf[:1 if local >= 0 else 0]
+        self.b.note_degree_sum(queue, s.offsets, deg)
+        return queue
+
+    _root_queue = None
+
     def _search(self, root, depth_limit: int | None) -> list[LevelRecord]:
         s, b, xp, comm, graphs = self.shard, self.b, self.b.xp, self.comm, self.graphs
         rank, size = comm.rank, comm.size

@@ -374,23 +374,20 @@ extern "C" __global__ void bu_long_g(const i64* __restrict__ offsets, const col_
     bu_long_body(offsets, cols, fbits, visited, parent, level, (int)prm[0], next, tasks, ctr);
 }
 
-// Start of a search: parent = -1, level = -1 for the first nloc vertices (16-byte stores; the backend's
-// start_search passes nloc = 0 after memsets, which are faster), visited = 0 except the root's bit.
-extern "C" __global__ void init_search(i64* __restrict__ parent, int* __restrict__ level, i64 nloc,
-                                       u32* __restrict__ visited, i64 nw32, i64 root_local) {
+// Start of a search, after memsets set parent and level to -1 (they write faster than a kernel's stores):
+// visited = 0 but for the root's bit; with a root and a queue, also parent[root] = root_global, level = 0
+// and queue[0] = root_local, so that a one-root search starts with no copy from the host.
+extern "C" __global__ void init_search(i64* __restrict__ parent, int* __restrict__ level, u32* __restrict__ visited,
+                                       i64 nw32, i64 root_local, i64 root_global, i64* __restrict__ queue) {
     const i64 tid = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     const i64 stride = (i64)gridDim.x * blockDim.x;
-    const i64 n4 = nloc >> 2;  // groups of 4 vertices: two 16-byte parent stores, one 16-byte level store
-    longlong2* p2 = reinterpret_cast<longlong2*>(parent);
-    int4* l4 = reinterpret_cast<int4*>(level);
-    for (i64 g = tid; g < n4; g += stride) {
-        p2[2 * g] = make_longlong2(-1, -1);
-        p2[2 * g + 1] = make_longlong2(-1, -1);
-        l4[g] = make_int4(-1, -1, -1, -1);
-    }
-    for (i64 i = 4 * n4 + tid; i < nloc; i += stride) { parent[i] = -1; level[i] = -1; }
     for (i64 w = tid; w < nw32; w += stride)
         visited[w] = (root_local >= 0 && w == (root_local >> 5)) ? (1u << (root_local & 31)) : 0u;
+    if (tid == 0 && root_local >= 0 && queue != nullptr) {
+        parent[root_local] = root_global;
+        level[root_local] = 0;
+        queue[0] = root_local;
+    }
 }
 
 // Inclusive prefix sum of the degrees of a small queue in one block of 1024 threads (one launch instead of
@@ -488,6 +485,47 @@ extern "C" __global__ void scan_add_g(const i64* __restrict__ prm, i64* __restri
         pre[i] += tiles[i / SCAN_TILE];
 }
 
+// Set bits of 64-bit words -> ascending ids with no host round trip and no library scan (CuPy's cumsum
+// cost ~80 us of host time a call): each tile of SCAN_TILE words counts its bits, one block turns the
+// counts into each tile's first position (and the total at tiles[nt]), and each word writes its ids at its
+// tile's position plus the bits before it in the tile.
+extern "C" __global__ void popcount_tiles(const u64* __restrict__ bits, i64 nwords, i64* __restrict__ tiles) {
+    for (i64 t = blockIdx.x; t * SCAN_TILE < nwords; t += gridDim.x) {
+        const i64 w = t * SCAN_TILE + threadIdx.x;
+        i64 tot;
+        block_scan(w < nwords ? (i64)__popcll(bits[w]) : 0, &tot);
+        if (threadIdx.x == 0) tiles[t] = tot;
+    }
+}
+
+extern "C" __global__ void scan_tile_sums(i64* __restrict__ tiles, i64 nt) {
+    i64 carry = 0;
+    for (i64 base = 0; base < nt; base += SCAN_TILE) {
+        const i64 i = base + threadIdx.x;
+        const i64 x = i < nt ? tiles[i] : 0;
+        i64 tot;
+        const i64 inc = block_scan(x, &tot);
+        if (i < nt) tiles[i] = carry + inc - x;
+        carry += tot;
+    }
+    if (threadIdx.x == 0) tiles[nt] = carry;
+}
+
+extern "C" __global__ void tile_bits_to_ids(const u64* __restrict__ bits, i64 nwords, const i64* __restrict__ tiles,
+                                            i64* __restrict__ out) {
+    for (i64 t = blockIdx.x; t * SCAN_TILE < nwords; t += gridDim.x) {
+        const i64 w = t * SCAN_TILE + threadIdx.x;
+        u64 x = w < nwords ? bits[w] : 0;
+        const i64 c = __popcll(x);
+        i64 tot;
+        i64 pos = tiles[t] + block_scan(c, &tot) - c;
+        while (x) {
+            out[pos++] = w * 64 + (__ffsll((long long)x) - 1);
+            x &= x - 1;
+        }
+    }
+}
+
 // Sort keys that order each row's neighbours by decreasing degree (bucketed by bit length), so that
 // bottom-up meets a frontier vertex (hubs enter the frontier first) after fewer checks:
 // key = row << (cbits + 6) | bucket[col] << cbits | col, where bucket[c] = 63 - bitlength(degree(c))
@@ -527,24 +565,6 @@ extern "C" __global__ void set_bits(const i64* __restrict__ ids, i64 n, u32* bit
         const i64 u = ids[i];
         atomicOr(bits + (u >> 5), 1u << (u & 31));
     }
-}
-
-// Set bits of 64-bit words -> ascending ids; pre: inclusive prefix sum of popcounts.
-extern "C" __global__ void bits_to_ids(const u64* __restrict__ bits, const i64* __restrict__ pre, i64 nwords,
-                                       i64* __restrict__ out) {
-    for (i64 w = blockIdx.x * (i64)blockDim.x + threadIdx.x; w < nwords; w += (i64)gridDim.x * blockDim.x) {
-        u64 x = bits[w];
-        i64 pos = pre[w] - __popcll(x);
-        while (x) {
-            out[pos++] = w * 64 + (__ffsll((long long)x) - 1);
-            x &= x - 1;
-        }
-    }
-}
-
-extern "C" __global__ void popcounts(const u64* __restrict__ bits, i64 nwords, i64* __restrict__ cnt) {
-    for (i64 w = blockIdx.x * (i64)blockDim.x + threadIdx.x; w < nwords; w += (i64)gridDim.x * blockDim.x)
-        cnt[w] = __popcll(bits[w]);
 }
 
 // Received (v global, p) pairs (v[i * step], p[i * step]): claim unvisited owned vertices (atomicOr on
@@ -696,11 +716,11 @@ extern "C" __global__ void row_rules(const i64* __restrict__ offsets, const col_
 }
 """
 
-_KERNELS = ("queue_degrees", "degree_sum", "td_expand", "bu_step", "zero_degree_bits", "set_bits", "bits_to_ids",
-            "popcounts", "claim_remote", "row_rules", "init_search", "queue_prefix_small", "bu_order_keys",
+_KERNELS = ("queue_degrees", "degree_sum", "td_expand", "bu_step", "zero_degree_bits", "set_bits",
+            "claim_remote", "row_rules", "init_search", "queue_prefix_small", "bu_order_keys",
             "owner_counts", "owner_scatter", "owner_regions", "claim_remote_dn", "td_expand_g", "bu_step_g",
             "queue_prefix_small_g", "claim_remote_g", "stamp", "bu_long", "bu_long_g", "scan_tiles_g",
-            "scan_tile_sums_g", "scan_add_g")
+            "scan_tile_sums_g", "scan_add_g", "popcount_tiles", "scan_tile_sums", "tile_bits_to_ids")
 _SMALL_QUEUE = 16384  # frontiers up to this many vertices get their prefix sum from one block
 
 
@@ -796,6 +816,7 @@ class GpuBackend:
     def __init__(self):
         use_cupy_pool()  # a search allocates per level: CuPy's pool, whatever allocator cuDF/dask-cuda set
         self._visited = None  # uint32 words over the owned vertices
+        self._root_pin = None  # (pinned 16 bytes, event) through which start_root reads the root's degree
         self._skip = None  # (offsets, uint32 words of zero-degree vertices) for bottom-up
         self._bu_cols = None  # (cols, the same rows with neighbours by decreasing degree) for bottom-up
         self._tasks = None  # (offsets, int64 buffer of bottom-up's deferred long-row tasks)
@@ -815,6 +836,31 @@ class GpuBackend:
         write at ~1.5x the speed of the fused kernel's 16-byte stores on an H200: 0.19 against 0.28 ms at
         2^26 vertices) and the visited bitmap cleared but for the root (``root_local`` < 0 when another
         rank owns it)."""
+        self._start(parent, level, root_local, -1, None)
+
+    def start_root(self, parent, level, offsets, root_local: int, root: int, queue) -> int:
+        """:meth:`start_search` for a search from the one global id ``root`` that also seeds it on the device
+        (``parent[root] = root``, ``level = 0``, ``queue[0] = root_local``; ``queue`` an int64 device array)
+        and returns the root's degree in ``offsets`` (0 where another rank owns it), read from pinned
+        memory as soon as its own copy lands: the resets are still running, and the first level waits for
+        them on the stream, not the host."""
+        deg = 0
+        if root_local >= 0:
+            if self._root_pin is None:
+                self._root_pin = (cp.cuda.alloc_pinned_memory(16), cp.cuda.Event(block=False, disable_timing=True))
+            pin, ev = self._root_pin
+            st = cp.cuda.get_current_stream()
+            cp.cuda.runtime.memcpyAsync(pin.ptr, offsets.data.ptr + 8 * root_local, 16,
+                                        cp.cuda.runtime.memcpyDeviceToHost, st.ptr)
+            ev.record(st)
+        self._start(parent, level, root_local, root, queue)
+        if root_local >= 0:
+            ev.synchronize()
+            lo_hi = np.frombuffer(pin, np.int64, 2)
+            deg = int(lo_hi[1] - lo_hi[0])
+        return deg
+
+    def _start(self, parent, level, root_local: int, root: int, queue) -> None:
         nw32 = 2 * ((parent.size + 63) // 64)
         if self._visited is None or self._visited.size != nw32:
             self._visited = cp.empty(nw32, cp.uint32)
@@ -823,7 +869,8 @@ class GpuBackend:
         for a in (parent, level):
             cp.cuda.runtime.memsetAsync(a.data.ptr, 0xFF, a.nbytes, st)
         self._kern(None)["init_search"](_grid(nw32), (_THREADS,),
-                                        (parent, level, _i64(0), self._visited, _i64(nw32), _i64(root_local)))
+                                        (parent, level, self._visited, _i64(nw32), _i64(root_local), _i64(root),
+                                         queue if queue is not None else np.uint64(0)))
 
     def mark_visited(self, local_ids) -> None:
         """Engine hook for a search from several sources, after :meth:`start_search` (given no root) cleared
@@ -1041,14 +1088,16 @@ class GpuBackend:
         """int64 local ids of the set bits, ascending."""
         k = self._kern(None)
         nw = int(bits.size)
-        cnt = cp.empty(nw, cp.int64)
-        k["popcounts"](_grid(nw), (_THREADS,), (bits, _i64(nw), cnt))
-        pre = cp.cumsum(cnt)
+        nt = (nw + _SCAN_TILE - 1) // _SCAN_TILE
+        tiles = cp.empty(nt + 1, cp.int64)  # each tile's first position, then the total
+        grid = (max(1, min(nt, _num_sms() * _FULL_GRID_PER_SM // 4)),)
+        k["popcount_tiles"](grid, (_SCAN_TILE,), (bits, _i64(nw), tiles))
+        k["scan_tile_sums"]((1,), (_SCAN_TILE,), (tiles, _i64(nt)))
         known = self._bits_of is not None and self._bits_of[0] is bits
-        n = self._bits_of[1] if known else (int(pre[-1].get()) if nw else 0)
+        n = self._bits_of[1] if known else int(tiles[nt].get())
         out = cp.empty(n, cp.int64)
         if n:
-            k["bits_to_ids"](_grid(nw), (_THREADS,), (bits, pre, _i64(nw), out))
+            k["tile_bits_to_ids"](grid, (_SCAN_TILE,), (bits, _i64(nw), tiles, out))
         if known:
             self._deg_of = (out, self._bits_of[3], self._bits_of[2])
         return out

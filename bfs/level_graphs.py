@@ -152,6 +152,11 @@ class LevelGraphs:
             self._pre = cp.empty(self.small_queue, cp.int64)
         return self._queues
 
+    def queue_buffer(self, k: int):
+        """Ping-pong queue buffer ``k`` (int64, one entry per owned vertex): a queue written into it needs
+        no copy before a captured top-down level."""
+        return self._queue_buffers()[k]
+
     @staticmethod
     def _slot(arr, bufs) -> int | None:
         ptr = arr.data.ptr if arr.size else None

@@ -171,3 +171,17 @@ def test_several_sources_depth_limit_and_batches_on_gpu_match_the_cpu():
         got = bfs_batch(g_gpu, roots, depth_limit=2)
         for r, a in zip(roots, got):
             np.testing.assert_array_equal(a.level, bfs(g_cpu, r, depth_limit=2).level)
+
+
+@pytest.mark.parametrize("nwords", [0, 1, 1023, 1024, 1025, 5000])
+def test_bits_to_queue_gives_the_set_bits_ascending(nwords):
+    from breadth.bfs.gpu_kernels import GpuBackend
+
+    rng = np.random.default_rng(nwords)
+    words = rng.integers(0, 2**63, nwords, dtype=np.uint64) & rng.integers(0, 2**63, nwords, dtype=np.uint64)
+    if nwords > 2:
+        words[1] = 0  # empty words and a full one
+        words[2] = np.uint64(2**64 - 1)
+    want = np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))
+    got = GpuBackend().bits_to_queue(cp.asarray(words))
+    np.testing.assert_array_equal(got.get(), want)
