@@ -180,7 +180,9 @@ class DeviceEngine(Engine):
             bytes0 = comm.bytes_sent()
             t0 = time.perf_counter()
             if direction == "td" and scout * self.alpha > edges_to_check:
-                direction, bits = "bu", b.queue_to_bits(queue, self.nwords)
+                # straight into the bitmap the captured level reads (no copy into its slot)
+                out = graphs.bits_buffer(0)[:self.nwords] if graphs is not None else None
+                direction, bits = "bu", b.queue_to_bits(queue, self.nwords, out=out)
                 b.note_bits(bits, int(queue.size), qdeg, s.offsets)
             if direction == "bu" and graphs is not None:
                 cnt, local_s, bits = graphs.bottom_up(bits, depth, bu_off, bu_col)
@@ -205,7 +207,8 @@ class DeviceEngine(Engine):
                                            comm.bytes_sent() - bytes0, t2 - t1))
             if direction == "bu":
                 if found and found < frontier_size and found < s.num_vertices / self.beta:
-                    direction, queue = "td", b.bits_to_queue(bits)
+                    out = graphs.queue_buffer(0) if graphs is not None else None  # idle while bottom-up ran
+                    direction, queue = "td", b.bits_to_queue(bits, out=out)
                     if s.directed:  # bottom-up counted in-degrees; top-down's work is the out-degrees
                         degs = self._counters(int(b.degree_sum(s.offsets, queue)))[:, 0]
                     else:

@@ -1076,16 +1076,22 @@ class GpuBackend:
         (learned from the counters), so :meth:`bits_to_queue` and :meth:`degree_sum` need no round trip."""
         self._bits_of = (bits, int(count), int(degree_sum), offsets)
 
-    def queue_to_bits(self, queue, nwords: int):
-        """uint64 bitmap of ``nwords`` words with the bits of local ids ``queue`` set."""
-        bits = cp.zeros(nwords, cp.uint64)
+    def queue_to_bits(self, queue, nwords: int, out=None):
+        """uint64 bitmap of ``nwords`` words with the bits of local ids ``queue`` set (written into ``out``,
+        a uint64 device array of ``nwords`` words, when given)."""
+        if out is None:
+            bits = cp.zeros(nwords, cp.uint64)
+        else:
+            bits = out
+            cp.cuda.runtime.memsetAsync(bits.data.ptr, 0, 8 * nwords, cp.cuda.get_current_stream().ptr)
         if queue.size:
             self._kern(None)["set_bits"](_grid(int(queue.size)), (_THREADS,),
                                          (queue, _i64(queue.size), bits.view(cp.uint32)))
         return bits
 
-    def bits_to_queue(self, bits):
-        """int64 local ids of the set bits, ascending."""
+    def bits_to_queue(self, bits, out=None):
+        """int64 local ids of the set bits, ascending (the first entries of ``out``, an int64 device array
+        long enough, when given)."""
         k = self._kern(None)
         nw = int(bits.size)
         nt = (nw + _SCAN_TILE - 1) // _SCAN_TILE
@@ -1095,7 +1101,7 @@ class GpuBackend:
         k["scan_tile_sums"]((1,), (_SCAN_TILE,), (tiles, _i64(nt)))
         known = self._bits_of is not None and self._bits_of[0] is bits
         n = self._bits_of[1] if known else int(tiles[nt].get())
-        out = cp.empty(n, cp.int64)
+        out = cp.empty(n, cp.int64) if out is None else out[:n]
         if n:
             k["tile_bits_to_ids"](grid, (_SCAN_TILE,), (bits, _i64(nw), tiles, out))
         if known:

@@ -152,6 +152,11 @@ class LevelGraphs:
             self._pre = cp.empty(self.small_queue, cp.int64)
         return self._queues
 
+    def bits_buffer(self, k: int):
+        """Ping-pong frontier bitmap ``k`` (uint64 words, padded): a bitmap written into it needs no copy
+        before a captured bottom-up level."""
+        return self._bit_buffers()[k]
+
     def queue_buffer(self, k: int):
         """Ping-pong queue buffer ``k`` (int64, one entry per owned vertex): a queue written into it needs
         no copy before a captured top-down level."""
