@@ -64,7 +64,8 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
     (``CUDA_VISIBLE_DEVICES`` rotated), so CuPy's device 0 on worker ``r`` is GPU ``r``.  CuPy allocates
     from its own pool on the workers even where RMM is installed (see
     :func:`breadth.bfs.gpu_kernels.use_cupy_pool`).  Install with the ``gpu`` extra (CUDA 12) or
-    ``gpu-cuda13`` (CUDA 13).
+    ``gpu-cuda13`` (CUDA 13).  The first start on a machine compiles the GPU kernels, saying so on
+    stderr (:mod:`breadth.pipeline.gpu_kernel_cache`).
     """
     from distributed import Client
 
@@ -84,6 +85,9 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
                                dashboard_address=None, local_directory=local_directory, **kw)
     client = Client(cluster)
     client.run(_use_cupy_pool)
+    from .gpu_kernel_cache import ensure_compiled
+
+    ensure_compiled(client)  # once per machine: a job's first timings never include NVRTC
     return client
 
 

@@ -47,3 +47,12 @@ def test_shim_catches_a_redeclaration(tmp_path):
     src.write_text(f'#include "{os.path.join(ROOT, "tests", "cuda_syntax_shim.h")}"\n' + bad)
     res = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-x", "c++", str(src)], capture_output=True, text=True)
     assert res.returncode != 0 and "stride" in res.stderr
+
+
+def test_kernel_cache_marker_names_one_version_of_the_kernels_and_one_toolchain():
+    from breadth.pipeline.gpu_kernel_cache import kernels_digest
+
+    a = kernels_digest({"bfs/gpu_kernels.py": b"x", "pipeline/kronecker_gpu.py": b"y"}, "cupy 14; sm_90")
+    assert a == kernels_digest({"pipeline/kronecker_gpu.py": b"y", "bfs/gpu_kernels.py": b"x"}, "cupy 14; sm_90")
+    assert a != kernels_digest({"bfs/gpu_kernels.py": b"x2", "pipeline/kronecker_gpu.py": b"y"}, "cupy 14; sm_90")
+    assert a != kernels_digest({"bfs/gpu_kernels.py": b"x", "pipeline/kronecker_gpu.py": b"y"}, "cupy 14; sm_100")

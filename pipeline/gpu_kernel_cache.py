@@ -1,0 +1,92 @@
+"""GPU kernels compiled once per machine, before anything is timed.
+
+breadth's CUDA kernels (and CuPy's own element-wise kernels that preparation uses) are compiled by NVRTC on
+first use and cached on disk by CuPy (``CUPY_CACHE_DIR``, by default ``~/.cupy/kernel_cache``), so every
+later process loads them in milliseconds.  Without care, that first use falls inside the first job on a
+new machine: ``breadth bench --scale 26 --device gpu`` then reported 11-14 s of "construction" once and
+1.0-1.2 s ever after.  A local GPU cluster therefore checks a marker in CuPy's cache for this version of
+the kernels and this GPU; when it is missing it says so on stderr, compiles everything by preparing and
+searching a tiny graph through the same code, and writes the marker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+
+#: files whose CUDA sources (and the CuPy kernels they call) the warm-up compiles
+KERNEL_SOURCES = ("bfs/gpu_kernels.py", "bfs/batch_gpu.py", "bfs/level_graphs.py", "pipeline/kronecker_gpu.py",
+                  "pipeline/build_csr_gpu.py", "pipeline/array_backend.py")
+
+
+def cache_dir() -> str:
+    """CuPy's kernel cache directory (its documented ``CUPY_CACHE_DIR``, else ``~/.cupy/kernel_cache``)."""
+    return os.environ.get("CUPY_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cupy", "kernel_cache")
+
+
+def kernels_digest(sources: dict[str, bytes], toolchain: str) -> str:
+    """A short digest naming one version of the kernels (``sources``: file name -> contents) built by one
+    ``toolchain`` (CuPy and CUDA versions, the GPU's architecture)."""
+    h = hashlib.sha256(toolchain.encode())
+    for name in sorted(sources):
+        h.update(name.encode() + b"\0" + sources[name] + b"\0")
+    return h.hexdigest()[:16]
+
+
+def marker_path() -> str:
+    """The marker that says this machine's cache holds the kernels of this breadth for this GPU."""
+    import cupy
+
+    import importlib
+
+    sources = {}
+    for rel in KERNEL_SOURCES:  # read through the installed modules (package-dir maps the folders)
+        module = importlib.import_module("breadth." + rel[:-3].replace("/", "."))
+        with open(module.__file__, "rb") as f:
+            sources[rel] = f.read()
+    dev = cupy.cuda.Device()
+    toolchain = (f"cupy {cupy.__version__}; cuda {cupy.cuda.runtime.runtimeGetVersion()}; "
+                 f"sm_{dev.compute_capability}")
+    return os.path.join(cache_dir(), f"breadth-{kernels_digest(sources, toolchain)}.ready")
+
+
+def ensure_compiled(client, stream=sys.stderr) -> bool:
+    """Compile the kernels on ``client``'s GPU workers if this machine has not yet (see the module
+    docstring), telling ``stream`` what it does and how long it took; True when it compiled.
+
+    >>> client = local_cuda_cluster()                # doctest: +SKIP  (calls this)
+    breadth: compiling the GPU kernels for this machine, once (cached in ~/.cupy/kernel_cache) ...
+    """
+    marker = marker_path()
+    if os.path.exists(marker):
+        return False
+    print(f"breadth: compiling the GPU kernels for this machine, once (cached in {cache_dir()}) ...",
+          file=stream, flush=True)
+    t0 = time.perf_counter()
+    warm_up(client)
+    os.makedirs(os.path.dirname(marker), exist_ok=True)
+    tmp = f"{marker}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(f"compiled in {time.perf_counter() - t0:.1f} s\n")
+    os.replace(tmp, marker)
+    print(f"breadth: GPU kernels compiled in {time.perf_counter() - t0:.1f} s", file=stream, flush=True)
+    return True
+
+
+def warm_up(client) -> None:
+    """Prepare and search a tiny Kronecker graph on the GPU workers through the public path (generator,
+    preparation with its degree-ordered rows, one- and many-root searches, validation), which compiles
+    what a real job runs; the graph's shards are dropped at the end."""
+    from breadth.bfs import bfs_batch, graph500
+    from breadth.bfs.roots import choose_roots
+    from breadth.pipeline.kronecker import kronecker
+    from breadth.pipeline.prepare import prepare
+
+    g = prepare(kronecker(10, seed=1, device="gpu"), client, device="gpu")
+    try:
+        graph500(g, nroots=2, seed=1)
+        bfs_batch(g, choose_roots(g, 3, 1).tolist())
+    finally:
+        g.release()
