@@ -50,6 +50,8 @@ def main() -> None:
     ap.add_argument("--roots", type=int, default=64)
     ap.add_argument("--host-parts", action="store_true", help="time each step of a search on the host")
     ap.add_argument("--cprofile", action="store_true", help="profile the timed searches' Python (top 30 lines)")
+    ap.add_argument("--ab-first", action="store_true",
+                    help="A/B: bottom-up with and without the packed first-neighbour table, per level")
     ap.add_argument("--bu-inline", type=int, nargs="*", default=[],
                     help="A/B: rebuild the kernels with each BU_INLINE value and time the same roots")
     a = ap.parse_args()
@@ -91,6 +93,24 @@ def main() -> None:
     for k, v in sorted(_HOST.items(), key=lambda kv: -kv[1]):
         print(f"  {k:36s} {v / len(roots) * 1e3:7.3f} ms per search")
     engine.close()
+    if a.ab_first:
+        from collections import defaultdict
+
+        for v in (False, True, False, True):
+            e = DeviceEngine(shard, SoloGpuCommunicator(), backend="gpu")
+            e.b.first_neighbours = v
+            e.search(int(roots[0]))
+            ts, per = [], defaultdict(list)
+            for r in roots:
+                cp.cuda.Device().synchronize()
+                t0 = time.perf_counter()
+                recs = e.search(int(r))
+                ts.append(time.perf_counter() - t0)
+                for j, x in enumerate(recs):
+                    per[(j, x.direction)].append(x.local_s)
+            lv = {f"{j}{d}": round(float(np.median(x)) * 1e3, 3) for (j, d), x in sorted(per.items()) if len(x) > 8}
+            print(f"first_neighbours={v}: median {np.median(ts) * 1e3:.3f} ms; level local ms {lv}", flush=True)
+            e.close()
     if a.bu_inline:
         import breadth.bfs.gpu_kernels as gk
         from breadth.bfs.validate import validate_rank

@@ -231,7 +231,8 @@ __device__ __forceinline__ void bu_body(const i64* __restrict__ offsets, const c
                                         const u32* __restrict__ fbits, u32* __restrict__ visited,
                                         const u32* __restrict__ skip, i64* __restrict__ parent,
                                         int* __restrict__ level, int depth, u32* __restrict__ next,
-                                        i64 nwords, i64 nloc, i64* ctr, i64* __restrict__ tasks, int defer) {
+                                        i64 nwords, i64 nloc, i64* ctr, i64* __restrict__ tasks, int defer,
+                                        const u64* __restrict__ fdeg) {
     const int lane = threadIdx.x & 31;
     const i64 warp = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
     const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
@@ -248,13 +249,25 @@ __device__ __forceinline__ void bu_body(const i64* __restrict__ offsets, const c
             const i64 i = w * 32 + lane;
             act[j] = !((sk >> lane) & 1u) && i < nloc;
             hit[j] = false;
-            s[j] = act[j] ? offsets[i] : 0;
-            t[j] = act[j] ? offsets[i + 1] : 0;
+            if (fdeg != nullptr) {  // degree << 32 | first neighbour: 8 coalesced bytes, the row only on a miss
+                const u64 fd = act[j] ? fdeg[i] : 0;
+                u[j] = (i64)(u32)fd;
+                s[j] = 0;
+                t[j] = (i64)(fd >> 32);
+            } else {
+                s[j] = act[j] ? offsets[i] : 0;
+                t[j] = act[j] ? offsets[i + 1] : 0;
+            }
         }
+        if (fdeg == nullptr) {
 #pragma unroll
-        for (int j = 0; j < BU_WORDS; ++j) {
-            act[j] = act[j] && s[j] < t[j];
-            u[j] = act[j] ? (i64)__ldg(cols + s[j]) : 0;
+            for (int j = 0; j < BU_WORDS; ++j) {
+                act[j] = act[j] && s[j] < t[j];
+                u[j] = act[j] ? (i64)__ldg(cols + s[j]) : 0;
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < BU_WORDS; ++j) act[j] = act[j] && t[j] > 0;
         }
 #pragma unroll
         for (int j = 0; j < BU_WORDS; ++j)
@@ -262,6 +275,11 @@ __device__ __forceinline__ void bu_body(const i64* __restrict__ offsets, const c
 #pragma unroll
         for (int j = 0; j < BU_WORDS; ++j) {
             i64 c = 0;  // bu_long tasks this lane hands over
+            if (fdeg != nullptr && act[j] && !hit[j]) {  // a miss: now the row's place (t held the degree)
+                const i64 i = (w0 + j) * 32 + lane;
+                s[j] = offsets[i];
+                t[j] += s[j];
+            }
             if (act[j] && !hit[j]) {
                 const bool long_row = defer && t[j] - s[j] > BU_LONG;
                 const i64 stop = long_row ? s[j] + BU_INLINE : t[j];
@@ -304,17 +322,19 @@ extern "C" __global__ void bu_step(const i64* __restrict__ offsets, const col_t*
                                    const u32* __restrict__ fbits, u32* __restrict__ visited,
                                    const u32* __restrict__ skip, i64* __restrict__ parent,
                                    int* __restrict__ level, int depth, u32* __restrict__ next,
-                                   i64 nwords, i64 nloc, i64* ctr, i64* __restrict__ tasks, int defer) {
-    bu_body(offsets, cols, fbits, visited, skip, parent, level, depth, next, nwords, nloc, ctr, tasks, defer);
+                                   i64 nwords, i64 nloc, i64* ctr, i64* __restrict__ tasks, int defer,
+                                   const u64* __restrict__ fdeg) {
+    bu_body(offsets, cols, fbits, visited, skip, parent, level, depth, next, nwords, nloc, ctr, tasks, defer, fdeg);
 }
 
 extern "C" __global__ void bu_step_g(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
                                      const u32* __restrict__ fbits, u32* __restrict__ visited,
                                      const u32* __restrict__ skip, i64* __restrict__ parent,
                                      int* __restrict__ level, const i64* __restrict__ prm, u32* __restrict__ next,
-                                     i64 nwords, i64 nloc, i64* ctr, i64* __restrict__ tasks, int defer) {
+                                     i64 nwords, i64 nloc, i64* ctr, i64* __restrict__ tasks, int defer,
+                                     const u64* __restrict__ fdeg) {
     bu_body(offsets, cols, fbits, visited, skip, parent, level, (int)prm[0], next, nwords, nloc, ctr, tasks,
-            defer);
+            defer, fdeg);
 }
 
 // The deferred long rows: a warp per task (row i, chunk q: entries s+BU_INLINE+q*BU_CHUNK.. of row i), 32 entries
@@ -819,6 +839,10 @@ class GpuBackend:
         self._root_pin = None  # (pinned 16 bytes, event) through which start_root reads the root's degree
         self._skip = None  # (offsets, uint32 words of zero-degree vertices) for bottom-up
         self._bu_cols = None  # (cols, the same rows with neighbours by decreasing degree) for bottom-up
+        self._first = None  # (offsets, bottom-up columns, degree << 32 | first neighbour per owned vertex)
+        #: bottom-up may read each vertex's degree and first neighbour from one packed array on levels with a
+        #: large frontier (see :meth:`bottom_up_async`); False: always from its row (for A/B measurements)
+        self.first_neighbours = True
         self._tasks = None  # (offsets, int64 buffer of bottom-up's deferred long-row tasks)
         #: bottom-up hands rows longer than BU_LONG to bu_long, a warp per 1024 entries (BREADTH_BU_LONG=0:
         #: every lane scans its own row, for A/B measurements)
@@ -894,6 +918,25 @@ class GpuBackend:
                                                  (offsets, _i64(nloc), skip, _i64(nw32)))
             self._skip = (offsets, skip)
         return self._skip[1]
+
+    def _first_neighbours(self, offsets, bu_cols):
+        """What bottom-up reads first for each owned vertex, packed as uint64 ``degree << 32 | first
+        neighbour`` in ``bu_cols`` (0 for an empty row): 8 coalesced bytes instead of the row's two offsets
+        and a scattered 32-byte sector of its columns, which on the late levels (almost every vertex settled
+        by its first, highest-degree neighbour) was most of the kernel's memory traffic.  Built once per
+        ``(offsets, bu_cols)``; a null pointer (the rows are read directly) for 64-bit column ids."""
+        if bu_cols.dtype != cp.int32 or not self.first_neighbours:
+            return np.uint64(0)
+        f = self._first
+        if f is None or f[0] is not offsets or f[1] is not bu_cols:
+            deg = cp.diff(offsets)
+            first = cp.zeros(deg.size, cp.uint64)
+            has = cp.flatnonzero(deg > 0)
+            first[has] = bu_cols[offsets[:-1][has]].astype(cp.uint64)
+            first |= deg.astype(cp.uint64) << cp.uint64(32)
+            del deg, has
+            self._first = f = (offsets, bu_cols, first)
+        return f[2]
 
     def _bottom_up_columns(self, offsets, cols, one_rank: bool):
         """Bottom-up's copy of ``cols`` ordered by neighbour degree (see :func:`degree_ordered_columns`),
@@ -990,9 +1033,13 @@ class GpuBackend:
         self.note_bits(next_bits, awake, awake_edges, offsets)
         return awake, awake_edges
 
-    def bottom_up_async(self, offsets, cols, frontier_bits, parent, level, depth, next_bits):
+    def bottom_up_async(self, offsets, cols, frontier_bits, parent, level, depth, next_bits,
+                        first_neighbours: bool = False):
         """:meth:`bottom_up_step` queued on the stream: returns the device counters ``[awake, awake_edges,
-        long-row tasks]`` (int64) without a synchronisation."""
+        long-row tasks]`` (int64) without a synchronisation.  ``first_neighbours``: read each vertex's
+        first neighbour from the packed table (:meth:`_first_neighbours`), which pays on levels whose
+        frontier is large (most vertices settle there) and costs on the others (a miss then waits for the
+        table and the row in turn)."""
         self._ensure_visited(parent.size)
         k = self._kern(cols)
         nloc = offsets.size - 1
@@ -1004,7 +1051,8 @@ class GpuBackend:
         fb, nb = frontier_bits.view(cp.uint32), next_bits.view(cp.uint32)
         k["bu_step"](_grid(-(-nw32 // 4), _THREADS // 32), (_THREADS,),
                      (offsets, bu_cols, fb, self._visited, self._skip_bits(offsets), parent, level, np.int32(depth),
-                      nb, _i64(nw32), _i64(nloc), ctr, tasks, np.int32(self.defer_long_rows)))
+                      nb, _i64(nw32), _i64(nloc), ctr, tasks, np.int32(self.defer_long_rows),
+                      self._first_neighbours(offsets, bu_cols) if first_neighbours else np.uint64(0)))
         if self.defer_long_rows:
             k["bu_long"](_grid(None), (_THREADS,),
                          (offsets, bu_cols, fb, self._visited, parent, level, np.int32(depth), nb, tasks, ctr))
@@ -1022,7 +1070,8 @@ class GpuBackend:
 
     # -- steps of a captured level (bfs/level_graphs.py): what varies is read from the device block prm
     #    (prm[0] depth, prm[1] queue length), the grids are fixed, nothing is allocated ----------------
-    def bottom_up_g(self, offsets, cols, fbits, parent, level, prm, next_bits, ctr) -> None:
+    def bottom_up_g(self, offsets, cols, fbits, parent, level, prm, next_bits, ctr, first_neighbours: bool = False
+                    ) -> None:
         """:meth:`bottom_up_async` with the depth in ``prm[0]`` and the counters in ``ctr`` (zeroed by the
         caller); ``next_bits`` holds at least the owned vertices' words."""
         self._ensure_visited(parent.size)
@@ -1034,7 +1083,8 @@ class GpuBackend:
         fb, nb = fbits.view(cp.uint32), next_bits.view(cp.uint32)
         k["bu_step_g"](_grid(-(-nw32 // 4), _THREADS // 32), (_THREADS,),
                        (offsets, bu_cols, fb, self._visited, self._skip_bits(offsets), parent, level, prm, nb,
-                        _i64(nw32), _i64(nloc), ctr, tasks, np.int32(self.defer_long_rows)))
+                        _i64(nw32), _i64(nloc), ctr, tasks, np.int32(self.defer_long_rows),
+                        self._first_neighbours(offsets, bu_cols) if first_neighbours else np.uint64(0)))
         if self.defer_long_rows:
             k["bu_long_g"](_grid(None), (_THREADS,),
                            (offsets, bu_cols, fb, self._visited, parent, level, prm, nb, tasks, ctr))

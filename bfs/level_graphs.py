@@ -264,7 +264,8 @@ class LevelGraphs:
         """Capture every level graph now (both ping-pong directions, every cap), so that no search pays
         for a capture; call after the backend's first ``start_search`` (it allocates the visited bits)."""
         for k in (0, 1):
-            self._capture_bottom_up(k, bu_off, bu_col)
+            for first in (False, True):
+                self._capture_bottom_up(k, bu_off, bu_col, first)
             for cap in self.caps:
                 for tiled in (False, True):
                     self._capture_top_down(k, cap, tiled)
@@ -272,14 +273,15 @@ class LevelGraphs:
 
     ready = False
 
-    def _capture_bottom_up(self, k: int, bu_off, bu_col) -> None:
+    def _capture_bottom_up(self, k: int, bu_off, bu_col, first: bool) -> None:
         e, b, comm = self.e, self.e.b, self.e.comm
         bufs = self._bit_buffers()
-        key = ("bu", k)
+        key = ("bu", k, first)
         if key in self._graphs:
             return
         # built outside the capture (they allocate), kept alive with the graph
-        keep = (b._skip_bits(bu_off), b._long_tasks(bu_off), b._visited)
+        keep = (b._skip_bits(bu_off), b._long_tasks(bu_off), b._visited,
+                b._first_neighbours(bu_off, b._bottom_up_columns(bu_off, bu_col, False)))
         ctr = self.cp.zeros(3, self.cp.int64)  # found, their degree sum, deferred long-row tasks
         out = self._out("bu", 2)
         ts = out[0][self.size * 2:]
@@ -288,7 +290,8 @@ class LevelGraphs:
             comm.allgather_into(bufs[k], self._gbits, payload=True)
             self.cp.cuda.runtime.memsetAsync(ctr.data.ptr, 0, ctr.nbytes, self.stream.ptr)
             b.stamp(ts, 0)
-            b.bottom_up_g(bu_off, bu_col, self._gbits, e.parent, e.level, self.prm, bufs[1 - k], ctr)
+            b.bottom_up_g(bu_off, bu_col, self._gbits, e.parent, e.level, self.prm, bufs[1 - k], ctr,
+                          first_neighbours=first)
             b.stamp(ts, 1)
             comm.allgather_into(ctr[:2], out[0][:self.size * 2])
             self._finish(out)
@@ -374,13 +377,14 @@ class LevelGraphs:
         b.claim_pairs_async(recv, s.lo, e.parent, e.level, np.int32(depth), nxt, td["ctr"], s.offsets)
         return comm.gather_device(td["ctr"][:2])
 
-    def bottom_up(self, bits, depth: int, bu_off, bu_col) -> tuple[np.ndarray, float, object]:
-        """One bottom-up level from local frontier ``bits`` (uint64 words over the owned vertices).
-        Returns (every rank's ``[found, their degree sum]``, local seconds, the next local bitmap)."""
+    def bottom_up(self, bits, depth: int, bu_off, bu_col, first: bool = False) -> tuple[np.ndarray, float, object]:
+        """One bottom-up level from local frontier ``bits`` (uint64 words over the owned vertices);
+        ``first``: the kernel reads first neighbours from the backend's packed table.  Returns (every rank's
+        ``[found, their degree sum]``, local seconds, the next local bitmap)."""
         k = self.bits_slot(bits)
-        self._capture_bottom_up(k, bu_off, bu_col)
+        self._capture_bottom_up(k, bu_off, bu_col, first)
         self.prm_host[0] = depth
-        cnt, local_s = self._run(("bu", k), "bottom-up level")
+        cnt, local_s = self._run(("bu", k, first), "bottom-up level")
         return cnt, local_s, self._bits[1 - k][:self.e.nwords]
 
     def top_down(self, queue, depth: int, counts, degs) -> tuple[np.ndarray, float, object]:
