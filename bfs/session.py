@@ -162,7 +162,7 @@ class WorkerDied(RuntimeError):
 
 
 def _dead_ranks(client, graph) -> list[int]:
-    from breadth.pipeline.cluster import workers_info
+    from .dask_workers import workers_info
 
     alive = set(workers_info(client))
     return [r for r, w in enumerate(graph.workers) if w not in alive]

@@ -855,7 +855,7 @@ def load_store(path: str, client=None, *, nparts: int | None = None, verify: boo
     from distributed import default_client, wait
 
     from breadth.bfs.sharded_graph import ShardedGraph
-    from breadth.pipeline.cluster import worker_addresses
+    from breadth.bfs.dask_workers import worker_addresses
 
     path = os.path.abspath(path)
     m = read_manifest(path)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 
+from breadth.bfs.dask_workers import worker_addresses, workers_info  # noqa: F401  (this module's API too)
+
 SCHEDULER_TIMEOUT_S = 10.0  # how long connect() waits for an existing scheduler to answer
 
 
@@ -116,19 +118,3 @@ def connect(scheduler: str | None = None, workers: int = 1, device: str = "cpu",
         return local_cuda_cluster(workers=workers, protocol=kw.get("protocol", "tcp"),
                                   silence_logs=kw.get("silence_logs", logging.WARNING))
     return local_cluster(workers=workers, **kw)
-
-
-def workers_info(client) -> dict[str, dict]:
-    """The scheduler's record of every worker now in the cluster, by address (``memory_limit``,
-    ``nthreads``, ``status``, ...), fetched fresh.
-
-    Not ``client.scheduler_info()["workers"]``: that returns the client's cached copy after refreshing
-    it, and the client's periodic refresh (every 2 s, asking for no workers) can overwrite the copy in
-    between, so a busy process sometimes reads an empty cluster.
-    """
-    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
-
-
-def worker_addresses(client) -> list[str]:
-    """Worker addresses in a stable order (rank r runs on the r-th)."""
-    return sorted(workers_info(client))
