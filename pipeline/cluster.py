@@ -7,6 +7,8 @@ import os
 
 from breadth.bfs.dask_workers import worker_addresses, workers_info  # noqa: F401  (this module's API too)
 
+from .device_choice import gpu_available, resolve_device  # noqa: F401  (this module's API too)
+
 SCHEDULER_TIMEOUT_S = 10.0  # how long connect() waits for an existing scheduler to answer
 
 
@@ -36,26 +38,6 @@ def local_cluster(workers: int = 1, threads_per_worker: int | None = None, proto
                            scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
                            silence_logs=silence_logs, env={"NUMBA_NUM_THREADS": str(threads)} if threads else None)
     return Client(cluster)
-
-
-def gpu_available() -> bool:
-    """True when CuPy imports and sees at least one CUDA device (nothing is imported on CPU installs
-    beyond the failed ``import cupy``)."""
-    try:
-        import cupy
-
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
-        return False
-
-
-def resolve_device(device: str) -> str:
-    """``"cpu"``, ``"gpu"`` or ``"auto"`` (GPU when :func:`gpu_available`) -> ``"cpu"`` or ``"gpu"``."""
-    if device == "auto":
-        return "gpu" if gpu_available() else "cpu"
-    if device not in ("cpu", "gpu"):
-        raise ValueError(f"device must be 'cpu', 'gpu' or 'auto', got {device!r}")
-    return device
 
 
 def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", threads_per_worker: int = 1,

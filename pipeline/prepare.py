@@ -18,11 +18,12 @@ import uuid
 
 import numpy as np
 
+from breadth.bfs.dask_workers import worker_addresses
 from breadth.bfs.shard import block_size
 from breadth.bfs.sharded_graph import ShardedGraph
 
 from .build_owner import build_owner
-from .cluster import resolve_device, worker_addresses
+from .device_choice import resolve_device
 from .edges import EdgeList
 from .shuffle import batch_rows, choose_tier, consume, send, spill_space
 from .shuffle_tiers import ShuffleSpec

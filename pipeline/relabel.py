@@ -213,7 +213,7 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
     from breadth.bfs.id_map import PartitionedIdMap
     from breadth.io.errors import EmptyInputError, IngestError
 
-    from .cluster import worker_addresses
+    from breadth.bfs.dask_workers import worker_addresses
     from .hash_relabel import global_dtype, relabel_hashed
 
     client = client or default_client()

@@ -97,7 +97,7 @@ def cluster_memory(client, device: str = "cpu") -> ClusterMemory:
     """:class:`ClusterMemory` of ``client``'s workers, read from the scheduler (``memory_limit``,
     ``nthreads``) and from the workers (their RSS now; the last heartbeat's when one does not answer).  A worker without a limit (0 or None: Dask never
     ends it) counts as its host's memory divided among the workers on that host."""
-    from .cluster import workers_info
+    from breadth.bfs.dask_workers import workers_info
 
     info = workers_info(client)
     if not info:
