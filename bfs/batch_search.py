@@ -32,7 +32,7 @@ def _batch_rank(engine: BatchEngine, setup_s, roots, depth_limit, batch_size):
 
 
 def bfs_batch(graph, roots, *, depth_limit: int | None = None, batch_size: int = MAX_BATCH,
-              protocol: str = "tcp", timeout: float = 60.0) -> list[BFSResult]:
+              protocol: str = "auto", timeout: float = 60.0) -> list[BFSResult]:
     """Independent breadth-first searches from ``roots`` (original ids), ``batch_size`` (<= 64) per pass.
 
     Returns one :class:`~breadth.bfs.results.BFSResult` per root, in order (a repeated root is searched

@@ -23,7 +23,7 @@ import numpy as np
 from .batch_engine import BatchEngine
 from .batch_search import batches
 from .roots import choose_roots
-from .session import run_session
+from .session import resolve_protocol, run_session
 from .statistics import report_lines, statistics
 from .validate import RULES, validate_rank
 
@@ -164,7 +164,7 @@ class Graph500Result:
 
 
 def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, progress: bool = False,
-             protocol: str = "tcp", timeout: float = 120.0, alpha: float | None = None, beta: float = 18.0,
+             protocol: str = "auto", timeout: float = 120.0, alpha: float | None = None, beta: float = 18.0,
              header: dict | None = None, batch: bool = False) -> Graph500Result:
     """Run the Graph500 BFS kernel: ``nroots`` validated searches from random roots of degree >= 1.
 
@@ -207,6 +207,7 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
         hdr["batch"] = "MS-BFS, up to 64 roots per pass; time per root = batch time / batch size"
     hdr.update(header or {})
     hdr["num_ranks"] = graph.nparts
+    hdr["protocol"] = resolve_protocol(protocol, graph.backend, graph.nparts)
     hdr["construction_time"] = f"{graph.construction_time:.17e}"
     return Graph500Result(hdr, out[0]["rows"], [o["setup_s"] for o in out])
 

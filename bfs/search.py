@@ -52,7 +52,7 @@ def to_dense(graph, ids) -> np.ndarray:
     return dense.astype(np.int64)
 
 
-def bfs(graph, root=None, *, sources=None, depth_limit: int | None = None, protocol: str = "tcp",
+def bfs(graph, root=None, *, sources=None, depth_limit: int | None = None, protocol: str = "auto",
         timeout: float = 60.0):
     """Breadth-first search on a prepared graph; results stay on the workers until asked for.
 

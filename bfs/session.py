@@ -17,6 +17,43 @@ from .communicator import SelfCommunicator
 from .engine import Engine
 
 
+#: the search ranks' transports; "auto" picks one (:func:`resolve_protocol`)
+PROTOCOLS = ("auto", "tcp", "ucx", "nccl")
+
+
+def nccl_available() -> bool:
+    """True when CuPy's NCCL binding loads (GPU ranks can use :mod:`breadth.bfs.nccl_comm`)."""
+    try:
+        from cupy.cuda import nccl
+
+        return bool(nccl.available)
+    except Exception:  # no CuPy, no driver, or a CuPy built without NCCL: all mean "no NCCL here"
+        return False
+
+
+def resolve_protocol(protocol: str, backend: str, size: int) -> str:
+    """The transport a session of ``size`` ranks on ``backend`` ("cpu" or "gpu") runs: ``"self"`` for one
+    rank (no peer), else ``protocol`` itself, or for ``"auto"`` the fastest available: NCCL for GPU ranks
+    (its rounds become peer-memory kernels where the GPUs reach each other; on 2 H200s 1.76x one GPU at
+    scale 27 against UCX's 0.48x), TCP for CPU ranks (a barrier 84 us against UCX's 340 on CPUs).
+
+    >>> resolve_protocol("auto", "cpu", 2)
+    'tcp'
+    >>> resolve_protocol("auto", "gpu", 1)
+    'self'
+    """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
+    if protocol == "nccl" and backend != "gpu":
+        raise ValueError("protocol 'nccl' moves device buffers between GPU ranks; this graph's ranks are on the "
+                         "CPU: use 'auto', 'tcp' or 'ucx'")
+    if size == 1:
+        return "self"
+    if protocol != "auto":
+        return protocol
+    return "nccl" if backend == "gpu" and nccl_available() else "tcp"
+
+
 def make_communicator(rank: int, size: int, session: str, protocol: str, timeout: float, backend: str = "cpu"):
     """The communicator of ``rank`` in ``session`` (self for one rank, with device rounds on a GPU rank;
     TCP, UCX or NCCL peers otherwise)."""
@@ -38,7 +75,7 @@ def make_communicator(rank: int, size: int, session: str, protocol: str, timeout
         from .nccl_comm import NCCLCommunicator
 
         return NCCLCommunicator.connect(rank, size, session, timeout=timeout)
-    raise ValueError(f"unknown protocol {protocol!r}: expected 'tcp', 'ucx' or 'nccl'")
+    raise ValueError(f"unknown protocol {protocol!r}: expected 'tcp', 'ucx' or 'nccl' (resolve 'auto' first)")
 
 
 def _engine_class(backend: str, comm) -> type:
@@ -96,7 +133,7 @@ def _widen_affinity():
         return None
 
 
-def run_session(graph, body: Callable, *args, protocol: str = "tcp", timeout: float = 60.0,
+def run_session(graph, body: Callable, *args, protocol: str = "auto", timeout: float = 60.0,
                 engine_kw: dict | None = None, gather: bool = True, engine_class: type | None = None) -> list[Any]:
     """Run ``body(engine, setup_seconds, *args)`` on every rank of ``graph``; return the ranks' results
     (with ``gather=False``: the finished futures of the results, left on the ranks' workers).
@@ -112,6 +149,7 @@ def run_session(graph, body: Callable, *args, protocol: str = "tcp", timeout: fl
     from distributed import wait
 
     client, size = graph.client, graph.nparts
+    protocol = resolve_protocol(protocol, graph.backend, size)
     _check_threads(client, graph)
     session = f"breadth-{uuid.uuid4().hex[:12]}"
     futs = [client.submit(_rank_main, graph.shards[r], r, size, session, protocol, timeout, graph.backend,

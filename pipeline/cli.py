@@ -76,8 +76,9 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
                    help="threads per local worker (default: cores // workers, so workers x threads <= cores)")
     p.add_argument("--scheduler", default=None,
                    help="address of an existing Dask scheduler (default: start a local cluster on this machine)")
-    p.add_argument("--protocol", choices=("tcp", "ucx"), default="tcp",
-                   help="rank-to-rank transport of the search (default tcp; ucx needs the 'ucx' extra)")
+    p.add_argument("--protocol", choices=("auto", "tcp", "ucx", "nccl"), default="auto",
+                   help="rank-to-rank transport of the search (default auto: NCCL between GPU ranks, TCP between "
+                        "CPU ranks; the report's 'protocol' line says which ran; ucx needs the 'ucx' extra)")
     p.add_argument("--verbose", action="store_true",
                    help="on failure, print the traceback and Dask's worker logs, not only the one-line error")
 
@@ -184,7 +185,7 @@ def _preflight(args) -> None:
     if getattr(args, "spill_dir", None):
         cli_checks.creatable_directory(args.spill_dir, "--spill-dir")
     cli_checks.device(getattr(args, "device", "cpu"))
-    cli_checks.protocol(getattr(args, "protocol", "tcp"))
+    cli_checks.protocol(getattr(args, "protocol", "auto"), getattr(args, "device", None))
 
 
 def _dispatch(args) -> int:

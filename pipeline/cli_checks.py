@@ -118,8 +118,19 @@ def device(name: str) -> None:
         raise UsageError("--device gpu: no CUDA device is visible")
 
 
-def protocol(name: str) -> None:
-    """``--protocol ucx`` needs the ``ucx`` extra (``ucxx`` and ``distributed-ucxx``)."""
+def protocol(name: str, device: str | None = None) -> None:
+    """``--protocol ucx`` needs the ``ucx`` extra (``ucxx`` and ``distributed-ucxx``); ``--protocol nccl``
+    needs GPU ranks and CuPy's NCCL."""
+    if name == "nccl":
+        if device == "cpu":
+            raise UsageError("--protocol nccl moves device buffers between GPU ranks: add --device gpu, or use "
+                             "--protocol auto or tcp")
+        from breadth.bfs.session import nccl_available
+
+        if not nccl_available():
+            raise UsageError("--protocol nccl: CuPy's NCCL is not available here; install 'breadth[gpu]' "
+                             "(CUDA 12) or 'breadth[gpu-cuda13]', or use --protocol auto or tcp")
+        return
     if name != "ucx":
         return
     try:

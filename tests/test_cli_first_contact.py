@@ -258,3 +258,20 @@ def test_protocol_ucx_without_the_extra_is_a_usage_error(tmp_path):
     (tmp_path / "ucxx.py").write_text("raise ImportError(\"No module named 'ucxx'\")\n")
     r = _run("bench", "--scale", "8", "--protocol", "ucx", env={"PYTHONPATH": str(tmp_path)})
     _one_line(r, 2, "--protocol ucx", "pip install 'breadth[ucx]'")
+
+
+def test_protocol_nccl_on_cpu_ranks_is_a_usage_error():
+    r = _run("bench", "--scale", "8", "--protocol", "nccl")
+    _one_line(r, 2, "--protocol nccl", "--device gpu")
+
+
+def test_protocol_auto_picks_per_backend():
+    from breadth.bfs.session import resolve_protocol
+
+    assert resolve_protocol("auto", "cpu", 2) == "tcp"
+    assert resolve_protocol("auto", "cpu", 1) == resolve_protocol("auto", "gpu", 1) == "self"
+    assert resolve_protocol("ucx", "gpu", 2) == "ucx"
+    with pytest.raises(ValueError, match="nccl"):
+        resolve_protocol("nccl", "cpu", 2)
+    with pytest.raises(ValueError, match="unknown protocol"):
+        resolve_protocol("mpi", "cpu", 2)

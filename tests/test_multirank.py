@@ -319,13 +319,14 @@ def _cli(*args):
 def test_cli_bench_on_two_local_workers_and_on_an_existing_cluster(cluster, tmp_path):
     import json
 
-    # (TCP only: with --protocol ucx the CLI's local cluster also runs Dask itself over UCX, which is
-    # several times slower to start and run on this CPU machine; the UCX rank transport is covered above)
-    common = ["bench", "--scale", "11", "--roots", "6", "--protocol", "tcp"]
+    # (TCP, what auto picks on CPUs: with --protocol ucx the CLI's local cluster also runs Dask itself over
+    # UCX, which is several times slower to start and run on this CPU machine; the UCX rank transport is
+    # covered above)
+    common = ["bench", "--scale", "11", "--roots", "6"]  # --protocol auto: TCP between CPU ranks
     a, b = tmp_path / "two.json", tmp_path / "four.json"
     r = _cli(*common, "--workers", "2", "--json", str(a))
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "num_ranks: 2" in r.stdout
+    assert "num_ranks: 2" in r.stdout and "protocol: tcp" in r.stdout
     r = _cli(*common, "--scheduler", cluster.scheduler.address, "--json", str(b))
     assert r.returncode == 0, r.stderr[-2000:]
     assert f"num_ranks: {NWORKERS}" in r.stdout
