@@ -11,6 +11,7 @@ developers' business, not the user's.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import signal
@@ -51,6 +52,11 @@ def one_line(exc: BaseException) -> str:
                 "--memory-limit, or rerun with --verbose to see where")
     if not first:
         return type(exc).__name__
+    if isinstance(exc, OSError) and (exc.errno == errno.ENOSPC or first.startswith("Not enough free space")):
+        # NumPy's message for a full disk names neither the file nor the way out
+        where = f" ({exc.filename})" if exc.filename else ""
+        return (f"a disk is full{where}: {first}; free space there, or point --spill-dir at a disk with room "
+                "(the shuffle's disk tier and the store write there)")
     if isinstance(exc, (OSError, ValueError, RuntimeError, CommandError, UsageError)) or "error" in first.lower():
         return first
     return f"{type(exc).__name__}: {first}"

@@ -45,3 +45,14 @@ def test_a_bare_timeout_is_explained():
     line = one_line(TimeoutError())
     assert "did not answer" in line and "--memory-limit" in line
     assert one_line(TimeoutError("connect to tcp://x timed out")) == "connect to tcp://x timed out"
+
+
+def test_a_full_disk_says_where_to_make_room():
+    import errno
+
+    from breadth.pipeline.cli_errors import one_line
+
+    line = one_line(OSError("Not enough free space to write 1073740336 bytes after offset 0"))
+    assert line.startswith("a disk is full: Not enough free space") and "--spill-dir" in line
+    line = one_line(OSError(errno.ENOSPC, "No space left on device", "/spill/part-3.npy"))
+    assert "(/spill/part-3.npy)" in line and "--spill-dir" in line
