@@ -21,6 +21,7 @@ in memory.  The shards are the same for every tier and batch size, bit for bit.
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -28,6 +29,7 @@ import numpy as np
 from breadth.bfs.shard import Shard, column_dtype
 
 from .array_backend import backend
+from .shard_files import RowsToFiles, write_mapped
 from .shuffle_tiers import Inbox, ShuffleSpec
 from .stages import StageTimes, owner_record
 
@@ -51,7 +53,7 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
     >>> build_owner(0, spec, [parcels[0]]).columns.tolist()
     [1, 0, 2, 1]
     """
-    be = backend(spec.device)
+    be = backend(spec.device, spec.jit)
     xp = be.xp
     inbox = Inbox(spec, rank, parcels)
     n, nloc, nb, br = spec.num_vertices, inbox.hi - inbox.lo, spec.nbatches, spec.batch_rows
@@ -60,8 +62,9 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
     live_peak = 0
     tdeg = None
     csr = []
+    folder = None if spec.shard_dir is None else os.path.join(spec.shard_dir, f"shard-{rank:05d}")
     for k in range(spec.kinds):
-        if nb == 1:  # the builder's arrays are the shard's
+        if nb == 1 and folder is None:  # the builder's arrays are the shard's
             entries, t_read, t_build, (offsets, columns, mult) = _build_batch(be, inbox, k, 0, 0, nloc)
             live_peak = max(live_peak, _live_bytes(xp))
             times.add("read_s", t_read)
@@ -75,14 +78,10 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
             csr.append((offsets, columns))
             continue
         with times("allocate"):
-            offsets = xp.zeros(nloc + 1, xp.int64)
-            # An owner's unique entries are at most its entries: one array, allocated once, receives every
-            # batch's columns, so the final columns never exist twice (batch arrays are freed as they go).
-            columns = xp.empty(inbox.count(k), column_dtype(n))
-            if k == 0:
-                tdeg = xp.zeros(nloc, xp.int64)
+            # out-entries, then a directed graph's in-entries; tuples are counted at their tail (out)
+            rows = (_RowsInMemory(xp, nloc, inbox.count(k), column_dtype(n), k == 0) if folder is None else
+                    RowsToFiles(folder, ("", "in_")[k], nloc, column_dtype(n), k == 0))
         live_peak = max(live_peak, _live_bytes(xp))
-        total = 0
         for b in range(nb):
             r0, r1 = min(b * br, nloc), min((b + 1) * br, nloc)
             if r0 >= r1:
@@ -90,11 +89,7 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
             entries, t_read, t_build, (off, cols, mult) = _build_batch(be, inbox, k, b, r0, r1 - r0)
             live_peak = max(live_peak, _live_bytes(xp))
             t2 = time.perf_counter()
-            offsets[r0 + 1:r1 + 1] = off[1:] + total
-            columns[total:total + cols.size] = cols
-            if k == 0:
-                tdeg[r0:r1] = mult
-            total += int(cols.size)
+            rows.put(r0, r1, off, cols, mult)
             del off, cols, mult
             if be.sync:
                 be.sync()
@@ -105,7 +100,10 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
             batches.append([entries, t_read, t_build])
         inbox.done(k)
         with times("assemble"):
-            columns = _trim(xp, columns, total, times)
+            offsets, columns, mult = rows.finish(times)
+        if k == 0:
+            tdeg = mult
+        del rows, mult
         csr.append((offsets, columns))
     with times("loops"):
         ids = [be.to_device(a) for a in inbox.loops()]
@@ -113,10 +111,13 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
         loops = xp.bincount(xp.concatenate(ids), minlength=nloc) if ids else xp.zeros(nloc, xp.int64)
         del ids
         inbox.done("loops")
+        loops = loops.astype(xp.int32)
+        if folder is not None:
+            loops = write_mapped(os.path.join(folder, "self_loops.bin"), loops)
     inbox.close()
     (offs_out, cols_out), (in_off, in_col) = csr[0], (csr[1] if spec.directed else (None, None))
-    shard = Shard(rank, spec.nparts, n, inbox.lo, inbox.hi, offs_out, cols_out, tdeg.astype(xp.int32),
-                  loops.astype(xp.int32), in_off, in_col)
+    shard = Shard(rank, spec.nparts, n, inbox.lo, inbox.hi, offs_out, cols_out, tdeg.astype(xp.int32, copy=False),
+                  loops, in_off, in_col)
     if be.finish:
         with times("bottom_up_order"):
             shard = be.finish(shard)
@@ -144,6 +145,30 @@ def _build_batch(be, inbox: Inbox, kind: int, b: int, r0: int, nrows: int) -> tu
     if be.sync:
         be.sync()
     return entries, t1 - t0, time.perf_counter() - t1, out
+
+
+class _RowsInMemory:
+    """One CSR of an owner's ``nloc`` rows, received batch by batch in row order into arrays allocated
+    once: the final columns at ``count`` entries (every entry: an upper bound of the unique ones), trimmed
+    by :meth:`finish`.  :class:`~breadth.pipeline.shard_files.RowsToFiles` is the same on files."""
+
+    def __init__(self, xp, nloc: int, count: int, dtype, degrees: bool):
+        self.xp, self.total = xp, 0
+        self.offsets = xp.zeros(nloc + 1, xp.int64)
+        self.columns = xp.empty(count, dtype)
+        self.tdeg = xp.zeros(nloc, xp.int64) if degrees else None
+
+    def put(self, r0: int, r1: int, offsets, columns, multiplicity) -> None:
+        self.offsets[r0 + 1:r1 + 1] = offsets[1:] + self.total
+        self.columns[self.total:self.total + columns.size] = columns
+        if self.tdeg is not None:
+            self.tdeg[r0:r1] = multiplicity
+        self.total += int(columns.size)
+
+    def finish(self, times: StageTimes) -> tuple:
+        """``(offsets, columns, tuple counts or None)``; the columns' unused tail given back."""
+        columns, self.columns = self.columns, None  # the only reference: resized in place on the CPU
+        return self.offsets, _trim(self.xp, columns, self.total, times), self.tdeg
 
 
 def _trim(xp, columns, total: int, times: StageTimes):

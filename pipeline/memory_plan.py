@@ -73,8 +73,18 @@ MiB = 1 << 20
 
 #: RSS of a worker that has imported distributed, NumPy and Numba and run the pipeline's kernels (bytes)
 WORKER_BASELINE = 225 * MiB
+#: RSS of a worker of the NumPy path (``jit=False``: no Numba) started by the CLI, having imported and run
+#: what its generation, split, build and store write need (bytes; measured, see the module docstring)
+NUMPY_WORKER_BASELINE = 86 * MiB
 #: bytes per edge tuple of a running chunk task: tuples + the next chunk (16 + 16), split (32), sorted (16)
 CHUNK_BYTES_PER_TUPLE = 80
+#: NumPy path: bytes per edge tuple of a chunk task: the chunk (16) and the next (16), the split's stacked
+#: int32 entries and their owner-sorted copy (16 + 16), its owner ids and order (8 + 16), one owner's
+#: batch grouping (local pairs 8, batch ids 4, order 8)
+NUMPY_CHUNK_BYTES_PER_TUPLE = 108
+#: NumPy path: bytes per adjacency entry of a row batch: read pairs (8), packed keys (8), their unique
+#: copy (8), flags (1), columns (4), rounded up
+NUMPY_BATCH_BYTES_PER_ENTRY = 32
 #: bytes per adjacency entry of a row batch: read pairs (8), int64 scatter (8), deduplicated columns (4)
 BATCH_BYTES_PER_ENTRY = 20
 #: bytes per row of a row batch: the builder's int64 degree, offset, cursor, unique-count arrays (and copies)
@@ -169,11 +179,13 @@ def shard_bytes(num_vertices: int, num_tuples: int, nparts: int, directed: bool 
     return offsets + cols + 8 * nloc
 
 
-def batch_bytes(batch_entries: int, num_tuples: int, num_vertices: int, nparts: int) -> int:
-    """Bytes of one row batch of about ``batch_entries`` adjacency entries (see the module docstring)."""
+def batch_bytes(batch_entries: int, num_tuples: int, num_vertices: int, nparts: int,
+                per_entry: int = BATCH_BYTES_PER_ENTRY) -> int:
+    """Bytes of one row batch of about ``batch_entries`` adjacency entries (see the module docstring);
+    ``per_entry``: the builder's bytes per entry (:data:`NUMPY_BATCH_BYTES_PER_ENTRY` for the NumPy path)."""
     nloc = _block(num_vertices, nparts)
     rows = min(nloc, max(64, nloc * batch_entries // max(1, entries_per_owner(num_tuples, nparts))))
-    return BATCH_BYTES_PER_ENTRY * batch_entries + BATCH_BYTES_PER_ROW * rows
+    return per_entry * batch_entries + BATCH_BYTES_PER_ROW * rows
 
 
 @dataclass(frozen=True)
@@ -256,6 +268,7 @@ class MemoryPlan:
     batch_entries: int  # adjacency entries per row batch (host and disk tiers)
     tier: str  # where the shuffle to owners keeps its pieces: "memory", "host" or "disk" (choose_tier)
     phases: dict = field(default_factory=dict)  # estimated peak RSS of each phase at these sizes (bytes)
+    jit: bool = True  # False: the NumPy path (no Numba in the workers, shards built to files)
 
     @property
     def spill(self) -> bool:
@@ -266,6 +279,8 @@ class MemoryPlan:
         """One line for the log."""
         path = {"disk": "disk tier (spill files, row batches)", "host": "host tier (row batches in memory)",
                 "memory": "memory tier (built at once)"}[self.tier]
+        if not self.jit:
+            path += ", NumPy kernels (no Numba in the workers), shards built to files"
         peaks = ", ".join(f"{k} {format_bytes(v)}" for k, v in self.phases.items())
         return (f"memory plan: limit {format_bytes(self.limit)} per worker (minimum {format_bytes(self.minimum)}); "
                 f"chunks of {self.chunk_edges:,} tuples, {path}, batches of {self.batch_entries:,} entries; "
@@ -287,7 +302,7 @@ def _largest_pow2(lo: int, hi: int, fits) -> int | None:
 def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, threads: int,
                 directed: bool = False, chunk_edges: int | None = None, search: bool = False,
                 store: bool = False, what: str = "",
-                source_chunks_held: bool = False, resident: int | None = None) -> MemoryPlan:
+                source_chunks_held: bool = False, resident: int | None = None, numpy_path: bool = False) -> MemoryPlan:
     """Size a preparation on ``workers`` workers of ``threads`` threads to ``limit`` bytes per worker.
 
     ``chunk_edges``: the user's chunk size (kept; refused when it cannot fit), ``None`` to derive it from
@@ -298,11 +313,73 @@ def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, th
     freshly generated chunk and the next one (16 B per tuple less); ``chunk_edges`` is then the
     reader's largest chunk.  ``resident``: the RSS the busiest worker holds already (an ingest's
     relabeled chunks and id-map part, its readers' imports), the baseline when above
-    :data:`WORKER_BASELINE` (see :func:`choose_tier`).
+    :data:`WORKER_BASELINE` (see :func:`choose_tier`).  ``numpy_path``: the command can run the NumPy path
+    (``generate``: a generated source, shards built to files and written to a store), taken when
+    ``limit`` is below the Numba path's minimum (:func:`plan_numpy_path`); the minimum is then that
+    path's.
 
     Raises :class:`MemoryLimitError` (its message gives the minimum, see the module docstring) when
     ``limit`` is below it.
     """
+    try:
+        return _plan_numba_path(limit, num_vertices, num_tuples, workers, threads, directed, chunk_edges, search,
+                                store, what, source_chunks_held, resident)
+    except MemoryLimitError:
+        if not numpy_path or search or not store:
+            raise
+    return plan_numpy_path(limit, num_vertices, num_tuples, workers, threads, directed, chunk_edges, what, resident)
+
+
+def plan_numpy_path(limit: int, num_vertices: int, num_tuples: int, workers: int, threads: int,
+                    directed: bool = False, chunk_edges: int | None = None, what: str = "",
+                    resident: int | None = None) -> MemoryPlan:
+    """Size the NumPy path (``jit=False``: generation, split and build without Numba; the disk tier;
+    shards built to files, see :func:`~breadth.pipeline.prepare`) to ``limit`` bytes per worker.
+
+    Nothing of the graph stays resident: over the baseline :data:`NUMPY_WORKER_BASELINE`, a worker holds
+    ``threads`` chunk tasks (:data:`NUMPY_CHUNK_BYTES_PER_TUPLE` per tuple), or one row batch
+    (:data:`NUMPY_BATCH_BYTES_PER_ENTRY` per entry and :data:`BATCH_BYTES_PER_ROW` per row), or the
+    owner's self-loop counts (int64 and int32, 12 B per vertex), or a store write block, so::
+
+        minimum = B + max(T * 108 * c_min, batch_bytes(b_min), 12 * nloc, 1 MiB)
+
+    Raises :class:`MemoryLimitError` below it."""
+    nparts = workers
+    nloc = _block(num_vertices, nparts) * -(-nparts // max(1, workers))
+    B = max(NUMPY_WORKER_BASELINE, resident or 0)
+
+    def chunk_phase(c: int) -> int:
+        return threads * NUMPY_CHUNK_BYTES_PER_TUPLE * c
+
+    def build_phase(b: int) -> int:
+        return batch_bytes(b, num_tuples, num_vertices, nparts, NUMPY_BATCH_BYTES_PER_ENTRY)
+
+    c_min = min(chunk_edges or MIN_CHUNK_EDGES, max(1, num_tuples))
+    smallest = {f"chunk ~{format_bytes(chunk_phase(c_min))}": chunk_phase(c_min),
+                f"row batch ~{format_bytes(build_phase(MIN_BATCH_ENTRIES))}": build_phase(MIN_BATCH_ENTRIES),
+                "self-loop counts": 12 * nloc, "write": STORE_WRITE_BUFFER}
+    largest = max(smallest, key=smallest.get)
+    minimum = B + smallest[largest]
+    if limit < minimum:
+        graph = f" for {what}" if what else ""
+        chunk = f" with --chunk-edges {chunk_edges}" if chunk_edges else ""
+        raise MemoryLimitError(
+            f"--memory-limit {format_bytes(limit)} is below the minimum of {format_bytes(minimum)}{graph} on "
+            f"{workers} worker(s){chunk} (worker baseline without Numba ~{format_bytes(B)} + {largest}); raise it"
+            + (" or lower --chunk-edges" if chunk_edges and largest.startswith("chunk") else ""), minimum)
+    room = limit - B
+    c = chunk_edges or _largest_pow2(MIN_CHUNK_EDGES, DEFAULT_CHUNK_EDGES, lambda v: chunk_phase(v) <= room)
+    b = _largest_pow2(MIN_BATCH_ENTRIES, DEFAULT_BATCH_ENTRIES, lambda v: build_phase(v) <= room)
+    c = min(c, max(1, num_tuples))
+    phases = {"chunk": B + chunk_phase(c), "build": B + build_phase(b), "store": B + STORE_WRITE_BUFFER}
+    return MemoryPlan(limit=limit, minimum=minimum, chunk_edges=c, batch_entries=b, tier="disk", phases=phases,
+                      jit=False)
+
+
+def _plan_numba_path(limit: int, num_vertices: int, num_tuples: int, workers: int, threads: int, directed: bool,
+                     chunk_edges: int | None, search: bool, store: bool, what: str, source_chunks_held: bool,
+                     resident: int | None) -> MemoryPlan:
+    """:func:`plan_memory` for the Numba path (shards held in memory)."""
     nparts = workers
     nloc = _block(num_vertices, nparts)
     S = shard_bytes(num_vertices, num_tuples, nparts, directed)

@@ -102,7 +102,8 @@ def _add_bottom_up_order(client, shards, workers, token):
 
 def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: bool = False,
             directed: bool | None = None, device: str = "cpu", spill_dir: str | None = None,
-            batch_entries: int | None = None, stages: dict | None = None, **removed) -> ShardedGraph:
+            batch_entries: int | None = None, stages: dict | None = None, jit: bool = True,
+            shard_dir: str | None = None, **removed) -> ShardedGraph:
     """Turn an edge list into per-worker CSR shards held in the workers' memory.
 
     ``nparts`` (default: the number of workers) owners each get a contiguous block of vertex ids;
@@ -136,6 +137,16 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     ``breadth.shuffle.tier`` (``"auto"``, ``"memory"``, ``"host"``, ``"disk"``) forces a tier, for
     benchmarks and tests.  The keyword ``host_batches`` of earlier versions raises ``TypeError``.
 
+    ``jit=False`` (CPU): the workers split and build with NumPy alone
+    (:mod:`breadth.pipeline.build_csr_numpy`; slower, the same shards) and never import Numba, whose
+    import and first compiled call cost each worker ~110 MiB (for a source that does not load it either:
+    ``kronecker(..., jit=False)``).  ``shard_dir``: a folder every worker can reach where each owner
+    writes its shard's arrays as it builds them, batch by batch, and maps them back
+    (:mod:`breadth.pipeline.shard_files`): the shards are never resident in the workers' memory, and
+    :func:`~breadth.io.shard_store.write_store` copies them from their files.  The caller removes the
+    folder once the graph is no longer used.  Together, and with the disk tier, a worker holds a chunk or
+    a row batch at a time, whatever the graph's size (``generate`` under a small ``--memory-limit``).
+
     ``stages``: a dict that, when given, is filled with where the preparation's time went
     (:func:`breadth.pipeline.stages.summarize`): the tier (``stages["path"]``), wall seconds of the chunk
     and build phases, each chunk task's and each owner's stage seconds (split, sort, write; read, build,
@@ -161,6 +172,8 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     nparts = nparts or len(workers)
     if nparts < 1:
         raise ValueError(f"nparts must be >= 1, got {nparts}")
+    if device == "gpu" and (shard_dir is not None or not jit):
+        raise ValueError("shard_dir and jit=False are for CPU workers (the GPU path never loads Numba)")
     n, m = edges.num_vertices, edges.num_edges
     choice = choose_tier(client, n, m, nparts, directed, device, chunk_edges=max(edges.edges.chunks[0], default=1),
                          batch_entries=batch_entries)
@@ -169,7 +182,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     # The spill tree is this run's alone (a fresh token); whatever stops the run -- an error in a task,
     # on the client, or Ctrl-C -- removes it, so a failed run leaves no bucket files behind.
     with spill_space(client, choice.tier, spill_dir) as space:
-        spec = ShuffleSpec(choice.tier, device, n, nparts, directed, rows, space.root)
+        spec = ShuffleSpec(choice.tier, device, n, nparts, directed, rows, space.root, jit, shard_dir)
         return _prepare(edges, client, spec, workers, progress, stages, space.futures, choice)
 
 

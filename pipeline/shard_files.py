@@ -1,0 +1,79 @@
+"""An owner's shard written to files as it is built, and memory-mapped back: the worker never holds it.
+
+:class:`RowsToFiles` receives the rows of one CSR (offsets, columns and the per-row tuple counts) one row
+batch at a time, in row order, and appends them to raw files in the owner's folder with plain writes;
+:meth:`RowsToFiles.finish` maps the files back read-only (``np.memmap``).  Written pages sit in the
+kernel's page cache, not in the process: a mapped page counts in the worker's RSS (what Dask's nanny
+compares with its memory limit) only once something reads it.  The store writer copies such arrays
+from their files (:mod:`breadth.io.shard_store`), so a shard goes from its row batches to the store
+without ever being resident.  The files are raw (no ``.npy`` header: the count is known only at the
+end); the folder belongs to the caller, who removes it once the shard is no longer used.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+
+def mapped(path: str, dtype, count: int) -> np.ndarray:
+    """``count`` items of ``dtype`` in the raw file ``path``, mapped read-only (an empty array for none: an
+    empty file cannot be mapped)."""
+    if count == 0:
+        return np.empty(0, dtype)
+    return np.memmap(path, dtype=dtype, mode="r", shape=(count,))
+
+
+def write_mapped(path: str, arr: np.ndarray) -> np.ndarray:
+    """``arr`` written to the raw file ``path`` and mapped back (:func:`mapped`)."""
+    arr = np.ascontiguousarray(arr)
+    with open(path, "wb") as f:
+        f.write(memoryview(arr.reshape(-1)).cast("B") if arr.size else b"")
+    return mapped(path, arr.dtype, arr.size)
+
+
+class RowsToFiles:
+    """One CSR of an owner's ``nloc`` rows, appended batch by batch to ``{prefix}offsets``,
+    ``{prefix}columns`` and (``degrees``) ``tuple_degree`` raw files in ``folder``.
+
+    Holds nothing but the open files and two counters: the rows received so far and the columns."""
+
+    def __init__(self, folder: str, prefix: str, nloc: int, column_dtype, degrees: bool):
+        os.makedirs(folder, exist_ok=True)
+        self.paths = {name: os.path.join(folder, f"{name}.bin")
+                      for name in (f"{prefix}offsets", f"{prefix}columns", "tuple_degree")[:3 if degrees else 2]}
+        self.files = {name: open(p, "wb") for name, p in self.paths.items()}
+        self.nloc, self.dtype, self.rows, self.total = nloc, np.dtype(column_dtype), 0, 0
+        self._write(f"{prefix}offsets", np.zeros(1, np.int64))
+        self.prefix = prefix
+
+    def _write(self, name: str, arr: np.ndarray) -> None:
+        arr = np.ascontiguousarray(arr)
+        if arr.size:
+            self.files[name].write(memoryview(arr.reshape(-1)).cast("B"))
+
+    def put(self, r0: int, r1: int, offsets: np.ndarray, columns: np.ndarray, multiplicity: np.ndarray) -> None:
+        """Rows ``r0..r1-1`` (local; ``r0`` is the rows received so far): their offsets from 0
+        (``r1 - r0 + 1``), columns, and tuple counts before deduplication."""
+        if r0 != self.rows:
+            raise ValueError(f"rows must come in order: expected row {self.rows}, got {r0}")
+        self._write(f"{self.prefix}offsets", offsets[1:].astype(np.int64) + self.total)
+        self._write(f"{self.prefix}columns", columns.astype(self.dtype, copy=False))
+        if "tuple_degree" in self.files:
+            self._write("tuple_degree", multiplicity.astype(np.int32))
+        self.rows, self.total = r1, self.total + int(columns.size)
+
+    def finish(self, times=None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """``(offsets int64[nloc + 1], columns[nnz], tuple_degree int32[nloc] or None)``, mapped from the
+        files (rows never received are empty); ``times`` is not used (the in-memory twin's stage record)."""
+        if self.rows < self.nloc:
+            empty = np.zeros(0, np.int64)
+            self.put(self.rows, self.nloc, np.zeros(self.nloc - self.rows + 1, np.int64), empty,
+                     np.zeros(self.nloc - self.rows, np.int64))
+        for f in self.files.values():
+            f.close()
+        counts = {f"{self.prefix}offsets": (np.int64, self.nloc + 1), f"{self.prefix}columns": (self.dtype, self.total),
+                  "tuple_degree": (np.int32, self.nloc)}
+        out = {name: mapped(p, *counts[name]) for name, p in self.paths.items()}
+        return out[f"{self.prefix}offsets"], out[f"{self.prefix}columns"], out.get("tuple_degree")
