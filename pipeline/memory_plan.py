@@ -67,7 +67,7 @@ ended fails at once (no retry: a retry on a fresh worker needs the same memory, 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 MiB = 1 << 20
 
@@ -321,13 +321,20 @@ def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, th
     Raises :class:`MemoryLimitError` (its message gives the minimum, see the module docstring) when
     ``limit`` is below it.
     """
+    numpy_path = numpy_path and store and not search
     try:
-        return _plan_numba_path(limit, num_vertices, num_tuples, workers, threads, directed, chunk_edges, search,
+        plan = _plan_numba_path(limit, num_vertices, num_tuples, workers, threads, directed, chunk_edges, search,
                                 store, what, source_chunks_held, resident)
     except MemoryLimitError:
-        if not numpy_path or search or not store:
+        if not numpy_path:
             raise
-    return plan_numpy_path(limit, num_vertices, num_tuples, workers, threads, directed, chunk_edges, what, resident)
+        return plan_numpy_path(limit, num_vertices, num_tuples, workers, threads, directed, chunk_edges, what,
+                               resident)
+    if numpy_path:  # the smallest limit that works is the NumPy path's
+        floor = plan_numpy_path(10**18, num_vertices, num_tuples, workers, threads, directed, chunk_edges, what,
+                                resident).minimum
+        plan = replace(plan, minimum=min(plan.minimum, floor))
+    return plan
 
 
 def plan_numpy_path(limit: int, num_vertices: int, num_tuples: int, workers: int, threads: int,

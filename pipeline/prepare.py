@@ -165,15 +165,15 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
         if name in _REMOVED:
             raise TypeError(f"prepare() no longer takes {name!r}: {_REMOVED[name]}")
         raise TypeError(f"prepare() got an unexpected keyword argument {name!r}")
-    client = client or default_client()
     device = resolve_device(device)
+    if device == "gpu" and (shard_dir is not None or not jit):
+        raise ValueError("shard_dir and jit=False are for CPU workers (the GPU path never loads Numba)")
+    client = client or default_client()
     directed = edges.directed if directed is None else directed
     workers = worker_addresses(client)
     nparts = nparts or len(workers)
     if nparts < 1:
         raise ValueError(f"nparts must be >= 1, got {nparts}")
-    if device == "gpu" and (shard_dir is not None or not jit):
-        raise ValueError("shard_dir and jit=False are for CPU workers (the GPU path never loads Numba)")
     n, m = edges.num_vertices, edges.num_edges
     choice = choose_tier(client, n, m, nparts, directed, device, chunk_edges=max(edges.edges.chunks[0], default=1),
                          batch_entries=batch_entries)
