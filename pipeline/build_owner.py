@@ -103,6 +103,7 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
             offsets, columns, mult = rows.finish(times)
         if k == 0:
             tdeg = mult
+            tuples = rows.tuples if folder is not None else None
         del rows, mult
         csr.append((offsets, columns))
     with times("loops"):
@@ -113,6 +114,7 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
         inbox.done("loops")
         loops = loops.astype(xp.int32)
         if folder is not None:
+            sums = {"tuple_degree": tuples, "self_loops": int(loops.sum())}
             loops = write_mapped(os.path.join(folder, "self_loops.bin"), loops)
     inbox.close()
     (offs_out, cols_out), (in_off, in_col) = csr[0], (csr[1] if spec.directed else (None, None))
@@ -125,6 +127,8 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
         times["device_live_after_allocate_or_batch_peak_bytes"] = live_peak
         times["device_live_end_bytes"] = _live_bytes(xp)
     shard.meta["prepare_stages"] = owner_record(times, batches)
+    if folder is not None:  # the summaries of a shard built to files, which must not read its maps back
+        shard.meta["sums"] = sums
     return shard
 
 

@@ -73,9 +73,15 @@ MiB = 1 << 20
 
 #: RSS of a worker that has imported distributed, NumPy and Numba and run the pipeline's kernels (bytes)
 WORKER_BASELINE = 225 * MiB
-#: RSS of a worker of the NumPy path (``jit=False``: no Numba) started by the CLI, having imported and run
-#: what its generation, split, build and store write need (bytes; measured, see the module docstring)
-NUMPY_WORKER_BASELINE = 86 * MiB
+#: RSS of a worker of the NumPy path (``jit=False``: no Numba) started by the CLI, having imported what its
+#: generation, split, build and store write need (bytes; measured: 77 MiB idle, 51 anonymous + 26 of files,
+#: and 4 MiB of imports; Numba's import and first kernel would add ~110)
+NUMPY_WORKER_BASELINE = 82 * MiB
+#: NumPy path: what a worker keeps of each chunk task it ran until the owners are built (Dask's records of
+#: the task, its parcel per owner and its stage record; measured ~43 KiB: 4 MiB more for 96 more tasks)
+NUMPY_BYTES_PER_CHUNK_TASK = 64 << 10
+#: NumPy path: the store write (its 1 MiB blocks, the hashing, the records; measured 2 MiB)
+NUMPY_STORE_BYTES = 2 * MiB
 #: bytes per edge tuple of a running chunk task: tuples + the next chunk (16 + 16), split (32), sorted (16)
 CHUNK_BYTES_PER_TUPLE = 80
 #: NumPy path: bytes per edge tuple of a chunk task: the chunk (16) and the next (16), the split's stacked
@@ -343,28 +349,33 @@ def plan_numpy_path(limit: int, num_vertices: int, num_tuples: int, workers: int
     """Size the NumPy path (``jit=False``: generation, split and build without Numba; the disk tier;
     shards built to files, see :func:`~breadth.pipeline.prepare`) to ``limit`` bytes per worker.
 
-    Nothing of the graph stays resident: over the baseline :data:`NUMPY_WORKER_BASELINE`, a worker holds
-    ``threads`` chunk tasks (:data:`NUMPY_CHUNK_BYTES_PER_TUPLE` per tuple), or one row batch
+    Nothing of the graph stays resident: over the baseline :data:`NUMPY_WORKER_BASELINE` and Dask's
+    records of the chunk tasks it ran (:data:`NUMPY_BYTES_PER_CHUNK_TASK` each, ``K`` tasks), a worker
+    holds ``threads`` chunk tasks (:data:`NUMPY_CHUNK_BYTES_PER_TUPLE` per tuple), or one row batch
     (:data:`NUMPY_BATCH_BYTES_PER_ENTRY` per entry and :data:`BATCH_BYTES_PER_ROW` per row), or the
-    owner's self-loop counts (int64 and int32, 12 B per vertex), or a store write block, so::
+    owner's self-loop counts (int64 and int32, 12 B per vertex), or the store write, so::
 
-        minimum = B + max(T * 108 * c_min, batch_bytes(b_min), 12 * nloc, 1 MiB)
+        minimum = B + max(64 KiB * K + max(T * 108 * c_min, batch_bytes(b_min), 12 * nloc), 2 MiB)
 
     Raises :class:`MemoryLimitError` below it."""
     nparts = workers
     nloc = _block(num_vertices, nparts) * -(-nparts // max(1, workers))
     B = max(NUMPY_WORKER_BASELINE, resident or 0)
 
-    def chunk_phase(c: int) -> int:
-        return threads * NUMPY_CHUNK_BYTES_PER_TUPLE * c
+    def held(c: int) -> int:  # what the worker keeps of its chunk tasks until the build
+        return NUMPY_BYTES_PER_CHUNK_TASK * -(-max(1, num_tuples) // c // max(1, workers))
 
-    def build_phase(b: int) -> int:
-        return batch_bytes(b, num_tuples, num_vertices, nparts, NUMPY_BATCH_BYTES_PER_ENTRY)
+    def chunk_phase(c: int) -> int:
+        return held(c) + threads * NUMPY_CHUNK_BYTES_PER_TUPLE * c
+
+    def build_phase(c: int, b: int) -> int:
+        return held(c) + batch_bytes(b, num_tuples, num_vertices, nparts, NUMPY_BATCH_BYTES_PER_ENTRY)
 
     c_min = min(chunk_edges or MIN_CHUNK_EDGES, max(1, num_tuples))
     smallest = {f"chunk ~{format_bytes(chunk_phase(c_min))}": chunk_phase(c_min),
-                f"row batch ~{format_bytes(build_phase(MIN_BATCH_ENTRIES))}": build_phase(MIN_BATCH_ENTRIES),
-                "self-loop counts": 12 * nloc, "write": STORE_WRITE_BUFFER}
+                f"row batch ~{format_bytes(build_phase(c_min, MIN_BATCH_ENTRIES))}":
+                    build_phase(c_min, MIN_BATCH_ENTRIES),
+                "self-loop counts": held(c_min) + 12 * nloc, "write": NUMPY_STORE_BYTES}
     largest = max(smallest, key=smallest.get)
     minimum = B + smallest[largest]
     if limit < minimum:
@@ -373,12 +384,14 @@ def plan_numpy_path(limit: int, num_vertices: int, num_tuples: int, workers: int
         raise MemoryLimitError(
             f"--memory-limit {format_bytes(limit)} is below the minimum of {format_bytes(minimum)}{graph} on "
             f"{workers} worker(s){chunk} (worker baseline without Numba ~{format_bytes(B)} + {largest}); raise it"
-            + (" or lower --chunk-edges" if chunk_edges and largest.startswith("chunk") else ""), minimum)
+            + (" or lower --chunk-edges" if chunk_edges and largest.startswith("chunk") else " or add --workers"),
+            minimum)
     room = limit - B
-    c = chunk_edges or _largest_pow2(MIN_CHUNK_EDGES, DEFAULT_CHUNK_EDGES, lambda v: chunk_phase(v) <= room)
-    b = _largest_pow2(MIN_BATCH_ENTRIES, DEFAULT_BATCH_ENTRIES, lambda v: build_phase(v) <= room)
+    c = chunk_edges or _largest_pow2(c_min, DEFAULT_CHUNK_EDGES,
+                                     lambda v: max(chunk_phase(v), build_phase(v, MIN_BATCH_ENTRIES)) <= room)
     c = min(c, max(1, num_tuples))
-    phases = {"chunk": B + chunk_phase(c), "build": B + build_phase(b), "store": B + STORE_WRITE_BUFFER}
+    b = _largest_pow2(MIN_BATCH_ENTRIES, DEFAULT_BATCH_ENTRIES, lambda v: build_phase(c, v) <= room)
+    phases = {"chunk": B + chunk_phase(c), "build": B + build_phase(c, b), "store": B + NUMPY_STORE_BYTES}
     return MemoryPlan(limit=limit, minimum=minimum, chunk_edges=c, batch_entries=b, tier="disk", phases=phases,
                       jit=False)
 

@@ -79,7 +79,10 @@ def _owner_stages(shard) -> dict:
 
 
 def _summary(shard) -> tuple[int, int, int, int]:
-    return (shard.num_local_edges, int(shard.self_loops.sum()), int(shard.tuple_degree.sum()), shard.nbytes())
+    # a shard built to files brings its sums: reading its maps would make them resident in the worker
+    sums = shard.meta.get("sums") or {"self_loops": int(shard.self_loops.sum()),
+                                      "tuple_degree": int(shard.tuple_degree.sum())}
+    return shard.num_local_edges, sums["self_loops"], sums["tuple_degree"], shard.nbytes()
 
 
 def _add_bottom_up_order(client, shards, workers, token):

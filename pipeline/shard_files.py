@@ -45,6 +45,7 @@ class RowsToFiles:
                       for name in (f"{prefix}offsets", f"{prefix}columns", "tuple_degree")[:3 if degrees else 2]}
         self.files = {name: open(p, "wb") for name, p in self.paths.items()}
         self.nloc, self.dtype, self.rows, self.total = nloc, np.dtype(column_dtype), 0, 0
+        self.tuples = 0  # the sum of the tuple counts: a summary that must not read the map back
         self._write(f"{prefix}offsets", np.zeros(1, np.int64))
         self.prefix = prefix
 
@@ -62,6 +63,7 @@ class RowsToFiles:
         self._write(f"{self.prefix}columns", columns.astype(self.dtype, copy=False))
         if "tuple_degree" in self.files:
             self._write("tuple_degree", multiplicity.astype(np.int32))
+            self.tuples += int(multiplicity.sum())
         self.rows, self.total = r1, self.total + int(columns.size)
 
     def finish(self, times=None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
