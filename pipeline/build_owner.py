@@ -13,6 +13,10 @@ without copying) and on the GPU kept as slack, or trimmed by one copy past :data
 With one row batch (the memory tier, or a graph small enough) the builder's own arrays are the shard's:
 no preallocation, no copy -- exactly what building all of an owner's pieces at once gives.
 
+With ``spec.shard_dir`` (:func:`~breadth.pipeline.prepare` with ``shard_dir``) the batches' rows go to files
+instead (:class:`~breadth.pipeline.shard_files.RowsToFiles`) and the shard's arrays are read-only maps of
+them: the owner holds one batch, never its shard.
+
 Memory of an owner's build: the final columns (4 bytes per entry when ids fit) and offsets, plus one
 batch's working set (the CPU builder's int64 scatter array and columns, about 20 bytes per entry; the
 GPU's packed keys and sort scratch, about 40), plus the parcels themselves where their tier keeps them

@@ -49,6 +49,19 @@ int64 entries from all chunks, 16 B/entry, while the builder adds its int64 scat
 12 B/entry: 28 B/entry instead of a batch), the host tier (32-bit pairs, 8 B/entry, held while the owner
 builds batch by batch), else the disk tier (pieces in bucket files, a batch at a time in memory).
 
+**The NumPy path** (``generate`` only: :func:`plan_numpy_path`, taken when the limit is below the Numba
+path's minimum).  Numba is what makes the baseline: an idle worker of the CLI holds 77 MiB (51 MiB
+anonymous, 26 MiB of mapped files; a plain Dask script's 62 MiB plus the ``ucx`` extra's packages, which
+distributed loads at start-up, and NumPy), and importing Numba and running a kernel adds ~110 MiB.  With
+``jit=False`` the generator (:mod:`~breadth.pipeline.kronecker_numpy`), the split and the build
+(:mod:`~breadth.pipeline.build_csr_numpy`) run with NumPy alone, the shuffle takes the disk tier, and each
+owner writes its shard to files batch by batch (:mod:`~breadth.pipeline.shard_files`), which the store
+writer copies from: the shard is never resident.  Measured on 2 workers of 1 thread (RSS sampled every 50
+ms, ``benchmarks/results/memory_limit_cpu.json``): a worker holds 82 MiB once it imported that path, and
+keeps ~43 KiB of Dask's records per chunk task it ran until the owners are built; scale 18 peaks at
+89-91 MiB under ``--memory-limit 100MB`` (95.4 MiB), scale 20 at 95-96 MiB.  The search still needs Numba
+(``bench`` and ``bfs`` plan the Numba path).
+
 ``ingest`` first reads its files (:func:`plan_reading`, before anything starts): a read task and the
 relabelling of its chunk hold about :data:`READ_BYTES_PER_TEXT_BYTE` bytes per byte of edge text (the
 text, the parsed int64 tuples at 16 B per line, for a compressed stream, read whole by one task, their
