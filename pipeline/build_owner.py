@@ -33,7 +33,7 @@ import numpy as np
 from breadth.bfs.shard import Shard, column_dtype
 
 from .array_backend import backend
-from .shard_files import RowsToFiles, write_mapped
+from .shard_files import RowsToFiles, write_counts
 from .shuffle_tiers import Inbox, ShuffleSpec
 from .stages import StageTimes, owner_record
 
@@ -112,14 +112,15 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
         csr.append((offsets, columns))
     with times("loops"):
         ids = [be.to_device(a) for a in inbox.loops()]
-        # one bincount over all chunks' loop ids (one per chunk would sweep num_local counters each time)
-        loops = xp.bincount(xp.concatenate(ids), minlength=nloc) if ids else xp.zeros(nloc, xp.int64)
+        ids = xp.concatenate(ids) if ids else xp.zeros(0, xp.int64)
+        if folder is None:
+            # one bincount over all chunks' loop ids (one per chunk would sweep num_local counters each time)
+            loops = xp.bincount(ids, minlength=nloc).astype(xp.int32)
+        else:  # counted a row batch at a time, as the rows were built
+            sums = {"tuple_degree": tuples, "self_loops": int(ids.size)}
+            loops = write_counts(os.path.join(folder, "self_loops.bin"), ids, nloc, br)
         del ids
         inbox.done("loops")
-        loops = loops.astype(xp.int32)
-        if folder is not None:
-            sums = {"tuple_degree": tuples, "self_loops": int(loops.sum())}
-            loops = write_mapped(os.path.join(folder, "self_loops.bin"), loops)
     inbox.close()
     (offs_out, cols_out), (in_off, in_col) = csr[0], (csr[1] if spec.directed else (None, None))
     shard = Shard(rank, spec.nparts, n, inbox.lo, inbox.hi, offs_out, cols_out, tdeg.astype(xp.int32, copy=False),

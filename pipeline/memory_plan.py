@@ -59,7 +59,7 @@ owner writes its shard to files batch by batch (:mod:`~breadth.pipeline.shard_fi
 writer copies from: the shard is never resident.  Measured on 2 workers of 1 thread (RSS sampled every 50
 ms, ``benchmarks/results/memory_limit_cpu.json``): a worker holds 82 MiB once it imported that path, and
 keeps ~43 KiB of Dask's records per chunk task it ran until the owners are built; scale 18 peaks at
-89-91 MiB under ``--memory-limit 100MB`` (95.4 MiB), scale 20 at 95-96 MiB.  The search still needs Numba
+87-89 MiB under ``--memory-limit 100MB`` (95.4 MiB), scale 20 at 95-96 MiB at 101 MB (96.7 MiB).  The search still needs Numba
 (``bench`` and ``bfs`` plan the Numba path).
 
 ``ingest`` first reads its files (:func:`plan_reading`, before anything starts): a read task and the
@@ -88,8 +88,8 @@ MiB = 1 << 20
 WORKER_BASELINE = 225 * MiB
 #: RSS of a worker of the NumPy path (``jit=False``: no Numba) started by the CLI, having imported what its
 #: generation, split, build and store write need (bytes; measured: 77 MiB idle, 51 anonymous + 26 of files,
-#: and 4 MiB of imports; Numba's import and first kernel would add ~110)
-NUMPY_WORKER_BASELINE = 82 * MiB
+#: and 4 MiB of imports), plus 2 MiB for the spread between runs; Numba's import and first kernel would add ~110
+NUMPY_WORKER_BASELINE = 84 * MiB
 #: NumPy path: what a worker keeps of each chunk task it ran until the owners are built (Dask's records of
 #: the task, its parcel per owner and its stage record; measured ~43 KiB: 4 MiB more for 96 more tasks)
 NUMPY_BYTES_PER_CHUNK_TASK = 64 << 10
@@ -365,14 +365,18 @@ def plan_numpy_path(limit: int, num_vertices: int, num_tuples: int, workers: int
     Nothing of the graph stays resident: over the baseline :data:`NUMPY_WORKER_BASELINE` and Dask's
     records of the chunk tasks it ran (:data:`NUMPY_BYTES_PER_CHUNK_TASK` each, ``K`` tasks), a worker
     holds ``threads`` chunk tasks (:data:`NUMPY_CHUNK_BYTES_PER_TUPLE` per tuple), or one row batch
-    (:data:`NUMPY_BATCH_BYTES_PER_ENTRY` per entry and :data:`BATCH_BYTES_PER_ROW` per row), or the
-    owner's self-loop counts (int64 and int32, 12 B per vertex), or the store write, so::
+    (:data:`NUMPY_BATCH_BYTES_PER_ENTRY` per entry and :data:`BATCH_BYTES_PER_ROW` per row), or the store
+    write, so::
 
-        minimum = B + max(64 KiB * K + max(T * 108 * c_min, batch_bytes(b_min), 12 * nloc), 2 MiB)
+        minimum = B + max(64 KiB * K + max(T * 108 * c, batch_bytes(b_min)), 2 MiB)
+
+    at the chunk size ``c`` (a power of two from :data:`MIN_CHUNK_EDGES` to :data:`DEFAULT_CHUNK_EDGES`, or
+    ``--chunk-edges``; ``K`` tasks of ``c`` tuples per worker) where it is smallest; the plan takes the
+    largest chunk that fits.  Not counted: the owner's self-loop ids, 8 B per self-loop tuple while its
+    loop counts are written (a Kronecker graph has about one in 5,000 tuples).
 
     Raises :class:`MemoryLimitError` below it."""
     nparts = workers
-    nloc = _block(num_vertices, nparts) * -(-nparts // max(1, workers))
     B = max(NUMPY_WORKER_BASELINE, resident or 0)
 
     def held(c: int) -> int:  # what the worker keeps of its chunk tasks until the build
@@ -384,11 +388,19 @@ def plan_numpy_path(limit: int, num_vertices: int, num_tuples: int, workers: int
     def build_phase(c: int, b: int) -> int:
         return held(c) + batch_bytes(b, num_tuples, num_vertices, nparts, NUMPY_BATCH_BYTES_PER_ENTRY)
 
-    c_min = min(chunk_edges or MIN_CHUNK_EDGES, max(1, num_tuples))
-    smallest = {f"chunk ~{format_bytes(chunk_phase(c_min))}": chunk_phase(c_min),
-                f"row batch ~{format_bytes(build_phase(c_min, MIN_BATCH_ENTRIES))}":
-                    build_phase(c_min, MIN_BATCH_ENTRIES),
-                "self-loop counts": held(c_min) + 12 * nloc, "write": NUMPY_STORE_BYTES}
+    def phases_at(c: int) -> dict:  # each phase at chunks of c tuples and the smallest batch, named
+        tasks = f"records of {-(-max(1, num_tuples) // c // max(1, workers)):,} chunk tasks ~{format_bytes(held(c))}"
+        return {f"{tasks} + chunk ~{format_bytes(chunk_phase(c) - held(c))}": chunk_phase(c),
+                f"{tasks} + row batch ~{format_bytes(build_phase(c, MIN_BATCH_ENTRIES) - held(c))}":
+                    build_phase(c, MIN_BATCH_ENTRIES),
+                "write": NUMPY_STORE_BYTES}
+
+    # more, smaller chunks trade the chunk phase for Dask's records: the minimum is at the best chunk size
+    sizes = ([min(chunk_edges, max(1, num_tuples))] if chunk_edges else
+             [min(1 << k, max(1, num_tuples)) for k in range(MIN_CHUNK_EDGES.bit_length() - 1,
+                                                              DEFAULT_CHUNK_EDGES.bit_length())])
+    c_min = min(sizes, key=lambda c: max(phases_at(c).values()))
+    smallest = phases_at(c_min)
     largest = max(smallest, key=smallest.get)
     minimum = B + smallest[largest]
     if limit < minimum:
@@ -397,12 +409,10 @@ def plan_numpy_path(limit: int, num_vertices: int, num_tuples: int, workers: int
         raise MemoryLimitError(
             f"--memory-limit {format_bytes(limit)} is below the minimum of {format_bytes(minimum)}{graph} on "
             f"{workers} worker(s){chunk} (worker baseline without Numba ~{format_bytes(B)} + {largest}); raise it"
-            + (" or lower --chunk-edges" if chunk_edges and largest.startswith("chunk") else " or add --workers"),
-            minimum)
+            + ((" or lower --chunk-edges" if "+ chunk" in largest else " or raise --chunk-edges") if chunk_edges
+               else " or add --workers"), minimum)
     room = limit - B
-    c = chunk_edges or _largest_pow2(c_min, DEFAULT_CHUNK_EDGES,
-                                     lambda v: max(chunk_phase(v), build_phase(v, MIN_BATCH_ENTRIES)) <= room)
-    c = min(c, max(1, num_tuples))
+    c = max((v for v in sizes if max(phases_at(v).values()) <= room), default=c_min)
     b = _largest_pow2(MIN_BATCH_ENTRIES, DEFAULT_BATCH_ENTRIES, lambda v: build_phase(c, v) <= room)
     phases = {"chunk": B + chunk_phase(c), "build": B + build_phase(c, b), "store": B + NUMPY_STORE_BYTES}
     return MemoryPlan(limit=limit, minimum=minimum, chunk_edges=c, batch_entries=b, tier="disk", phases=phases,

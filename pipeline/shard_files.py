@@ -25,12 +25,16 @@ def mapped(path: str, dtype, count: int) -> np.ndarray:
     return np.memmap(path, dtype=dtype, mode="r", shape=(count,))
 
 
-def write_mapped(path: str, arr: np.ndarray) -> np.ndarray:
-    """``arr`` written to the raw file ``path`` and mapped back (:func:`mapped`)."""
-    arr = np.ascontiguousarray(arr)
+def write_counts(path: str, ids: np.ndarray, n: int, step: int) -> np.ndarray:
+    """How often each of ``0..n-1`` occurs in ``ids``, as int32, written to the raw file ``path`` ``step``
+    counters at a time (never ``n`` at once) and mapped back (:func:`mapped`)."""
+    ids = np.asarray(ids)
     with open(path, "wb") as f:
-        f.write(memoryview(arr.reshape(-1)).cast("B") if arr.size else b"")
-    return mapped(path, arr.dtype, arr.size)
+        for r0 in range(0, n, step):
+            r1 = min(n, r0 + step)
+            part = ids[(ids >= r0) & (ids < r1)] - r0
+            f.write(memoryview(np.bincount(part, minlength=r1 - r0).astype(np.int32)).cast("B"))
+    return mapped(path, np.int32, n)
 
 
 class RowsToFiles:
