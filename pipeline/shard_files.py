@@ -25,6 +25,13 @@ def mapped(path: str, dtype, count: int) -> np.ndarray:
     return np.memmap(path, dtype=dtype, mode="r", shape=(count,))
 
 
+def _append(f, arr: np.ndarray) -> None:
+    """The bytes of ``arr`` (C order) appended to the open binary file ``f``."""
+    arr = np.ascontiguousarray(arr)
+    if arr.size:
+        f.write(memoryview(arr.reshape(-1)).cast("B"))
+
+
 def write_counts(path: str, ids: np.ndarray, n: int, step: int) -> np.ndarray:
     """How often each of ``0..n-1`` occurs in ``ids``, as int32, written to the raw file ``path`` ``step``
     counters at a time (never ``n`` at once) and mapped back (:func:`mapped`)."""
@@ -32,41 +39,36 @@ def write_counts(path: str, ids: np.ndarray, n: int, step: int) -> np.ndarray:
     with open(path, "wb") as f:
         for r0 in range(0, n, step):
             r1 = min(n, r0 + step)
-            part = ids[(ids >= r0) & (ids < r1)] - r0
-            f.write(memoryview(np.bincount(part, minlength=r1 - r0).astype(np.int32)).cast("B"))
+            _append(f, np.bincount(ids[(ids >= r0) & (ids < r1)] - r0, minlength=r1 - r0).astype(np.int32))
     return mapped(path, np.int32, n)
 
 
 class RowsToFiles:
-    """One CSR of an owner's ``nloc`` rows, appended batch by batch to ``{prefix}offsets``,
-    ``{prefix}columns`` and (``degrees``) ``tuple_degree`` raw files in ``folder``.
-
-    Holds nothing but the open files and two counters: the rows received so far and the columns."""
+    """One CSR of an owner's ``nloc`` rows, appended batch by batch to the raw files ``{prefix}offsets``
+    (int64), ``{prefix}columns`` (``column_dtype``) and, with ``degrees``, ``tuple_degree`` (int32) in
+    ``folder``.  Holds the open files and three counters: rows and columns received, and the tuples
+    counted (their sum, :attr:`tuples`, is a summary that must not read the map back)."""
 
     def __init__(self, folder: str, prefix: str, nloc: int, column_dtype, degrees: bool):
         os.makedirs(folder, exist_ok=True)
-        self.paths = {name: os.path.join(folder, f"{name}.bin")
-                      for name in (f"{prefix}offsets", f"{prefix}columns", "tuple_degree")[:3 if degrees else 2]}
+        self.kinds = {f"{prefix}offsets": np.dtype(np.int64), f"{prefix}columns": np.dtype(column_dtype)}
+        if degrees:
+            self.kinds["tuple_degree"] = np.dtype(np.int32)
+        self.offsets, self.columns = list(self.kinds)[:2]
+        self.paths = {name: os.path.join(folder, f"{name}.bin") for name in self.kinds}
         self.files = {name: open(p, "wb") for name, p in self.paths.items()}
-        self.nloc, self.dtype, self.rows, self.total = nloc, np.dtype(column_dtype), 0, 0
-        self.tuples = 0  # the sum of the tuple counts: a summary that must not read the map back
-        self._write(f"{prefix}offsets", np.zeros(1, np.int64))
-        self.prefix = prefix
-
-    def _write(self, name: str, arr: np.ndarray) -> None:
-        arr = np.ascontiguousarray(arr)
-        if arr.size:
-            self.files[name].write(memoryview(arr.reshape(-1)).cast("B"))
+        self.nloc, self.rows, self.total, self.tuples = nloc, 0, 0, 0
+        _append(self.files[self.offsets], np.zeros(1, np.int64))
 
     def put(self, r0: int, r1: int, offsets: np.ndarray, columns: np.ndarray, multiplicity: np.ndarray) -> None:
         """Rows ``r0..r1-1`` (local; ``r0`` is the rows received so far): their offsets from 0
         (``r1 - r0 + 1``), columns, and tuple counts before deduplication."""
         if r0 != self.rows:
             raise ValueError(f"rows must come in order: expected row {self.rows}, got {r0}")
-        self._write(f"{self.prefix}offsets", offsets[1:].astype(np.int64) + self.total)
-        self._write(f"{self.prefix}columns", columns.astype(self.dtype, copy=False))
+        _append(self.files[self.offsets], offsets[1:].astype(np.int64) + self.total)
+        _append(self.files[self.columns], columns.astype(self.kinds[self.columns], copy=False))
         if "tuple_degree" in self.files:
-            self._write("tuple_degree", multiplicity.astype(np.int32))
+            _append(self.files["tuple_degree"], multiplicity.astype(np.int32))
             self.tuples += int(multiplicity.sum())
         self.rows, self.total = r1, self.total + int(columns.size)
 
@@ -74,12 +76,10 @@ class RowsToFiles:
         """``(offsets int64[nloc + 1], columns[nnz], tuple_degree int32[nloc] or None)``, mapped from the
         files (rows never received are empty); ``times`` is not used (the in-memory twin's stage record)."""
         if self.rows < self.nloc:
-            empty = np.zeros(0, np.int64)
-            self.put(self.rows, self.nloc, np.zeros(self.nloc - self.rows + 1, np.int64), empty,
+            self.put(self.rows, self.nloc, np.zeros(self.nloc - self.rows + 1, np.int64), np.zeros(0, np.int64),
                      np.zeros(self.nloc - self.rows, np.int64))
         for f in self.files.values():
             f.close()
-        counts = {f"{self.prefix}offsets": (np.int64, self.nloc + 1), f"{self.prefix}columns": (self.dtype, self.total),
-                  "tuple_degree": (np.int32, self.nloc)}
-        out = {name: mapped(p, *counts[name]) for name, p in self.paths.items()}
-        return out[f"{self.prefix}offsets"], out[f"{self.prefix}columns"], out.get("tuple_degree")
+        counts = {self.offsets: self.nloc + 1, self.columns: self.total, "tuple_degree": self.nloc}
+        out = {name: mapped(p, self.kinds[name], counts[name]) for name, p in self.paths.items()}
+        return out[self.offsets], out[self.columns], out.get("tuple_degree")
