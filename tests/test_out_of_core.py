@@ -267,3 +267,19 @@ def test_numpy_path_builds_the_same_shards_to_files(small_worker, tmp_path, dire
 def test_numpy_path_needs_a_cpu():
     with pytest.raises(ValueError, match="CPU workers"):
         prepare(kronecker(6, seed=1), object(), jit=False, device="gpu")
+
+
+def test_numpy_path_workers_never_import_numba(tmp_path):
+    """The point of the NumPy path: fresh worker processes generate, split, build to files and write a store
+    without importing Numba (its import and first kernel cost ~110 MiB each)."""
+    from distributed import Client, LocalCluster
+
+    from breadth.io.shard_store import write_store
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, Client(cluster) as c:
+        with _tier("disk"):
+            g = prepare(kronecker(12, seed=2, chunk_edges=5000, jit=False), c, spill_dir=str(tmp_path / "spill"),
+                        batch_entries=3000, jit=False, shard_dir=str(tmp_path))
+        write_store(g, str(tmp_path / "store"))
+        assert g.num_edges > 0
+        assert not any(c.run(eval, "'numba' in __import__('sys').modules").values())
