@@ -50,17 +50,18 @@ int64 entries from all chunks, 16 B/entry, while the builder adds its int64 scat
 builds batch by batch), else the disk tier (pieces in bucket files, a batch at a time in memory).
 
 **The NumPy path** (``generate`` only: :func:`plan_numpy_path`, taken when the limit is below the Numba
-path's minimum).  Numba is what makes the baseline: an idle worker of the CLI holds 77 MiB (51 MiB
-anonymous, 26 MiB of mapped files; a plain Dask script's 62 MiB plus the ``ucx`` extra's packages, which
-distributed loads at start-up, and NumPy), and importing Numba and running a kernel adds ~110 MiB.  With
-``jit=False`` the generator (:mod:`~breadth.pipeline.kronecker_numpy`), the split and the build
-(:mod:`~breadth.pipeline.build_csr_numpy`) run with NumPy alone, the shuffle takes the disk tier, and each
-owner writes its shard to files batch by batch (:mod:`~breadth.pipeline.shard_files`), which the store
-writer copies from: the shard is never resident.  Measured on 2 workers of 1 thread (RSS sampled every 50
-ms, ``benchmarks/results/memory_limit_cpu.json``): a worker holds 82 MiB once it imported that path, and
-keeps ~43 KiB of Dask's records per chunk task it ran until the owners are built; scale 18 peaks at
-87-89 MiB under ``--memory-limit 100MB`` (95.4 MiB), scale 20 at 95-96 MiB at 101 MB (96.7 MiB).  The search still needs Numba
-(``bench`` and ``bfs`` plan the Numba path).
+path's minimum).  Numba is what makes the baseline: an idle worker holds 77 MiB (51 MiB anonymous, 26 MiB
+of mapped files), started by the CLI or by a script that imports only distributed alike (with the ``ucx``
+extra installed, whose packages distributed loads at start-up), and importing Numba and running a kernel
+adds ~110 MiB.  With ``jit=False`` the generator (:mod:`~breadth.pipeline.kronecker_numpy`), the split and
+the build (:mod:`~breadth.pipeline.build_csr_numpy`) run with NumPy alone, the shuffle takes the disk
+tier, and each owner writes its shard to files batch by batch (:mod:`~breadth.pipeline.shard_files`),
+which the store writer copies from: the shard is never resident.  Measured on 2 workers of 1 thread (RSS
+sampled every 50 ms, ``benchmarks/results/memory_limit_cpu.json``): a worker holds 82 MiB once it
+imported that path, and keeps ~43 KiB of Dask's records per chunk task it ran until the owners are
+built; scale 18 peaks at 88 MiB per worker at its minimum (97 MB) and 90 MiB under ``--memory-limit
+100MB`` (95.4 MiB), scale 20 at 94-95 MiB at its minimum (104 MB, 99.2 MiB).  The search still needs
+Numba (``bench`` and ``bfs`` plan the Numba path).
 
 ``ingest`` first reads its files (:func:`plan_reading`, before anything starts): a read task and the
 relabelling of its chunk hold about :data:`READ_BYTES_PER_TEXT_BYTE` bytes per byte of edge text (the
@@ -321,7 +322,8 @@ def _largest_pow2(lo: int, hi: int, fits) -> int | None:
 def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, threads: int,
                 directed: bool = False, chunk_edges: int | None = None, search: bool = False,
                 store: bool = False, what: str = "",
-                source_chunks_held: bool = False, resident: int | None = None, numpy_path: bool = False) -> MemoryPlan:
+                source_chunks_held: bool = False, resident: int | None = None,
+                numpy_path: bool = False) -> MemoryPlan:
     """Size a preparation on ``workers`` workers of ``threads`` threads to ``limit`` bytes per worker.
 
     ``chunk_edges``: the user's chunk size (kept; refused when it cannot fit), ``None`` to derive it from
