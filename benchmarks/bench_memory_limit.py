@@ -4,7 +4,9 @@ For each scale, ``breadth generate --scale S --workers W --memory-limit L`` runs
 as a user runs it) for ``L`` = the minimum that :mod:`breadth.pipeline.memory_plan` computes, then a few
 values upward from it, until one *works*: the command succeeds and no worker's sampled RSS went above
 ``L``.  A thread samples the RSS of every worker process (psutil, every 50 ms).  The store of the
-smallest working limit is then searched and validated (``breadth bench STORE``).  The idle RSS of a
+smallest working limit is then searched and validated (``breadth bench STORE``, without a limit: the
+search runs Numba kernels, and a limit below the Numba path's baseline only fits the NumPy path of
+``generate``).  The idle RSS of a
 worker process is measured too: started from a script that imports only distributed, and from one that
 imports the CLI module first, as the ``breadth`` console script does (a spawned worker re-imports the
 parent's main module).  Not a test::
@@ -120,13 +122,14 @@ def main() -> None:
     ap.add_argument("--json", default="benchmarks/results/memory_limit_cpu.json")
     args = ap.parse_args()
 
-    from breadth.pipeline.memory_plan import WORKER_BASELINE, plan_memory
+    from breadth.pipeline.memory_plan import NUMPY_WORKER_BASELINE, WORKER_BASELINE, plan_memory
 
     threads = max(1, (os.cpu_count() or 1) // args.workers)
     doc: dict = {"benchmark": "memory_limit", "args": vars(args),
                  "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                              "memory_bytes": psutil.virtual_memory().total, "loadavg_start": os.getloadavg()},
-                 "versions": versions(), "worker_baseline_bytes": WORKER_BASELINE, "threads_per_worker": threads}
+                 "versions": versions(), "worker_baseline_bytes": WORKER_BASELINE,
+                 "numpy_path_worker_baseline_bytes": NUMPY_WORKER_BASELINE, "threads_per_worker": threads}
     doc["idle_worker_rss_bytes"] = {"script_importing_only_distributed": idle_worker_rss(False),
                                     "script_importing_the_cli_module": idle_worker_rss(True)}
     print("idle worker RSS (MiB): plain", [b // MiB for b in doc["idle_worker_rss_bytes"]
@@ -138,12 +141,16 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="bench-memory-limit-")
     try:
         for scale in args.scales:
-            plan = plan_memory(10**15, 1 << scale, 16 << scale, args.workers, threads, store=True)
+            # generate's minimum: the NumPy path's (no Numba in the workers) when it is below the Numba path's
+            plan = plan_memory(10**15, 1 << scale, 16 << scale, args.workers, threads, store=True, numpy_path=True)
+            numba = plan_memory(10**15, 1 << scale, 16 << scale, args.workers, threads, store=True)
             row: dict = {"scale": scale, "workers": args.workers, "computed_minimum_bytes": plan.minimum,
-                         "runs": []}
+                         "computed_minimum_numba_path_bytes": numba.minimum, "runs": []}
             store = os.path.join(work, f"s{scale}.store")
             # the target limit, and a run without a limit (default chunks, in memory) for reference
-            for name, extra in (("limit_100MB", ["--memory-limit", "100MB"]), ("no_limit", [])):
+            for name, extra in (("limit_100MB", ["--memory-limit", "100MB"]),
+                                ("limit_numba_path_minimum", ["--memory-limit", str(numba.minimum)]),
+                                ("no_limit", [])):
                 shutil.rmtree(store, ignore_errors=True)
                 r = run_sampled(base + ["generate", "--scale", str(scale), "--workers", str(args.workers),
                                         "--out", store, *extra], args.timeout)
@@ -169,7 +176,8 @@ def main() -> None:
                     v = subprocess.run(base + ["bench", store, "--roots", str(args.roots), "--workers",
                                                str(args.workers)], capture_output=True, text=True,
                                        timeout=args.timeout)
-                    row["validation"] = {"rc": v.returncode, "valid": v.returncode == 0,
+                    # the search needs Numba, whose worker baseline is above such a limit: run without one
+                    row["validation"] = {"memory_limit": None, "rc": v.returncode, "valid": v.returncode == 0,
                                          "stdout_tail": v.stdout.strip().splitlines()[-3:]}
                     print(f"  store searched and validated: rc {v.returncode}", flush=True)
                     break

@@ -116,11 +116,35 @@ def _fsync_dir(path: str) -> None:
 _WRITE_BLOCK = 1 << 20
 
 
+def _mapped_file(arr: np.ndarray) -> tuple[str, int] | None:
+    """``(path, byte offset)`` of the file that a whole read-only memory map ``arr`` shows (a shard built
+    to files, :mod:`breadth.pipeline.shard_files`), else ``None``."""
+    if not isinstance(arr, np.memmap) or arr.filename is None or not arr.flags.c_contiguous:
+        return None
+    if os.path.getsize(arr.filename) != arr.offset + arr.nbytes:  # a slice of a map: its own offset is not recorded
+        return None
+    return arr.filename, arr.offset
+
+
 def _write_npy(w: "_HashingWriter", arr: np.ndarray) -> None:
     """``arr`` (C-contiguous, not object) as ``.npy`` bytes into ``w``: the header
     ``numpy.lib.format.write_array`` writes (version 1.0), then the data in slices of the array's own
-    memory (no copy), so the file and its sha256 are ``write_array``'s exactly."""
+    memory (no copy), so the file and its sha256 are ``write_array``'s exactly.  A memory-mapped array
+    is read from its file in blocks instead: a mapped page that is read stays in the worker's resident
+    memory while the map lives, a block read into a buffer does not."""
     np.lib.format.write_array_header_1_0(w, np.lib.format.header_data_from_array_1_0(arr))
+    source = _mapped_file(arr)
+    if source is not None:
+        with open(source[0], "rb") as f:
+            f.seek(source[1])
+            left = arr.nbytes
+            while left:
+                block = f.read(min(_WRITE_BLOCK, left))
+                if not block:
+                    raise OSError(f"{source[0]}: ended {left} bytes early")
+                w.write(block)
+                left -= len(block)
+        return
     data = memoryview(arr.reshape(-1)).cast("B") if arr.size else memoryview(b"")
     for i in range(0, len(data), _WRITE_BLOCK):
         w.write(data[i:i + _WRITE_BLOCK])
@@ -130,7 +154,7 @@ def _save(path: str, arr: np.ndarray, atomic: bool = False) -> dict:
     """``arr`` -> ``path`` as ``.npy``, fsynced; returns its record (sha256, bytes, dtype, shape).
 
     ``atomic``: write ``path.tmp-<token>`` and rename, for files whose directory is already final."""
-    arr = np.ascontiguousarray(arr)
+    arr = arr if _mapped_file(arr) else np.ascontiguousarray(arr)
     target = f"{path}.tmp-{_token()}" if atomic else path
     try:
         with open(target, "wb") as f:
@@ -150,7 +174,7 @@ def _save(path: str, arr: np.ndarray, atomic: bool = False) -> dict:
 def _digest(arr: np.ndarray) -> tuple[str, int]:
     """sha256 and size of the ``.npy`` bytes :func:`_save` would write for ``arr`` (nothing is written)."""
     w = _HashingWriter()
-    _write_npy(w, np.ascontiguousarray(arr))
+    _write_npy(w, arr if _mapped_file(arr) else np.ascontiguousarray(arr))
     return w.h.hexdigest(), w.n
 
 
@@ -208,6 +232,8 @@ def _test_hook(rank: int) -> None:
 
 
 def _host(a) -> np.ndarray:
+    if isinstance(a, np.ndarray):  # a memory map stays one: it is written from its file
+        return a
     return a.get() if hasattr(a, "get") else np.asarray(a)  # CuPy shards come to host for writing
 
 

@@ -10,7 +10,8 @@ batch, the step that lets an owner build its shard one row batch at a time.
 >>> local.tolist(), offsets.tolist()
 ([[1, 1], [0, 2], [3, 0]], [0, 2, 3])
 
-No Numba here (the CPU's counting sort is :mod:`breadth.pipeline.batch_sort`): GPU workers never load it.
+No Numba here (the CPU's counting sort is :mod:`breadth.pipeline.batch_sort`): GPU workers, and CPU workers
+of the NumPy backend, never load it.
 """
 
 from __future__ import annotations
@@ -81,8 +82,10 @@ class Backend(NamedTuple):
     finish: Callable | None  # shard -> shard: extra structure built with the shard (GPU bottom-up order)
 
 
-def backend(device: str) -> Backend:
-    """The :class:`Backend` of ``device`` (``"cpu"`` or ``"gpu"``; CuPy is imported only for the GPU)."""
+def backend(device: str, jit: bool = True) -> Backend:
+    """The :class:`Backend` of ``device`` (``"cpu"`` or ``"gpu"``; CuPy is imported only for the GPU).
+    ``jit=False`` on the CPU: the NumPy twins of the Numba kernels (:mod:`breadth.pipeline.build_csr_numpy`),
+    so that the worker never imports Numba (the GPU path never does)."""
     if device == "gpu":
         import cupy as cp
 
@@ -94,6 +97,11 @@ def backend(device: str) -> Backend:
                        _gpu_bottom_up_order)
     if device != "cpu":
         raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
+    if not jit:
+        from .build_csr_numpy import csr_from_entries_numpy, split_by_owner_numpy
+
+        return Backend(np, split_by_owner_numpy, lambda e, lo, br, nb, dt: sort_by_batch_xp(e, lo, br, nb, dt, np),
+                       csr_from_entries_numpy, np.asarray, np.asarray, None, None)
     from .batch_sort import sort_by_batch_numpy
     from .build_csr import csr_from_entries
     from .partition import split_by_owner

@@ -13,6 +13,10 @@ without copying) and on the GPU kept as slack, or trimmed by one copy past :data
 With one row batch (the memory tier, or a graph small enough) the builder's own arrays are the shard's:
 no preallocation, no copy -- exactly what building all of an owner's pieces at once gives.
 
+With ``spec.shard_dir`` (:func:`~breadth.pipeline.prepare` with ``shard_dir``) the batches' rows go to files
+instead (:class:`~breadth.pipeline.shard_files.RowsToFiles`) and the shard's arrays are read-only maps of
+them: the owner holds one batch, never its shard.
+
 Memory of an owner's build: the final columns (4 bytes per entry when ids fit) and offsets, plus one
 batch's working set (the CPU builder's int64 scatter array and columns, about 20 bytes per entry; the
 GPU's packed keys and sort scratch, about 40), plus the parcels themselves where their tier keeps them
@@ -21,6 +25,7 @@ in memory.  The shards are the same for every tier and batch size, bit for bit.
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -28,6 +33,7 @@ import numpy as np
 from breadth.bfs.shard import Shard, column_dtype
 
 from .array_backend import backend
+from .shard_files import RowsToFiles, write_counts
 from .shuffle_tiers import Inbox, ShuffleSpec
 from .stages import StageTimes, owner_record
 
@@ -51,7 +57,7 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
     >>> build_owner(0, spec, [parcels[0]]).columns.tolist()
     [1, 0, 2, 1]
     """
-    be = backend(spec.device)
+    be = backend(spec.device, spec.jit)
     xp = be.xp
     inbox = Inbox(spec, rank, parcels)
     n, nloc, nb, br = spec.num_vertices, inbox.hi - inbox.lo, spec.nbatches, spec.batch_rows
@@ -60,8 +66,9 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
     live_peak = 0
     tdeg = None
     csr = []
+    folder = None if spec.shard_dir is None else os.path.join(spec.shard_dir, f"shard-{rank:05d}")
     for k in range(spec.kinds):
-        if nb == 1:  # the builder's arrays are the shard's
+        if nb == 1 and folder is None:  # the builder's arrays are the shard's
             entries, t_read, t_build, (offsets, columns, mult) = _build_batch(be, inbox, k, 0, 0, nloc)
             live_peak = max(live_peak, _live_bytes(xp))
             times.add("read_s", t_read)
@@ -75,14 +82,10 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
             csr.append((offsets, columns))
             continue
         with times("allocate"):
-            offsets = xp.zeros(nloc + 1, xp.int64)
-            # An owner's unique entries are at most its entries: one array, allocated once, receives every
-            # batch's columns, so the final columns never exist twice (batch arrays are freed as they go).
-            columns = xp.empty(inbox.count(k), column_dtype(n))
-            if k == 0:
-                tdeg = xp.zeros(nloc, xp.int64)
+            # out-entries, then a directed graph's in-entries; tuples are counted at their tail (out)
+            rows = (_RowsInMemory(xp, nloc, inbox.count(k), column_dtype(n), k == 0) if folder is None else
+                    RowsToFiles(folder, ("", "in_")[k], nloc, column_dtype(n), k == 0))
         live_peak = max(live_peak, _live_bytes(xp))
-        total = 0
         for b in range(nb):
             r0, r1 = min(b * br, nloc), min((b + 1) * br, nloc)
             if r0 >= r1:
@@ -90,11 +93,7 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
             entries, t_read, t_build, (off, cols, mult) = _build_batch(be, inbox, k, b, r0, r1 - r0)
             live_peak = max(live_peak, _live_bytes(xp))
             t2 = time.perf_counter()
-            offsets[r0 + 1:r1 + 1] = off[1:] + total
-            columns[total:total + cols.size] = cols
-            if k == 0:
-                tdeg[r0:r1] = mult
-            total += int(cols.size)
+            rows.put(r0, r1, off, cols, mult)
             del off, cols, mult
             if be.sync:
                 be.sync()
@@ -105,18 +104,27 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
             batches.append([entries, t_read, t_build])
         inbox.done(k)
         with times("assemble"):
-            columns = _trim(xp, columns, total, times)
+            offsets, columns, mult = rows.finish(times)
+        if k == 0:
+            tdeg = mult
+            tuples = rows.tuples if folder is not None else None
+        del rows, mult
         csr.append((offsets, columns))
     with times("loops"):
         ids = [be.to_device(a) for a in inbox.loops()]
-        # one bincount over all chunks' loop ids (one per chunk would sweep num_local counters each time)
-        loops = xp.bincount(xp.concatenate(ids), minlength=nloc) if ids else xp.zeros(nloc, xp.int64)
+        ids = xp.concatenate(ids) if ids else xp.zeros(0, xp.int64)
+        if folder is None:
+            # one bincount over all chunks' loop ids (one per chunk would sweep num_local counters each time)
+            loops = xp.bincount(ids, minlength=nloc).astype(xp.int32)
+        else:  # counted a row batch at a time, as the rows were built
+            sums = {"tuple_degree": tuples, "self_loops": int(ids.size)}
+            loops = write_counts(os.path.join(folder, "self_loops.bin"), ids, nloc, br)
         del ids
         inbox.done("loops")
     inbox.close()
     (offs_out, cols_out), (in_off, in_col) = csr[0], (csr[1] if spec.directed else (None, None))
-    shard = Shard(rank, spec.nparts, n, inbox.lo, inbox.hi, offs_out, cols_out, tdeg.astype(xp.int32),
-                  loops.astype(xp.int32), in_off, in_col)
+    shard = Shard(rank, spec.nparts, n, inbox.lo, inbox.hi, offs_out, cols_out, tdeg.astype(xp.int32, copy=False),
+                  loops, in_off, in_col)
     if be.finish:
         with times("bottom_up_order"):
             shard = be.finish(shard)
@@ -124,6 +132,8 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
         times["device_live_after_allocate_or_batch_peak_bytes"] = live_peak
         times["device_live_end_bytes"] = _live_bytes(xp)
     shard.meta["prepare_stages"] = owner_record(times, batches)
+    if folder is not None:  # the summaries of a shard built to files, which must not read its maps back
+        shard.meta["sums"] = sums
     return shard
 
 
@@ -144,6 +154,30 @@ def _build_batch(be, inbox: Inbox, kind: int, b: int, r0: int, nrows: int) -> tu
     if be.sync:
         be.sync()
     return entries, t1 - t0, time.perf_counter() - t1, out
+
+
+class _RowsInMemory:
+    """One CSR of an owner's ``nloc`` rows, received batch by batch in row order into arrays allocated
+    once: the final columns at ``count`` entries (every entry: an upper bound of the unique ones), trimmed
+    by :meth:`finish`.  :class:`~breadth.pipeline.shard_files.RowsToFiles` is the same on files."""
+
+    def __init__(self, xp, nloc: int, count: int, dtype, degrees: bool):
+        self.xp, self.total = xp, 0
+        self.offsets = xp.zeros(nloc + 1, xp.int64)
+        self.columns = xp.empty(count, dtype)
+        self.tdeg = xp.zeros(nloc, xp.int64) if degrees else None
+
+    def put(self, r0: int, r1: int, offsets, columns, multiplicity) -> None:
+        self.offsets[r0 + 1:r1 + 1] = offsets[1:] + self.total
+        self.columns[self.total:self.total + columns.size] = columns
+        if self.tdeg is not None:
+            self.tdeg[r0:r1] = multiplicity
+        self.total += int(columns.size)
+
+    def finish(self, times: StageTimes) -> tuple:
+        """``(offsets, columns, tuple counts or None)``; the columns' unused tail given back."""
+        columns, self.columns = self.columns, None  # the only reference: resized in place on the CPU
+        return self.offsets, _trim(self.xp, columns, self.total, times), self.tdeg
 
 
 def _trim(xp, columns, total: int, times: StageTimes):

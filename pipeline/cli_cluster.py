@@ -73,12 +73,15 @@ def cluster_client(args, device: str = "cpu", managed_target: float | None = Non
 
 
 def memory_plan_for(args, num_vertices: int, num_tuples: int, directed: bool = False, *, search: bool = False,
-                    store: bool = False, what: str = "", client=None, chunk_edges: int | None = None):
+                    store: bool = False, what: str = "", client=None, chunk_edges: int | None = None,
+                    numpy_path: bool = False):
     """The :class:`~breadth.pipeline.memory_plan.MemoryPlan` of ``--memory-limit`` for this graph, or
     ``None`` without a limit.  Workers and threads are ``--workers``/``--threads`` (a local cluster) or,
     given a ``client`` of an existing cluster, its smallest worker's.  Raises
     :class:`~breadth.pipeline.memory_plan.MemoryLimitError` below the minimum.  ``chunk_edges``: the
-    chunks of a source already read into the workers' memory (``ingest``), else ``--chunk-edges``."""
+    chunks of a source already read into the workers' memory (``ingest``), else ``--chunk-edges``.
+    ``numpy_path``: the command can run without Numba in its workers (``generate``), which a limit below
+    the Numba path's minimum then chooses (:func:`~breadth.pipeline.memory_plan.plan_numpy_path`)."""
     if not getattr(args, "memory_limit", None):
         return None
     from .memory_plan import plan_memory
@@ -94,7 +97,8 @@ def memory_plan_for(args, num_vertices: int, num_tuples: int, directed: bool = F
             workers, threads = max(1, mem.workers), mem.threads
     plan = plan_memory(args.memory_limit, num_vertices, num_tuples, workers, threads, directed,
                        chunk_edges=chunk_edges or getattr(args, "chunk_edges", None), search=search, store=store,
-                       what=what, source_chunks_held=chunk_edges is not None, resident=resident)
+                       what=what, source_chunks_held=chunk_edges is not None, resident=resident,
+                       numpy_path=numpy_path)
     print(f"breadth: {plan.describe()}", file=sys.stderr)
     return plan
 
@@ -108,6 +112,24 @@ def spill_dir_for(args) -> str | None:
         os.makedirs(args.spill_dir, exist_ok=True)
         return args.spill_dir
     return None
+
+
+@contextlib.contextmanager
+def shard_files_for(args, plan):
+    """Where the owners of the NumPy path (a ``plan`` with ``jit`` False) build their shards to files: a
+    folder of this run in ``--spill-dir`` (or a temporary directory), removed on the way out whatever
+    happens; ``None`` for the other plans (shards held in the workers' memory)."""
+    if plan is None or plan.jit:
+        yield None
+        return
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="breadth-shards-", dir=spill_dir_for(args))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.contextmanager

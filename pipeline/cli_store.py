@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from .cli_cluster import cluster_client, memory_plan_for, spill_dir_for, threads_per_worker
+from .cli_cluster import cluster_client, memory_plan_for, shard_files_for, spill_dir_for, threads_per_worker
 from .cli_errors import CommandError
 
 
@@ -97,22 +97,26 @@ def generate(args) -> int:
     # the limit is checked before anything starts (the graph's size is known from its parameters); an
     # existing cluster (--scheduler) is planned for once its workers are known
     nv, nt = 1 << args.scale, args.edgefactor << args.scale
-    plan = None if args.scheduler else memory_plan_for(args, nv, nt, store=True, what=f"scale {args.scale}")
+    plan = None if args.scheduler else memory_plan_for(args, nv, nt, store=True, what=f"scale {args.scale}",
+                                                       numpy_path=True)
     st = _begin(args, params)
     if st is None:
         return 0
-    with cluster_client(args) as client:
+    with cluster_client(args) as client, shard_files_for(args, plan) as shard_dir:
         if args.scheduler:
+            # the NumPy path needs workers started without Numba: only the local cluster's are
             plan = memory_plan_for(args, nv, nt, store=True, what=f"scale {args.scale}", client=client)
         chunk = args.chunk_edges or (plan.chunk_edges if plan else None)
+        jit = plan is None or plan.jit
         t0 = time.perf_counter()
-        g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=chunk), client,
+        g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=chunk, jit=jit), client,
                     nparts=_nparts(st, client), spill_dir=spill_dir_for(args),
-                    batch_entries=plan.batch_entries if plan else None)
+                    batch_entries=plan.batch_entries if plan else None, jit=jit, shard_dir=shard_dir)
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, ["--scale", args.scale, "--edgefactor", args.edgefactor,
                                                      "--seed", args.seed]))
         print(f"{args.out}: " + _summary_line(g, time.perf_counter() - t0, _resumed(m)))
+        del g  # the shards' maps, before their folder goes
     return 0
 
 

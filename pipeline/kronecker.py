@@ -16,10 +16,12 @@ row bit is set when ``u > ab``; the column bit is set when ``v > c / (1 - ab)`` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numba
 import numpy as np
+
+from .kronecker_numpy import KroneckerParams, generate_edges_numpy
+
+__all__ = ["KroneckerParams", "generate_edges", "generate_edges_numpy", "kronecker", "scramble_ids"]
 
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -35,34 +37,6 @@ def mix64(z):
     z = (z ^ (z >> np.uint64(30))) * M1
     z = (z ^ (z >> np.uint64(27))) * M2
     return z ^ (z >> np.uint64(31))
-
-
-@dataclass(frozen=True)
-class KroneckerParams:
-    """Integer form of the generator parameters, shared by the CPU and GPU kernels."""
-
-    scale: int
-    seed: int
-    key: int  # stream key derived from the seed
-    t_ab: int  # row bit set when u32 > t_ab
-    t_a_norm: int  # column bit (row bit clear) set when v32 > t_a_norm
-    t_c_norm: int  # column bit (row bit set) set when v32 > t_c_norm
-    scramble_keys: tuple[int, int, int, int]  # odd multipliers / offsets of the id bijection
-
-    @staticmethod
-    def make(scale: int, seed: int, a: float, b: float, c: float) -> "KroneckerParams":
-        if not 1 <= scale <= 40:
-            raise ValueError(f"scale must be in 1..40, got {scale}")
-        if min(a, b, c) < 0 or a + b + c >= 1:
-            raise ValueError(f"need a, b, c >= 0 and a + b + c < 1, got {a}, {b}, {c}")
-        ab = a + b
-        to_u32 = lambda p: min(int(p * 2**32), 2**32 - 1)  # noqa: E731
-        k = [int(mix64(np.uint64((seed + int(GOLDEN) * (i + 1)) % 2**64))) for i in range(5)]
-        return KroneckerParams(
-            scale=scale, seed=seed, key=k[0],
-            t_ab=to_u32(ab), t_a_norm=to_u32(a / ab), t_c_norm=to_u32(c / (1.0 - ab)),
-            scramble_keys=(k[1] | 1, k[2], k[3] | 1, k[4]),
-        )
 
 
 @numba.njit(inline="always")
@@ -135,13 +109,16 @@ def _scramble_array(v, scale, k0, k1, k2, k3):
 
 
 def kronecker(scale: int, edgefactor: int = 16, seed: int = 1, a: float = DEFAULT_A, b: float = DEFAULT_B,
-              c: float = DEFAULT_C, chunk_edges: int | None = None, device: str = "cpu"):
+              c: float = DEFAULT_C, chunk_edges: int | None = None, device: str = "cpu", jit: bool = True):
     """The Graph500 Kronecker graph as a lazy :class:`~breadth.pipeline.edges.EdgeList`.
 
     ``2**scale`` vertices and ``edgefactor * 2**scale`` edge tuples, split into Dask chunks of
     ``chunk_edges`` tuples (default 2**22 on the CPU, 2**26 on the GPU, where a chunk takes milliseconds);
     the tuples do not depend on ``chunk_edges`` nor on ``device``: ``"gpu"`` generates each chunk on the
     worker's GPU as a CuPy array (:mod:`breadth.pipeline.kronecker_gpu`), with the same edges.
+    ``jit=False`` (CPU): each chunk is generated with NumPy alone
+    (:func:`~breadth.pipeline.kronecker_numpy.generate_edges_numpy`, slower; the same edges), so that the
+    workers never import Numba (``generate`` under a small ``--memory-limit``).
 
     >>> from breadth.pipeline import kronecker
     >>> g = kronecker(10, seed=7)
@@ -161,7 +138,7 @@ def kronecker(scale: int, edgefactor: int = 16, seed: int = 1, a: float = DEFAUL
     m = edgefactor << scale
     chunk_edges = chunk_edges or (1 << (26 if device == "gpu" else 22))
     bounds = list(range(0, m, chunk_edges)) + [m]
-    name = f"kronecker-{device}-s{scale}-e{edgefactor}-seed{seed}-{params.key:x}-{chunk_edges}"
+    name = f"kronecker-{device}{'' if jit else '-numpy'}-s{scale}-e{edgefactor}-seed{seed}-{params.key:x}-{chunk_edges}"
     meta = None
     if device == "gpu":  # imported lazily: CPU installs never need CuPy
         import cupy
@@ -170,7 +147,7 @@ def kronecker(scale: int, edgefactor: int = 16, seed: int = 1, a: float = DEFAUL
 
         meta = cupy.empty((0, 2), cupy.int64)
     else:
-        gen = generate_edges
+        gen = generate_edges if jit else generate_edges_numpy
     dsk = {(name, i, 0): (gen, params, bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)}
     chunks = (tuple(bounds[i + 1] - bounds[i] for i in range(len(bounds) - 1)), (2,))
     arr = da.Array(HighLevelGraph.from_collections(name, dsk), name, chunks, dtype=np.int64, meta=meta)

@@ -13,7 +13,7 @@ import functools
 import cupy as cp
 import numpy as np
 
-from .kronecker import KroneckerParams
+from .kronecker_numpy import KroneckerParams
 
 _SOURCE = r"""
 typedef unsigned long long u64;

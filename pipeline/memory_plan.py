@@ -49,6 +49,20 @@ int64 entries from all chunks, 16 B/entry, while the builder adds its int64 scat
 12 B/entry: 28 B/entry instead of a batch), the host tier (32-bit pairs, 8 B/entry, held while the owner
 builds batch by batch), else the disk tier (pieces in bucket files, a batch at a time in memory).
 
+**The NumPy path** (``generate`` only: :func:`plan_numpy_path`, taken when the limit is below the Numba
+path's minimum).  Numba is what makes the baseline: an idle worker holds 77 MiB (51 MiB anonymous, 26 MiB
+of mapped files), started by the CLI or by a script that imports only distributed alike (with the ``ucx``
+extra installed, whose packages distributed loads at start-up), and importing Numba and running a kernel
+adds ~110 MiB.  With ``jit=False`` the generator (:mod:`~breadth.pipeline.kronecker_numpy`), the split and
+the build (:mod:`~breadth.pipeline.build_csr_numpy`) run with NumPy alone, the shuffle takes the disk
+tier, and each owner writes its shard to files batch by batch (:mod:`~breadth.pipeline.shard_files`),
+which the store writer copies from: the shard is never resident.  Measured on 2 workers of 1 thread (RSS
+sampled every 50 ms, ``benchmarks/results/memory_limit_cpu.json``): a worker holds 82 MiB once it
+imported that path, and keeps ~43 KiB of Dask's records per chunk task it ran until the owners are
+built; scale 18 peaks at 88 MiB per worker at its minimum (97 MB) and 90 MiB under ``--memory-limit
+100MB`` (95.4 MiB), scale 20 at 94-95 MiB at its minimum (104 MB, 99.2 MiB).  The search still needs
+Numba (``bench`` and ``bfs`` plan the Numba path).
+
 ``ingest`` first reads its files (:func:`plan_reading`, before anything starts): a read task and the
 relabelling of its chunk hold about :data:`READ_BYTES_PER_TEXT_BYTE` bytes per byte of edge text (the
 text, the parsed int64 tuples at 16 B per line, for a compressed stream, read whole by one task, their
@@ -67,14 +81,30 @@ ended fails at once (no retry: a retry on a fresh worker needs the same memory, 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 MiB = 1 << 20
 
 #: RSS of a worker that has imported distributed, NumPy and Numba and run the pipeline's kernels (bytes)
 WORKER_BASELINE = 225 * MiB
+#: RSS of a worker of the NumPy path (``jit=False``: no Numba) started by the CLI, having imported what its
+#: generation, split, build and store write need (bytes; measured: 77 MiB idle, 51 anonymous + 26 of files,
+#: and 4 MiB of imports), plus 2 MiB for the spread between runs; Numba's import and first kernel would add ~110
+NUMPY_WORKER_BASELINE = 84 * MiB
+#: NumPy path: what a worker keeps of each chunk task it ran until the owners are built (Dask's records of
+#: the task, its parcel per owner and its stage record; measured ~43 KiB: 4 MiB more for 96 more tasks)
+NUMPY_BYTES_PER_CHUNK_TASK = 64 << 10
+#: NumPy path: the store write (its 1 MiB blocks, the hashing, the records; measured 2 MiB)
+NUMPY_STORE_BYTES = 2 * MiB
 #: bytes per edge tuple of a running chunk task: tuples + the next chunk (16 + 16), split (32), sorted (16)
 CHUNK_BYTES_PER_TUPLE = 80
+#: NumPy path: bytes per edge tuple of a chunk task: the chunk (16) and the next (16), the split's stacked
+#: int32 entries and their owner-sorted copy (16 + 16), its owner ids and order (8 + 16), one owner's
+#: batch grouping (local pairs 8, batch ids 4, order 8)
+NUMPY_CHUNK_BYTES_PER_TUPLE = 108
+#: NumPy path: bytes per adjacency entry of a row batch: read pairs (8), packed keys (8), their unique
+#: copy (8), flags (1), columns (4), rounded up
+NUMPY_BATCH_BYTES_PER_ENTRY = 32
 #: bytes per adjacency entry of a row batch: read pairs (8), int64 scatter (8), deduplicated columns (4)
 BATCH_BYTES_PER_ENTRY = 20
 #: bytes per row of a row batch: the builder's int64 degree, offset, cursor, unique-count arrays (and copies)
@@ -169,11 +199,13 @@ def shard_bytes(num_vertices: int, num_tuples: int, nparts: int, directed: bool 
     return offsets + cols + 8 * nloc
 
 
-def batch_bytes(batch_entries: int, num_tuples: int, num_vertices: int, nparts: int) -> int:
-    """Bytes of one row batch of about ``batch_entries`` adjacency entries (see the module docstring)."""
+def batch_bytes(batch_entries: int, num_tuples: int, num_vertices: int, nparts: int,
+                per_entry: int = BATCH_BYTES_PER_ENTRY) -> int:
+    """Bytes of one row batch of about ``batch_entries`` adjacency entries (see the module docstring);
+    ``per_entry``: the builder's bytes per entry (:data:`NUMPY_BATCH_BYTES_PER_ENTRY` for the NumPy path)."""
     nloc = _block(num_vertices, nparts)
     rows = min(nloc, max(64, nloc * batch_entries // max(1, entries_per_owner(num_tuples, nparts))))
-    return BATCH_BYTES_PER_ENTRY * batch_entries + BATCH_BYTES_PER_ROW * rows
+    return per_entry * batch_entries + BATCH_BYTES_PER_ROW * rows
 
 
 @dataclass(frozen=True)
@@ -256,6 +288,7 @@ class MemoryPlan:
     batch_entries: int  # adjacency entries per row batch (host and disk tiers)
     tier: str  # where the shuffle to owners keeps its pieces: "memory", "host" or "disk" (choose_tier)
     phases: dict = field(default_factory=dict)  # estimated peak RSS of each phase at these sizes (bytes)
+    jit: bool = True  # False: the NumPy path (no Numba in the workers, shards built to files)
 
     @property
     def spill(self) -> bool:
@@ -266,6 +299,8 @@ class MemoryPlan:
         """One line for the log."""
         path = {"disk": "disk tier (spill files, row batches)", "host": "host tier (row batches in memory)",
                 "memory": "memory tier (built at once)"}[self.tier]
+        if not self.jit:
+            path += ", NumPy kernels (no Numba in the workers), shards built to files"
         peaks = ", ".join(f"{k} {format_bytes(v)}" for k, v in self.phases.items())
         return (f"memory plan: limit {format_bytes(self.limit)} per worker (minimum {format_bytes(self.minimum)}); "
                 f"chunks of {self.chunk_edges:,} tuples, {path}, batches of {self.batch_entries:,} entries; "
@@ -287,7 +322,8 @@ def _largest_pow2(lo: int, hi: int, fits) -> int | None:
 def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, threads: int,
                 directed: bool = False, chunk_edges: int | None = None, search: bool = False,
                 store: bool = False, what: str = "",
-                source_chunks_held: bool = False, resident: int | None = None) -> MemoryPlan:
+                source_chunks_held: bool = False, resident: int | None = None,
+                numpy_path: bool = False) -> MemoryPlan:
     """Size a preparation on ``workers`` workers of ``threads`` threads to ``limit`` bytes per worker.
 
     ``chunk_edges``: the user's chunk size (kept; refused when it cannot fit), ``None`` to derive it from
@@ -298,11 +334,97 @@ def plan_memory(limit: int, num_vertices: int, num_tuples: int, workers: int, th
     freshly generated chunk and the next one (16 B per tuple less); ``chunk_edges`` is then the
     reader's largest chunk.  ``resident``: the RSS the busiest worker holds already (an ingest's
     relabeled chunks and id-map part, its readers' imports), the baseline when above
-    :data:`WORKER_BASELINE` (see :func:`choose_tier`).
+    :data:`WORKER_BASELINE` (see :func:`choose_tier`).  ``numpy_path``: the command can run the NumPy path
+    (``generate``: a generated source, shards built to files and written to a store), taken when
+    ``limit`` is below the Numba path's minimum (:func:`plan_numpy_path`); the minimum is then that
+    path's.
 
     Raises :class:`MemoryLimitError` (its message gives the minimum, see the module docstring) when
     ``limit`` is below it.
     """
+    numpy_path = numpy_path and store and not search
+    try:
+        plan = _plan_numba_path(limit, num_vertices, num_tuples, workers, threads, directed, chunk_edges, search,
+                                store, what, source_chunks_held, resident)
+    except MemoryLimitError:
+        if not numpy_path:
+            raise
+        return plan_numpy_path(limit, num_vertices, num_tuples, workers, threads, directed, chunk_edges, what,
+                               resident)
+    if numpy_path:  # the smallest limit that works is the NumPy path's
+        floor = plan_numpy_path(10**18, num_vertices, num_tuples, workers, threads, directed, chunk_edges, what,
+                                resident).minimum
+        plan = replace(plan, minimum=min(plan.minimum, floor))
+    return plan
+
+
+def plan_numpy_path(limit: int, num_vertices: int, num_tuples: int, workers: int, threads: int,
+                    directed: bool = False, chunk_edges: int | None = None, what: str = "",
+                    resident: int | None = None) -> MemoryPlan:
+    """Size the NumPy path (``jit=False``: generation, split and build without Numba; the disk tier;
+    shards built to files, see :func:`~breadth.pipeline.prepare`) to ``limit`` bytes per worker.
+
+    Nothing of the graph stays resident: over the baseline :data:`NUMPY_WORKER_BASELINE` and Dask's
+    records of the chunk tasks it ran (:data:`NUMPY_BYTES_PER_CHUNK_TASK` each, ``K`` tasks), a worker
+    holds ``threads`` chunk tasks (:data:`NUMPY_CHUNK_BYTES_PER_TUPLE` per tuple), or one row batch
+    (:data:`NUMPY_BATCH_BYTES_PER_ENTRY` per entry and :data:`BATCH_BYTES_PER_ROW` per row), or the store
+    write, so::
+
+        minimum = B + max(64 KiB * K + max(T * 108 * c, batch_bytes(b_min)), 2 MiB)
+
+    at the chunk size ``c`` (a power of two from :data:`MIN_CHUNK_EDGES` to :data:`DEFAULT_CHUNK_EDGES`, or
+    ``--chunk-edges``; ``K`` tasks of ``c`` tuples per worker) where it is smallest; the plan takes the
+    largest chunk that fits.  Not counted: the owner's self-loop ids, 8 B per self-loop tuple while its
+    loop counts are written (a Kronecker graph has about one in 5,000 tuples).
+
+    Raises :class:`MemoryLimitError` below it."""
+    nparts = workers
+    B = max(NUMPY_WORKER_BASELINE, resident or 0)
+
+    def held(c: int) -> int:  # what the worker keeps of its chunk tasks until the build
+        return NUMPY_BYTES_PER_CHUNK_TASK * -(-max(1, num_tuples) // c // max(1, workers))
+
+    def chunk_phase(c: int) -> int:
+        return held(c) + threads * NUMPY_CHUNK_BYTES_PER_TUPLE * c
+
+    def build_phase(c: int, b: int) -> int:
+        return held(c) + batch_bytes(b, num_tuples, num_vertices, nparts, NUMPY_BATCH_BYTES_PER_ENTRY)
+
+    def phases_at(c: int) -> dict:  # each phase at chunks of c tuples and the smallest batch, named
+        tasks = f"records of {-(-max(1, num_tuples) // c // max(1, workers)):,} chunk tasks ~{format_bytes(held(c))}"
+        return {f"{tasks} + chunk ~{format_bytes(chunk_phase(c) - held(c))}": chunk_phase(c),
+                f"{tasks} + row batch ~{format_bytes(build_phase(c, MIN_BATCH_ENTRIES) - held(c))}":
+                    build_phase(c, MIN_BATCH_ENTRIES),
+                "write": NUMPY_STORE_BYTES}
+
+    # more, smaller chunks trade the chunk phase for Dask's records: the minimum is at the best chunk size
+    sizes = ([min(chunk_edges, max(1, num_tuples))] if chunk_edges else
+             [min(1 << k, max(1, num_tuples)) for k in range(MIN_CHUNK_EDGES.bit_length() - 1,
+                                                              DEFAULT_CHUNK_EDGES.bit_length())])
+    c_min = min(sizes, key=lambda c: max(phases_at(c).values()))
+    smallest = phases_at(c_min)
+    largest = max(smallest, key=smallest.get)
+    minimum = B + smallest[largest]
+    if limit < minimum:
+        graph = f" for {what}" if what else ""
+        chunk = f" with --chunk-edges {chunk_edges}" if chunk_edges else ""
+        raise MemoryLimitError(
+            f"--memory-limit {format_bytes(limit)} is below the minimum of {format_bytes(minimum)}{graph} on "
+            f"{workers} worker(s){chunk} (worker baseline without Numba ~{format_bytes(B)} + {largest}); raise it"
+            + ((" or lower --chunk-edges" if "+ chunk" in largest else " or raise --chunk-edges") if chunk_edges
+               else " or add --workers"), minimum)
+    room = limit - B
+    c = max((v for v in sizes if max(phases_at(v).values()) <= room), default=c_min)
+    b = _largest_pow2(MIN_BATCH_ENTRIES, DEFAULT_BATCH_ENTRIES, lambda v: build_phase(c, v) <= room)
+    phases = {"chunk": B + chunk_phase(c), "build": B + build_phase(c, b), "store": B + NUMPY_STORE_BYTES}
+    return MemoryPlan(limit=limit, minimum=minimum, chunk_edges=c, batch_entries=b, tier="disk", phases=phases,
+                      jit=False)
+
+
+def _plan_numba_path(limit: int, num_vertices: int, num_tuples: int, workers: int, threads: int, directed: bool,
+                     chunk_edges: int | None, search: bool, store: bool, what: str, source_chunks_held: bool,
+                     resident: int | None) -> MemoryPlan:
+    """:func:`plan_memory` for the Numba path (shards held in memory)."""
     nparts = workers
     nloc = _block(num_vertices, nparts)
     S = shard_bytes(num_vertices, num_tuples, nparts, directed)

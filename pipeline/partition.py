@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .piece import Piece  # noqa: F401  (re-exported: the pieces this module cuts)
+from .piece import Piece, check_ids  # noqa: F401  (re-exported: the pieces this module cuts, the id check)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -52,17 +52,6 @@ def _scatter(edges, block, symmetric, cur_out, cur_in, cur_loop, out, inc, loops
             inc[cur_in[q], 0] = v
             inc[cur_in[q], 1] = u
             cur_in[q] += 1
-
-
-def check_ids(edges: np.ndarray, num_vertices: int, where: str = "edge chunk") -> None:
-    """Raise ``ValueError`` naming the first id outside ``[0, num_vertices)``."""
-    if edges.size == 0:
-        return
-    lo, hi = int(edges.min()), int(edges.max())
-    if lo < 0 or hi >= num_vertices:
-        bad = np.flatnonzero((edges < 0).any(axis=1) | (edges >= num_vertices).any(axis=1))[0]
-        raise ValueError(f"{where}: row {bad} has vertex id {edges[bad].tolist()} outside "
-                         f"[0, {num_vertices}); relabel the ids or pass num_vertices")
 
 
 def split_by_owner(edges: np.ndarray, num_vertices: int, block: int, nparts: int,

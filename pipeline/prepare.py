@@ -80,7 +80,10 @@ def _owner_stages(shard) -> dict:
 
 
 def _summary(shard) -> tuple[int, int, int, int]:
-    return (shard.num_local_edges, int(shard.self_loops.sum()), int(shard.tuple_degree.sum()), shard.nbytes())
+    # a shard built to files brings its sums: reading its maps would make them resident in the worker
+    sums = shard.meta.get("sums") or {"self_loops": int(shard.self_loops.sum()),
+                                      "tuple_degree": int(shard.tuple_degree.sum())}
+    return shard.num_local_edges, sums["self_loops"], sums["tuple_degree"], shard.nbytes()
 
 
 def _add_bottom_up_order(client, shards, workers, token):
@@ -103,7 +106,8 @@ def _add_bottom_up_order(client, shards, workers, token):
 
 def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: bool = False,
             directed: bool | None = None, device: str = "cpu", spill_dir: str | None = None,
-            batch_entries: int | None = None, stages: dict | None = None, **removed) -> ShardedGraph:
+            batch_entries: int | None = None, stages: dict | None = None, jit: bool = True,
+            shard_dir: str | None = None, **removed) -> ShardedGraph:
     """Turn an edge list into per-worker CSR shards held in the workers' memory.
 
     ``nparts`` (default: the number of workers) owners each get a contiguous block of vertex ids;
@@ -137,6 +141,16 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     ``breadth.shuffle.tier`` (``"auto"``, ``"memory"``, ``"host"``, ``"disk"``) forces a tier, for
     benchmarks and tests.  The keyword ``host_batches`` of earlier versions raises ``TypeError``.
 
+    ``jit=False`` (CPU): the workers split and build with NumPy alone
+    (:mod:`breadth.pipeline.build_csr_numpy`; slower, the same shards) and never import Numba, whose
+    import and first compiled call cost each worker ~110 MiB (for a source that does not load it either:
+    ``kronecker(..., jit=False)``).  ``shard_dir``: a folder every worker can reach where each owner
+    writes its shard's arrays as it builds them, batch by batch, and maps them back
+    (:mod:`breadth.pipeline.shard_files`): the shards are never resident in the workers' memory, and
+    :func:`~breadth.io.shard_store.write_store` copies them from their files.  The caller removes the
+    folder once the graph is no longer used.  Together, and with the disk tier, a worker holds a chunk or
+    a row batch at a time, whatever the graph's size (``generate`` under a small ``--memory-limit``).
+
     ``stages``: a dict that, when given, is filled with where the preparation's time went
     (:func:`breadth.pipeline.stages.summarize`): the tier (``stages["path"]``), wall seconds of the chunk
     and build phases, each chunk task's and each owner's stage seconds (split, sort, write; read, build,
@@ -155,8 +169,10 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
         if name in _REMOVED:
             raise TypeError(f"prepare() no longer takes {name!r}: {_REMOVED[name]}")
         raise TypeError(f"prepare() got an unexpected keyword argument {name!r}")
-    client = client or default_client()
     device = resolve_device(device)
+    if device == "gpu" and (shard_dir is not None or not jit):
+        raise ValueError("shard_dir and jit=False are for CPU workers (the GPU path never loads Numba)")
+    client = client or default_client()
     directed = edges.directed if directed is None else directed
     workers = worker_addresses(client)
     nparts = nparts or len(workers)
@@ -170,7 +186,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     # The spill tree is this run's alone (a fresh token); whatever stops the run -- an error in a task,
     # on the client, or Ctrl-C -- removes it, so a failed run leaves no bucket files behind.
     with spill_space(client, choice.tier, spill_dir) as space:
-        spec = ShuffleSpec(choice.tier, device, n, nparts, directed, rows, space.root)
+        spec = ShuffleSpec(choice.tier, device, n, nparts, directed, rows, space.root, jit, shard_dir)
         return _prepare(edges, client, spec, workers, progress, stages, space.futures, choice)
 
 

@@ -53,6 +53,8 @@ class ShuffleSpec:
     directed: bool
     batch_rows: int  # rows per row batch (the memory tier: the whole block)
     root: str | None = None  # the disk tier's folder for this run (created and removed by the caller)
+    jit: bool = True  # CPU: Numba kernels; False: their NumPy twins, so that workers never import Numba
+    shard_dir: str | None = None  # owners write their shards' arrays to files here (see build_owner)
 
     def __post_init__(self):
         if self.tier not in TIERS:
@@ -126,7 +128,7 @@ def send_chunk(edges: Any, chunk: int, spec: ShuffleSpec) -> tuple[list, dict]:
     :class:`HostPiece` or :class:`DiskPiece`) and the task's stage seconds and counters (split, sort,
     d2h, write seconds; entries, host_bytes, bytes_written).
     """
-    be = backend(spec.device)
+    be = backend(spec.device, spec.jit)
     times = StageTimes(be.sync)
     with times("split"):
         pieces = be.split(edges, spec.num_vertices, spec.block, spec.nparts, spec.directed)

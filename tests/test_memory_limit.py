@@ -52,6 +52,22 @@ def test_plan_fits_the_limit_and_grows_with_it():
         plan_memory(low, n, m, 2, THREADS, chunk_edges=1 << 24, store=True)
 
 
+def test_numpy_path_below_the_numba_minimum():
+    """generate may run without Numba in its workers: a limit below the Numba path's minimum takes the NumPy
+    path (disk tier, shards built to files), whose own minimum is refused below; a search never takes it."""
+    n, m = 1 << 18, 16 << 18
+    numba_min = _minimum(18, store=True)
+    plan = plan_memory(100_000_000, n, m, 2, THREADS, store=True, numpy_path=True)
+    assert 100_000_000 < numba_min and not plan.jit and plan.tier == "disk"
+    assert plan.minimum < 100_000_000 and all(v <= 100_000_000 for v in plan.phases.values())
+    assert plan_memory(numba_min, n, m, 2, THREADS, store=True, numpy_path=True).jit  # the faster path fits
+    with pytest.raises(MemoryLimitError) as e:
+        plan_memory(plan.minimum - 1, n, m, 2, THREADS, store=True, numpy_path=True, what="scale 18")
+    assert e.value.minimum == plan.minimum and "without Numba" in str(e.value)
+    with pytest.raises(MemoryLimitError):
+        plan_memory(100_000_000, n, m, 2, THREADS, search=True, numpy_path=True)
+
+
 @pytest.mark.parametrize("command", ["generate", "bench", "ingest"])
 def test_too_small_limit_is_refused_at_once(command, tmp_path):
     out = tmp_path / "g.store"
@@ -66,7 +82,8 @@ def test_too_small_limit_is_refused_at_once(command, tmp_path):
     assert len(lines) == 1 and lines[0].startswith("breadth: error: --memory-limit 50MB is below the minimum of ")
     assert "Traceback" not in r.stderr
     if command != "ingest":  # ingest's size is known only once read: its up-front floor is an empty graph's
-        assert format_bytes(_minimum(18, store=command == "generate", search=command == "bench")) in lines[0]
+        assert format_bytes(_minimum(18, store=command == "generate", search=command == "bench",
+                                     numpy_path=command == "generate")) in lines[0]
         assert "scale 18 on 2 worker(s)" in lines[0]
     assert not out.exists()  # refused before anything was written
 
@@ -92,6 +109,25 @@ def test_generate_just_above_the_minimum_completes_and_validates(tmp_path):
     r = _run("bench", str(store), "--roots", "4", "--workers", "2")
     assert r.returncode == 0, r.stderr[-3000:]
     assert "SCALE: 14" in r.stdout or "NBFS: 4" in r.stdout
+
+
+def test_generate_scale_18_at_its_smallest_limit_without_numba(tmp_path):
+    """The issue's target: scale 18 on 2 workers at the computed minimum of the NumPy path (below 100MB)
+    completes (a worker past its limit is ended by its nanny, and the run fails), leaves no file behind,
+    and its store searches and validates (the search itself with Numba, without a limit)."""
+    limit = _minimum(18, store=True, numpy_path=True)
+    assert limit <= 100_000_000
+    store = tmp_path / "s18.store"
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    r = _run("generate", "--scale", "18", "--workers", "2", "--memory-limit", str(limit), "--out", str(store),
+             env=dict(os.environ, TMPDIR=str(tmp)), timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "NumPy kernels (no Numba in the workers)" in r.stderr
+    assert not [p for p in tmp.iterdir() if p.name.startswith("breadth-")]  # spill files and shards' files gone
+    r = _run("bench", str(store), "--roots", "2", "--workers", "2")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "NBFS: 2" in r.stdout
 
 
 def test_ingest_under_a_limit_completes(tmp_path):

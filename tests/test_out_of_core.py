@@ -194,3 +194,92 @@ def test_sort_by_batch_array_module_matches_counting_sort(nbatches, batch_rows):
         x, y = a[offs_a[i]:offs_a[i + 1]], b[offs_b[i]:offs_b[i + 1]]
         assert np.all(x[:, 0] // batch_rows == i)
         assert np.array_equal(x[np.lexsort(x.T[::-1])], y[np.lexsort(y.T[::-1])])
+
+
+@pytest.mark.parametrize("scale,seed", [(6, 1), (18, 5), (33, 2)])
+def test_numpy_generator_matches_numba(scale, seed):
+    from breadth.pipeline.kronecker import KroneckerParams, generate_edges, generate_edges_numpy
+
+    p = KroneckerParams.make(scale, seed, 0.57, 0.19, 0.19)
+    start = 123_457  # blocks of the NumPy generator start mid-way: the tuples depend on e alone
+    assert np.array_equal(generate_edges_numpy(p, start, start + 40_000), generate_edges(p, start, start + 40_000))
+
+
+@pytest.mark.parametrize("directed", [False, True])
+@pytest.mark.parametrize("nparts", [1, 3])
+def test_numpy_split_and_build_match_numba(directed, nparts):
+    from breadth.bfs.shard import block_size
+    from breadth.pipeline.build_csr import csr_from_entries
+    from breadth.pipeline.build_csr_numpy import csr_from_entries_numpy, split_by_owner_numpy
+    from breadth.pipeline.kronecker import KroneckerParams, generate_edges
+    from breadth.pipeline.partition import split_by_owner
+
+    n = 1 << 12
+    edges = generate_edges(KroneckerParams.make(12, 9, 0.57, 0.19, 0.19), 0, 16 * n)
+    edges[::97, 1] = edges[::97, 0]  # self-loops
+    block = block_size(n, nparts)
+    ours, numba_pieces = split_by_owner_numpy(edges, n, block, nparts, directed), split_by_owner(edges, n, block,
+                                                                                               nparts, directed)
+    for r, (a, b) in enumerate(zip(ours, numba_pieces)):
+        lo = r * block
+        assert np.array_equal(np.sort(a.loops), np.sort(b.loops))
+        for kind in ("out", "inc")[:2 if directed else 1]:
+            x, y = getattr(a, kind), getattr(b, kind)
+            got = csr_from_entries_numpy([x[:1000], x[1000:]], lo, min(block, n - lo), n)
+            want = csr_from_entries([y], lo, min(block, n - lo), n)
+            for u, v in zip(got, want):
+                assert u.dtype == v.dtype and np.array_equal(u, v)
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_numpy_path_builds_the_same_shards_to_files(small_worker, tmp_path, directed):
+    """jit=False and shard_dir: the same shards as the Numba path in memory, mapped from files that were never
+    read into the worker, and a store byte-for-byte the in-memory graph's."""
+    import json
+
+    from breadth.io.shard_store import write_store
+
+    el = kronecker(12, seed=4, chunk_edges=5000)
+    el.directed = directed
+    shard_dir = tmp_path / "shards"
+    shard_dir.mkdir()
+    with _tier("disk"):
+        mapped = prepare(kronecker(12, seed=4, chunk_edges=5000, jit=False), small_worker, nparts=2,
+                         spill_dir=str(tmp_path / "spill"), batch_entries=3000, jit=False, shard_dir=str(shard_dir),
+                         directed=directed)
+    with _tier("memory"):
+        held = prepare(el, small_worker, nparts=2, directed=directed)
+    files = small_worker.gather(mapped.shards)
+    assert all(isinstance(s.columns, np.memmap) and isinstance(s.offsets, np.memmap) for s in files)
+    _shards_equal(small_worker.gather(held.shards), files)
+    assert (mapped.num_edges, mapped.num_self_loops) == (held.num_edges, held.num_self_loops)
+    records = []
+    for g, name in ((mapped, "a"), (held, "b")):
+        m = write_store(g, str(tmp_path / name), parameters={"graph": 12})
+        records.append([s["files"] for s in m["shards"]])
+        g.release()
+    assert records[0] == records[1]  # every file's size and sha256
+    assert not list((tmp_path / "spill").iterdir())
+    with open(tmp_path / "a" / "manifest.json") as f:
+        assert json.load(f)["num_edges"] == mapped.num_edges
+
+
+def test_numpy_path_needs_a_cpu():
+    with pytest.raises(ValueError, match="CPU workers"):
+        prepare(kronecker(6, seed=1), object(), jit=False, device="gpu")
+
+
+def test_numpy_path_workers_never_import_numba(tmp_path):
+    """The point of the NumPy path: fresh worker processes generate, split, build to files and write a store
+    without importing Numba (its import and first kernel cost ~110 MiB each)."""
+    from distributed import Client, LocalCluster
+
+    from breadth.io.shard_store import write_store
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, Client(cluster) as c:
+        with _tier("disk"):
+            g = prepare(kronecker(12, seed=2, chunk_edges=5000, jit=False), c, spill_dir=str(tmp_path / "spill"),
+                        batch_entries=3000, jit=False, shard_dir=str(tmp_path))
+        write_store(g, str(tmp_path / "store"))
+        assert g.num_edges > 0
+        assert not any(c.run(eval, "'numba' in __import__('sys').modules").values())
