@@ -25,6 +25,8 @@ import numpy as np
 
 from breadth.bfs.id_map import PartitionedIdMap, as_id_map
 
+from .store_files import load_array, save_npy, save_strings, verify_file, write_id_map_file
+
 PART_FILE = re.compile(r"^id_map-\d{5}\.(npy|parquet)$")
 
 
@@ -34,21 +36,19 @@ def part_name(p: int, dtype) -> str:
 
 def _write_part(arr: np.ndarray, path: str) -> dict:
     """One part -> ``path`` (temp name + fsync + rename); its manifest record.  Runs on the part's worker."""
-    from .shard_store import _save, save_strings
 
     if path.endswith(".npy"):
-        return _save(path, np.asarray(arr), atomic=True)
+        return save_npy(path, np.asarray(arr), atomic=True)
     return save_strings(path, list(arr))
 
 
 def _load_part(path: str, rec: dict, verify: bool) -> np.ndarray:
     """One part file -> its sorted id array.  Runs on a worker."""
-    from .shard_store import _load_array, _verify
 
     if path.endswith(".npy"):
-        return _load_array(path, rec, verify)
+        return load_array(path, rec, verify)
     if verify:
-        _verify(path, rec)
+        verify_file(path, rec)
     import pyarrow.parquet as pq
 
     return pq.read_table(path).column("id").to_numpy(zero_copy_only=False).astype(object)
@@ -66,11 +66,10 @@ def write_id_map(id_map, directory: str, client=None) -> dict:
     >>> len(rec["parts"]) == graph.id_map.nparts                     # doctest: +SKIP
     True
     """
-    from .shard_store import _write_id_map
 
     idm = as_id_map(id_map, client)
     if idm.owner == "range" and idm.nparts == 1:
-        rec = _write_id_map(idm.gather(), directory)  # the classic single file
+        rec = write_id_map_file(idm.gather(), directory)  # the classic single file
         _remove_parts(directory, keep=0)
         return rec
     c = client or idm._client()

@@ -50,7 +50,6 @@ temporary directory, raises ``RuntimeError`` (``fail``) or sleeps until the proc
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -61,7 +60,8 @@ import uuid
 import numpy as np
 
 from .errors import CorruptStoreError, IncompleteStoreError, StoreError
-from .npy_lock import NPY_HEADER_LOCK, load_npy
+from .npy_lock import NPY_HEADER_LOCK
+from .store_files import fsync_dir, load_array, npy_digest, save_npy, sha256_file, token
 
 FORMAT = "breadth-shard-store"
 VERSION = 1
@@ -77,110 +77,13 @@ _SHARD_DIR = re.compile(r"^shard-(\d{5,})$")
 _ID_MAP_PART = re.compile(r"^id_map-\d{5}\.(npy|parquet)$")  # see io/id_map_store.py
 
 
-def _token() -> str:
-    return uuid.uuid4().hex[:8]
-
-
 def _shard_dir(rank: int) -> str:
     return f"shard-{rank:05d}"
 
 
-class _HashingWriter:
-    """A write-only sink that hashes what passes through to ``f`` (``None``: hash only, write nothing)."""
-
-    def __init__(self, f=None):
-        self.f, self.h, self.n = f, hashlib.sha256(), 0
-
-    def write(self, b):
-        self.h.update(b)
-        self.n += len(b)
-        return self.f.write(b) if self.f is not None else len(b)
-
-
-def _fsync_dir(path: str) -> None:
-    """Make renames/creations inside ``path`` durable (a no-op where directories cannot be fsynced)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-#: bytes per write of an array's data: NumPy's own writer copies 16 MiB at a time into a bytes object when
-#: the target is not a real file (the hashing writer), which a worker with a memory limit pays for
-_WRITE_BLOCK = 1 << 20
-
-
-def _mapped_file(arr: np.ndarray) -> tuple[str, int] | None:
-    """``(path, byte offset)`` of the file that a whole read-only memory map ``arr`` shows (a shard built
-    to files, :mod:`breadth.pipeline.shard_files`), else ``None``."""
-    if not isinstance(arr, np.memmap) or arr.filename is None or not arr.flags.c_contiguous:
-        return None
-    if os.path.getsize(arr.filename) != arr.offset + arr.nbytes:  # a slice of a map: its own offset is not recorded
-        return None
-    return arr.filename, arr.offset
-
-
-def _write_npy(w: "_HashingWriter", arr: np.ndarray) -> None:
-    """``arr`` (C-contiguous, not object) as ``.npy`` bytes into ``w``: the header
-    ``numpy.lib.format.write_array`` writes (version 1.0), then the data in slices of the array's own
-    memory (no copy), so the file and its sha256 are ``write_array``'s exactly.  A memory-mapped array
-    is read from its file in blocks instead: a mapped page that is read stays in the worker's resident
-    memory while the map lives, a block read into a buffer does not."""
-    np.lib.format.write_array_header_1_0(w, np.lib.format.header_data_from_array_1_0(arr))
-    source = _mapped_file(arr)
-    if source is not None:
-        with open(source[0], "rb") as f:
-            f.seek(source[1])
-            left = arr.nbytes
-            while left:
-                block = f.read(min(_WRITE_BLOCK, left))
-                if not block:
-                    raise OSError(f"{source[0]}: ended {left} bytes early")
-                w.write(block)
-                left -= len(block)
-        return
-    data = memoryview(arr.reshape(-1)).cast("B") if arr.size else memoryview(b"")
-    for i in range(0, len(data), _WRITE_BLOCK):
-        w.write(data[i:i + _WRITE_BLOCK])
-
-
-def _save(path: str, arr: np.ndarray, atomic: bool = False) -> dict:
-    """``arr`` -> ``path`` as ``.npy``, fsynced; returns its record (sha256, bytes, dtype, shape).
-
-    ``atomic``: write ``path.tmp-<token>`` and rename, for files whose directory is already final."""
-    arr = arr if _mapped_file(arr) else np.ascontiguousarray(arr)
-    target = f"{path}.tmp-{_token()}" if atomic else path
-    try:
-        with open(target, "wb") as f:
-            w = _HashingWriter(f)
-            _write_npy(w, arr)
-            f.flush()
-            os.fsync(f.fileno())
-        if atomic:
-            os.replace(target, path)
-    except BaseException:
-        if atomic and os.path.exists(target):
-            os.remove(target)
-        raise
-    return {"sha256": w.h.hexdigest(), "bytes": w.n, "dtype": str(arr.dtype), "shape": list(arr.shape)}
-
-
-def _digest(arr: np.ndarray) -> tuple[str, int]:
-    """sha256 and size of the ``.npy`` bytes :func:`_save` would write for ``arr`` (nothing is written)."""
-    w = _HashingWriter()
-    _write_npy(w, arr if _mapped_file(arr) else np.ascontiguousarray(arr))
-    return w.h.hexdigest(), w.n
-
-
 def _write_json(path: str, obj: dict, atomic: bool = True) -> None:
     """``obj`` -> ``path``, fsynced; through ``path.tmp-<token>`` + rename unless ``atomic`` is False."""
-    target = f"{path}.tmp-{_token()}" if atomic else path
+    target = f"{path}.tmp-{token()}" if atomic else path
     try:
         with open(target, "w") as f:
             json.dump(obj, f, indent=1)
@@ -188,7 +91,7 @@ def _write_json(path: str, obj: dict, atomic: bool = True) -> None:
             os.fsync(f.fileno())
         if atomic:
             os.replace(target, path)
-            _fsync_dir(os.path.dirname(path))
+            fsync_dir(os.path.dirname(path))
     except BaseException:
         if atomic and os.path.exists(target):
             os.remove(target)
@@ -203,16 +106,6 @@ def _read_json(path: str) -> dict | None:
     except (OSError, ValueError):
         return None
     return d if isinstance(d, dict) else None
-
-
-def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            b = f.read(8 << 20)
-            if not b:
-                return h.hexdigest()
-            h.update(b)
 
 
 def _test_hook(rank: int) -> None:
@@ -251,7 +144,7 @@ def _same_shard(final: str, head: dict, arrays: dict) -> bool:
             r = files[name]
             if r.get("dtype") != str(a.dtype) or r.get("shape") != list(a.shape):
                 return False
-            if _digest(a) != (r.get("sha256"), r.get("bytes")):  # this run's data differs (input changed?)
+            if npy_digest(a) != (r.get("sha256"), r.get("bytes")):  # this run's data differs (input changed?)
                 return False
             p = os.path.join(final, f"{name}.npy")
             if os.path.getsize(p) != r["bytes"] or sha256_file(p) != r["sha256"]:  # damaged on disk
@@ -275,26 +168,26 @@ def _write_shard(shard, store: str, nparts: int) -> tuple[dict, bool]:
             "lo": int(shard.lo), "hi": int(shard.hi), "nnz": int(shard.num_local_edges), "dir": name}
     if os.path.isdir(final) and _same_shard(final, head, arrays):
         return _read_json(os.path.join(final, SHARD_RECORD)), True
-    tmp = f"{final}.tmp-{_token()}"
+    tmp = f"{final}.tmp-{token()}"
     os.mkdir(tmp)
     try:
         files = {}
         for i, (a, arr) in enumerate(arrays.items()):
-            files[a] = _save(os.path.join(tmp, f"{a}.npy"), arr)
+            files[a] = save_npy(os.path.join(tmp, f"{a}.npy"), arr)
             if i == 0:
                 _test_hook(shard.rank)
         rec = dict(head, files=files)
         _write_json(os.path.join(tmp, SHARD_RECORD), rec, atomic=False)  # last: the directory is whole
-        _fsync_dir(tmp)
+        fsync_dir(tmp)
         if os.path.lexists(final):
-            old = f"{final}.old-{_token()}"
+            old = f"{final}.old-{token()}"
             os.rename(final, old)
             os.rename(tmp, final)
             with contextlib.suppress(OSError):
                 _remove(old)
         else:
             os.rename(tmp, final)
-        _fsync_dir(store)
+        fsync_dir(store)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -313,46 +206,6 @@ def _jsonable(d):
     if isinstance(d, (str, int, float, bool)) or d is None:
         return d
     return repr(d)
-
-
-def save_strings(path: str, values: list) -> dict:
-    """String ids -> Parquet file ``path`` (one column ``id``) through a temporary name, fsync and rename;
-    returns its manifest record (sha256, bytes, dtype ``"string"``, shape)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    tmp = f"{path}.tmp-{_token()}"
-    try:
-        pq.write_table(pa.table({"id": pa.array(values, pa.string())}), tmp)
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-    return {"sha256": sha256_file(path), "bytes": os.path.getsize(path), "dtype": "string",
-            "shape": [len(values)]}
-
-
-def _write_id_map(id_map, directory: str) -> dict:
-    """The id map -> ``directory/id_map.npy`` (integers) or ``.parquet`` (strings), temp name + rename.
-    It is small next to the shards and written by the client, so every run writes it again."""
-    idm = np.asarray(id_map)
-    if idm.dtype.kind in "iu":
-        rec = _save(os.path.join(directory, "id_map.npy"), idm, atomic=True)
-        rec["file"] = "id_map.npy"
-        other = "id_map.parquet"
-    else:
-        rec = save_strings(os.path.join(directory, "id_map.parquet"), idm.tolist())
-        rec["file"] = "id_map.parquet"
-        other = "id_map.npy"
-    with contextlib.suppress(FileNotFoundError):  # a stale map of the other kind (earlier, different run)
-        os.remove(os.path.join(directory, other))
-    return rec
 
 
 def _diff(old, new, where: str = "") -> list[str]:
@@ -532,7 +385,7 @@ def _wipe(path: str) -> None:
         if _SHARD_DIR.match(e) or _LEFTOVER.match(e) or e in ("id_map.npy", "id_map.parquet") or \
                 _ID_MAP_PART.match(e):
             _remove(os.path.join(path, e))
-    _fsync_dir(path)
+    fsync_dir(path)
 
 
 def write_store(graph, path: str, *, parameters: dict | None = None, overwrite: bool = False,
@@ -619,7 +472,7 @@ def write_store(graph, path: str, *, parameters: dict | None = None, overwrite: 
         _write_json(os.path.join(path, MANIFEST), manifest)  # the manifest last: the store is now complete
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(path, PROGRESS))
-        _fsync_dir(path)
+        fsync_dir(path)
         return manifest
 
 
@@ -797,32 +650,6 @@ def _id_map_file_header(p: str) -> tuple[str, list[int]]:
         raise CorruptStoreError(f"{p}: cannot be read as Parquet: {e}") from None
 
 
-def _verify(path: str, rec: dict) -> None:
-    if not os.path.exists(path):
-        raise CorruptStoreError(f"{path}: file listed in the manifest is missing")
-    size = os.path.getsize(path)
-    if size != rec["bytes"]:
-        raise CorruptStoreError(f"{path}: {size} bytes, manifest says {rec['bytes']} (truncated or replaced)")
-    if sha256_file(path) != rec["sha256"]:
-        raise CorruptStoreError(f"{path}: sha256 checksum mismatch; the file is corrupted")
-
-
-
-
-def _load_array(path: str, rec: dict, verify: bool, mmap: bool = False) -> np.ndarray:
-    if verify:
-        _verify(path, rec)
-    try:
-        a = load_npy(path, mmap_mode="r")
-        if not mmap:
-            a = np.array(a)
-    except (ValueError, OSError) as e:
-        raise CorruptStoreError(f"{path}: cannot be read as .npy: {e}") from None
-    if str(a.dtype) != rec["dtype"] or list(a.shape) != rec["shape"]:
-        raise CorruptStoreError(f"{path}: dtype/shape {a.dtype}{a.shape} differ from the manifest")
-    return a
-
-
 def _load_shard(store: str, manifest: dict, rank: int, nparts: int, verify: bool):
     """Runs on a worker: build shard ``rank`` of ``nparts`` from the stored shards' rows."""
     from breadth.bfs.shard import Shard, block_size
@@ -838,7 +665,7 @@ def _load_shard(store: str, manifest: dict, rank: int, nparts: int, verify: bool
         if a0 >= a1:
             continue
         d = os.path.join(store, rec["dir"])
-        arr = {a: _load_array(os.path.join(d, f"{a}.npy"), rec["files"][a], verify, mmap=True) for a in names}
+        arr = {a: load_array(os.path.join(d, f"{a}.npy"), rec["files"][a], verify, mmap=True) for a in names}
         r0, r1 = a0 - rec["lo"], a1 - rec["lo"]
         for off_name, col_name in (("offsets", "columns"), ("in_offsets", "in_columns")):
             if off_name not in arr:

@@ -214,7 +214,8 @@ def _text_format(args) -> bool:
 
 def info(args) -> int:
     """``breadth info STORE``: print the manifest."""
-    from breadth.io.shard_store import describe, read_manifest, _verify
+    from breadth.io.shard_store import describe, read_manifest
+    from breadth.io.store_files import verify_file
 
     print(describe(args.store))
     if args.verify:
@@ -224,7 +225,7 @@ def info(args) -> int:
 
         recs += [(os.path.join(args.store, f), r) for f, r in id_map_files(m["id_map"])]
         for p, r in recs:
-            _verify(p, r)
+            verify_file(p, r)
         print(f"checksums:      {len(recs)} file(s) OK")
     return 0
 

@@ -1,0 +1,190 @@
+"""The files of a shard store: ``.npy`` arrays and Parquet string columns written through a temporary name,
+fsync and rename, with their manifest records (sha256, bytes, dtype, shape), and read back checked against
+them.  :mod:`breadth.io.shard_store` (shards, manifest) and :mod:`breadth.io.id_map_store` (the id map's
+parts) both write and read through here."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import uuid
+
+import numpy as np
+
+from .errors import CorruptStoreError
+from .npy_lock import load_npy
+
+
+def token() -> str:
+    """8 hex digits naming one temporary file (``NAME.tmp-<token>``)."""
+    return uuid.uuid4().hex[:8]
+
+
+class HashingWriter:
+    """A write-only sink that hashes what passes through to ``f`` (``None``: hash only, write nothing)."""
+
+    def __init__(self, f=None):
+        self.f, self.h, self.n = f, hashlib.sha256(), 0
+
+    def write(self, b):
+        self.h.update(b)
+        self.n += len(b)
+        return self.f.write(b) if self.f is not None else len(b)
+
+
+def fsync_dir(path: str) -> None:
+    """Make renames/creations inside ``path`` durable (a no-op where directories cannot be fsynced)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+#: bytes per write of an array's data: NumPy's own writer copies 16 MiB at a time into a bytes object when
+#: the target is not a real file (the hashing writer), which a worker with a memory limit pays for
+_WRITE_BLOCK = 1 << 20
+
+
+def mapped_file(arr: np.ndarray) -> tuple[str, int] | None:
+    """``(path, byte offset)`` of the file that a whole read-only memory map ``arr`` shows (a shard built
+    to files, :mod:`breadth.pipeline.shard_files`), else ``None``."""
+    if not isinstance(arr, np.memmap) or arr.filename is None or not arr.flags.c_contiguous:
+        return None
+    if os.path.getsize(arr.filename) != arr.offset + arr.nbytes:  # a slice of a map: its own offset is not recorded
+        return None
+    return arr.filename, arr.offset
+
+
+def write_npy(w: "HashingWriter", arr: np.ndarray) -> None:
+    """``arr`` (C-contiguous, not object) as ``.npy`` bytes into ``w``: the header
+    ``numpy.lib.format.write_array`` writes (version 1.0), then the data in slices of the array's own
+    memory (no copy), so the file and its sha256 are ``write_array``'s exactly.  A memory-mapped array
+    is read from its file in blocks instead: a mapped page that is read stays in the worker's resident
+    memory while the map lives, a block read into a buffer does not."""
+    np.lib.format.write_array_header_1_0(w, np.lib.format.header_data_from_array_1_0(arr))
+    source = mapped_file(arr)
+    if source is not None:
+        with open(source[0], "rb") as f:
+            f.seek(source[1])
+            left = arr.nbytes
+            while left:
+                block = f.read(min(_WRITE_BLOCK, left))
+                if not block:
+                    raise OSError(f"{source[0]}: ended {left} bytes early")
+                w.write(block)
+                left -= len(block)
+        return
+    data = memoryview(arr.reshape(-1)).cast("B") if arr.size else memoryview(b"")
+    for i in range(0, len(data), _WRITE_BLOCK):
+        w.write(data[i:i + _WRITE_BLOCK])
+
+
+def save_npy(path: str, arr: np.ndarray, atomic: bool = False) -> dict:
+    """``arr`` -> ``path`` as ``.npy``, fsynced; returns its record (sha256, bytes, dtype, shape).
+
+    ``atomic``: write ``path.tmp-<token>`` and rename, for files whose directory is already final."""
+    arr = arr if mapped_file(arr) else np.ascontiguousarray(arr)
+    target = f"{path}.tmp-{token()}" if atomic else path
+    try:
+        with open(target, "wb") as f:
+            w = HashingWriter(f)
+            write_npy(w, arr)
+            f.flush()
+            os.fsync(f.fileno())
+        if atomic:
+            os.replace(target, path)
+    except BaseException:
+        if atomic and os.path.exists(target):
+            os.remove(target)
+        raise
+    return {"sha256": w.h.hexdigest(), "bytes": w.n, "dtype": str(arr.dtype), "shape": list(arr.shape)}
+
+
+def npy_digest(arr: np.ndarray) -> tuple[str, int]:
+    """sha256 and size of the ``.npy`` bytes :func:`_save` would write for ``arr`` (nothing is written)."""
+    w = HashingWriter()
+    write_npy(w, arr if mapped_file(arr) else np.ascontiguousarray(arr))
+    return w.h.hexdigest(), w.n
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(8 << 20)
+            if not b:
+                return h.hexdigest()
+            h.update(b)
+
+
+def save_strings(path: str, values: list) -> dict:
+    """String ids -> Parquet file ``path`` (one column ``id``) through a temporary name, fsync and rename;
+    returns its manifest record (sha256, bytes, dtype ``"string"``, shape)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tmp = f"{path}.tmp-{token()}"
+    try:
+        pq.write_table(pa.table({"id": pa.array(values, pa.string())}), tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return {"sha256": sha256_file(path), "bytes": os.path.getsize(path), "dtype": "string",
+            "shape": [len(values)]}
+
+
+def write_id_map_file(id_map, directory: str) -> dict:
+    """The id map -> ``directory/id_map.npy`` (integers) or ``.parquet`` (strings), temp name + rename.
+    It is small next to the shards and written by the client, so every run writes it again."""
+    idm = np.asarray(id_map)
+    if idm.dtype.kind in "iu":
+        rec = save_npy(os.path.join(directory, "id_map.npy"), idm, atomic=True)
+        rec["file"] = "id_map.npy"
+        other = "id_map.parquet"
+    else:
+        rec = save_strings(os.path.join(directory, "id_map.parquet"), idm.tolist())
+        rec["file"] = "id_map.parquet"
+        other = "id_map.npy"
+    with contextlib.suppress(FileNotFoundError):  # a stale map of the other kind (earlier, different run)
+        os.remove(os.path.join(directory, other))
+    return rec
+
+
+def verify_file(path: str, rec: dict) -> None:
+    if not os.path.exists(path):
+        raise CorruptStoreError(f"{path}: file listed in the manifest is missing")
+    size = os.path.getsize(path)
+    if size != rec["bytes"]:
+        raise CorruptStoreError(f"{path}: {size} bytes, manifest says {rec['bytes']} (truncated or replaced)")
+    if sha256_file(path) != rec["sha256"]:
+        raise CorruptStoreError(f"{path}: sha256 checksum mismatch; the file is corrupted")
+
+
+
+
+def load_array(path: str, rec: dict, verify: bool, mmap: bool = False) -> np.ndarray:
+    if verify:
+        verify_file(path, rec)
+    try:
+        a = load_npy(path, mmap_mode="r")
+        if not mmap:
+            a = np.array(a)
+    except (ValueError, OSError) as e:
+        raise CorruptStoreError(f"{path}: cannot be read as .npy: {e}") from None
+    if str(a.dtype) != rec["dtype"] or list(a.shape) != rec["shape"]:
+        raise CorruptStoreError(f"{path}: dtype/shape {a.dtype}{a.shape} differ from the manifest")
+    return a
