@@ -17,7 +17,6 @@ raises :class:`~breadth.bfs.communicator.CommError` naming the peer.
 
 from __future__ import annotations
 
-import hashlib
 import selectors
 import socket
 import struct
@@ -27,46 +26,12 @@ from typing import Any
 import numpy as np
 
 from .communicator import CommError, PeerCommunicator
+from .wire_format import HEADER, MAGIC, MAXDIM, as_host_array, session_digest, worker_host
 
-_MAGIC = b"BRDT"
-_MAXDIM = 8
-# magic, sequence number, dtype.str (NUL padded), device flag, ndim, payload bytes, shape[8]
-_HEADER = struct.Struct(f"<4sQ16sBBQ{_MAXDIM}q")
 # handshake sent by the connecting rank: magic, session digest, rank
 _HELLO = struct.Struct("<4s8sQ")
 _CHUNK = 1 << 22  # bytes per send/recv call: large enough to amortize the syscall, small enough to interleave
 
-
-
-def _digest(session: str) -> bytes:
-    return hashlib.blake2b(session.encode(), digest_size=8).digest()
-
-
-def _worker_host() -> str:
-    """The host of the Dask worker running this task (its advertised address), else this machine's name."""
-    try:
-        from distributed import get_worker
-        from distributed.comm import get_address_host
-
-        return get_address_host(get_worker().address)
-    except Exception:  # not inside a worker (a plain process): listen on the machine's own name
-        return socket.gethostbyname(socket.gethostname())
-
-
-def _as_host_array(arr: Any) -> tuple[np.ndarray, bool]:
-    """A C-contiguous NumPy view/copy of ``arr`` and whether it came from the device (CuPy)."""
-    if hasattr(arr, "__cuda_array_interface__"):
-        # TCP cannot read device memory: stage through the host; the receiver puts it back on its device
-        arr = arr.get()
-        device = True
-    else:
-        device = False
-    a = np.asarray(arr)
-    if not a.flags.c_contiguous:  # (np.ascontiguousarray would also turn 0-d arrays into 1-d ones)
-        a = a.copy(order="C")
-    if a.dtype.hasobject:
-        raise TypeError("object arrays cannot be sent between ranks; send numeric arrays")
-    return a, device
 
 
 def _bytes_view(a: np.ndarray) -> memoryview:
@@ -81,7 +46,7 @@ class _Peer:
 
     def __init__(self, rank: int, sock: socket.socket):
         self.rank, self.sock = rank, sock
-        self.hdr = bytearray(_HEADER.size)
+        self.hdr = bytearray(HEADER.size)
         self.reset()
 
     def reset(self) -> None:
@@ -128,10 +93,10 @@ class TCPCommunicator(PeerCommunicator):
             raise ValueError(f"rank {rank} outside [0, {size})")
         deadline = time.monotonic() + timeout
         left = lambda: max(0.01, deadline - time.monotonic())  # noqa: E731
-        host = _worker_host()
+        host = worker_host()
         family = socket.AF_INET6 if ":" in host else socket.AF_INET  # workers may advertise IPv6 addresses
         lsock = socket.create_server((host, 0), family=family, backlog=max(size, 8))
-        digest = _digest(session)
+        digest = session_digest(session)
         client = get_client()
         mine = Variable(f"{session}-tcp-{rank}", client=client)
         socks: dict[int, socket.socket] = {}
@@ -145,7 +110,7 @@ class TCPCommunicator(PeerCommunicator):
                                     f"({type(e).__name__})", peer=j) from e
                 try:
                     s = socket.create_connection(tuple(addr), timeout=left())
-                    s.sendall(_HELLO.pack(_MAGIC, digest, rank))
+                    s.sendall(_HELLO.pack(MAGIC, digest, rank))
                 except OSError as e:
                     raise CommError(f"rank {rank}: cannot connect to rank {j} at {addr}: {e}", peer=j) from e
                 socks[j] = s
@@ -159,7 +124,7 @@ class TCPCommunicator(PeerCommunicator):
                     missing = sorted(set(range(rank + 1, size)) - set(socks))
                     raise CommError(f"rank {rank}: ranks {missing} did not connect within {timeout} s ({e})",
                                     peer=missing[0] if missing else None) from e
-                if magic != _MAGIC or dig != digest or not rank < j < size or j in socks:
+                if magic != MAGIC or dig != digest or not rank < j < size or j in socks:
                     s.close()  # a stray or stale connection: not one of this session's ranks
                     continue
                 socks[j] = s
@@ -193,11 +158,11 @@ class TCPCommunicator(PeerCommunicator):
             peer.reset()
             events = 0
             if p in send:
-                a, device = _as_host_array(send[p])
-                if a.ndim > _MAXDIM:
-                    raise ValueError(f"arrays of at most {_MAXDIM} dimensions can be sent, got {a.ndim}")
-                shape = list(a.shape) + [0] * (_MAXDIM - a.ndim)
-                hdr = _HEADER.pack(_MAGIC, seq, a.dtype.str.encode(), int(device), a.ndim, a.nbytes, *shape)
+                a, device = as_host_array(send[p])
+                if a.ndim > MAXDIM:
+                    raise ValueError(f"arrays of at most {MAXDIM} dimensions can be sent, got {a.ndim}")
+                shape = list(a.shape) + [0] * (MAXDIM - a.ndim)
+                hdr = HEADER.pack(MAGIC, seq, a.dtype.str.encode(), int(device), a.ndim, a.nbytes, *shape)
                 peer.out = [memoryview(hdr)] + ([_bytes_view(a)] if a.nbytes else [])
                 self._sent += a.nbytes
                 events |= selectors.EVENT_WRITE
@@ -270,15 +235,15 @@ class TCPCommunicator(PeerCommunicator):
     def _pump_in(self, peer: _Peer, seq: int) -> bool:
         """Read what is available; True once the whole message of this round has arrived."""
         while True:
-            if peer.hdr_pos < _HEADER.size:
+            if peer.hdr_pos < HEADER.size:
                 n = self._recv_into(peer, memoryview(peer.hdr)[peer.hdr_pos:])
                 if n < 0:
                     return False
                 peer.hdr_pos += n
-                if peer.hdr_pos < _HEADER.size:
+                if peer.hdr_pos < HEADER.size:
                     continue
-                magic, rseq, dt, device, ndim, nbytes, *shape = _HEADER.unpack(peer.hdr)
-                if magic != _MAGIC or rseq != seq:
+                magic, rseq, dt, device, ndim, nbytes, *shape = HEADER.unpack(peer.hdr)
+                if magic != MAGIC or rseq != seq:
                     raise CommError(f"rank {self.rank}: rank {peer.rank} is out of step (message #{rseq}, "
                                     f"expected #{seq})", peer=peer.rank)
                 peer.arr = np.empty(tuple(shape[:ndim]), np.dtype(dt.rstrip(b"\0").decode()))

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .communicator import CommError, PeerCommunicator
-from .tcp_comm import _HEADER, _MAGIC, _MAXDIM, _as_host_array, _digest, _worker_host
+from .wire_format import HEADER, MAGIC, MAXDIM, as_host_array, session_digest, worker_host
 
 
 def _import_ucxx():
@@ -37,15 +37,15 @@ def _import_ucxx():
 # Every message starts with one fixed-size slot: the header, then the payload itself when it is a small
 # host array (the counters and barriers of every level), so those take one UCX message instead of two.
 _INLINE = 512
-_SLOT = _HEADER.size + _INLINE
+_SLOT = HEADER.size + _INLINE
 
 
 def _slot(seq: int, dtype: np.dtype, device: bool, shape: tuple, nbytes: int, inline: Any = None) -> np.ndarray:
     buf = np.zeros(_SLOT, np.uint8)
-    dims = list(shape) + [0] * (_MAXDIM - len(shape))
-    _HEADER.pack_into(buf, 0, _MAGIC, seq, dtype.str.encode(), int(device), len(shape), nbytes, *dims)
+    dims = list(shape) + [0] * (MAXDIM - len(shape))
+    HEADER.pack_into(buf, 0, MAGIC, seq, dtype.str.encode(), int(device), len(shape), nbytes, *dims)
     if inline is not None and nbytes:
-        buf[_HEADER.size:_HEADER.size + nbytes] = inline.reshape(-1).view(np.uint8)
+        buf[HEADER.size:HEADER.size + nbytes] = inline.reshape(-1).view(np.uint8)
     return buf
 
 
@@ -59,7 +59,7 @@ def _payload(arr: Any) -> tuple[Any, bool]:
         import cupy
 
         return cupy.ascontiguousarray(arr), True
-    return _as_host_array(arr)
+    return as_host_array(arr)
 
 
 _LOOP: tuple[asyncio.AbstractEventLoop, threading.Thread] | None = None
@@ -109,7 +109,7 @@ class UCXCommunicator(PeerCommunicator):
         loop, thread = _event_loop()
         deadline = time.monotonic() + timeout
         left = lambda: max(0.01, deadline - time.monotonic())  # noqa: E731
-        digest = int.from_bytes(_digest(session), "little") >> 1  # fits int64
+        digest = int.from_bytes(session_digest(session), "little") >> 1  # fits int64
         eps: dict[int, Any] = {}
         all_in = asyncio.Event()
 
@@ -138,7 +138,7 @@ class UCXCommunicator(PeerCommunicator):
         mine = Variable(f"{session}-ucx-{rank}", client=client)
         try:
             listener = run(start(), left())
-            mine.set([_worker_host(), int(listener.port)], timeout=left())
+            mine.set([worker_host(), int(listener.port)], timeout=left())
             for j in range(rank):
                 try:
                     host, port = Variable(f"{session}-ucx-{j}", client=client).get(timeout=left())
@@ -178,8 +178,8 @@ class UCXCommunicator(PeerCommunicator):
     # -- rounds ------------------------------------------------------------------------------------
     async def _send_one(self, p: int, arr: Any, seq: int) -> None:
         buf, device = _payload(arr)
-        if buf.ndim > _MAXDIM:
-            raise ValueError(f"arrays of at most {_MAXDIM} dimensions can be sent, got {buf.ndim}")
+        if buf.ndim > MAXDIM:
+            raise ValueError(f"arrays of at most {MAXDIM} dimensions can be sent, got {buf.ndim}")
         inline = not device and buf.nbytes <= _INLINE
         slot = _slot(seq, buf.dtype, device, buf.shape, buf.nbytes, buf if inline else None)
         ep = self._eps[p]
@@ -196,10 +196,10 @@ class UCXCommunicator(PeerCommunicator):
         slot = np.empty(_SLOT, np.uint8)
         try:
             await ep.recv(slot)
-            magic, rseq, dt, device, ndim, nbytes, *shape = _HEADER.unpack_from(slot)
-            if magic == _MAGIC and rseq == 0:
+            magic, rseq, dt, device, ndim, nbytes, *shape = HEADER.unpack_from(slot)
+            if magic == MAGIC and rseq == 0:
                 raise CommError(f"rank {self.rank}: rank {p} closed its communicator", peer=p)
-            if magic != _MAGIC or rseq != seq:
+            if magic != MAGIC or rseq != seq:
                 raise CommError(f"rank {self.rank}: rank {p} is out of step (message #{rseq}, expected #{seq})",
                                 peer=p)
             dtype, shape = np.dtype(dt.rstrip(b"\0").decode()), tuple(shape[:ndim])
@@ -210,7 +210,7 @@ class UCXCommunicator(PeerCommunicator):
             else:
                 arr = np.empty(shape, dtype)
             if nbytes and not device and nbytes <= _INLINE:
-                arr.reshape(-1).view(np.uint8)[:] = slot[_HEADER.size:_HEADER.size + nbytes]
+                arr.reshape(-1).view(np.uint8)[:] = slot[HEADER.size:HEADER.size + nbytes]
             elif nbytes:
                 await ep.recv(arr.reshape(-1).view(np.uint8))
             return arr
