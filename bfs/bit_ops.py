@@ -60,3 +60,20 @@ def ctz(typingctx, x):
         return builder.call(fn, [x64, ir.Constant(ir.IntType(1), 0)])
 
     return sig, codegen
+
+
+@intrinsic
+def popcount(typingctx, x):
+    """Number of set bits of a 64-bit word, as int64 (LLVM's ``ctpop``: one ``popcnt``)."""
+    if not isinstance(x, types.Integer):
+        return None
+    sig = types.int64(x)
+
+    def codegen(context, builder, signature, args):
+        (x_v,) = args
+        x64 = context.cast(builder, x_v, signature.args[0], types.uint64)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(64), [ir.IntType(64)]),
+                                            "llvm.ctpop.i64")
+        return builder.call(fn, [x64])
+
+    return sig, codegen
