@@ -31,13 +31,6 @@ def cpu_batch_kernels() -> SimpleNamespace:
     :mod:`.batch_results`)."""
     from . import batch_bottom_up, batch_frontier, batch_results, batch_top_down
 
-    def finish_level(nxt, frontier, seen, planes, depth, active, out_offsets, in_offsets, chunks):
-        ctr = np.zeros((chunks.size - 1, 4), np.int64)
-        orw = np.zeros(chunks.size - 1, np.uint64)
-        batch_frontier.finish_level(nxt, frontier, seen, planes, int(depth), np.uint64(active), out_offsets,
-                                    in_offsets, chunks, ctr, orw)
-        return _reduced(ctr, orw)
-
     def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, planes, depth, out_offsets,
                        chunks):
         ctr = np.zeros((chunks.size - 1, 4), np.int64)
@@ -46,18 +39,27 @@ def cpu_batch_kernels() -> SimpleNamespace:
                                        nxt, planes, int(depth), out_offsets, chunks, ctr, orw)
         return _reduced(ctr, orw)
 
-    def derive(in_offsets, in_cols, lo, seen, planes, first, count, chunks, parent, level):
-        batch_results.derive(in_offsets, in_cols, int(lo), seen, planes, int(first), int(count), chunks, parent,
-                             level)
+    def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offsets, nchunks):
+        bounds = np.linspace(0, touched.size, max(1, min(nchunks, touched.size)) + 1).astype(np.int64)
+        ctr = np.zeros((bounds.size - 1, 4), np.int64)
+        orw = np.zeros(bounds.size - 1, np.uint64)
+        batch_frontier.finish_touched(touched, queue, nxt, frontier, seen, planes, int(depth), out_offsets, bounds,
+                                      ctr, orw)
+        return _reduced(ctr, orw)
+
+    def derive(in_offsets, in_cols, lo, table, nplanes, first, count, chunks, parent, level):
+        batch_results.derive(in_offsets, in_cols, int(lo), table, int(nplanes), int(first), int(count), chunks,
+                             parent, level)
 
     return SimpleNamespace(
         name="cpu", xp=np, parent_dtype=_parent_dtype, to_host=np.asarray, synchronize=lambda: None,
         result_bytes=None,
         validation=SimpleNamespace(name="cpu", xp=np, to_host=np.asarray),
-        vertex_chunks=batch_frontier.vertex_chunks, finish_level=finish_level, bottom_up_step=bottom_up_step,
+        vertex_chunks=batch_frontier.vertex_chunks, finish_touched=finish_touched, bottom_up_step=bottom_up_step,
         top_down_step=batch_top_down.top_down_step, claim_pairs=batch_top_down.claim_pairs,
         pairs_by_owner=batch_top_down.pairs_by_owner, nonzero_bits=batch_frontier.nonzero_bits,
-        encode=batch_frontier.encode, decode=batch_frontier.decode, derive=derive,
+        encode=batch_frontier.encode, decode=batch_frontier.decode, word_table=batch_results.word_table,
+        derive=derive,
     )
 
 

@@ -44,7 +44,7 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
     ``nxt`` is overwritten with the searches that reached each vertex now (the next frontier), ``seen`` and
     ``planes`` (``(nloc, B)`` uint64) updated.  ``out_offsets``: the out-edge offsets (for the counters).
     ``bounds``: the threads' vertex chunks (:func:`.batch_frontier.vertex_chunks`); ``ctr``/``orw`` as
-    :func:`.batch_frontier.finish_level` writes them.
+    :func:`.batch_frontier.finish_touched` writes them (with the unfinished in-degree sum counted).
 
     >>> bottom_up_step(off, cols, fg, nonzero_bits(fg), True, np.uint64(3), seen, nxt, planes, 2, off,
     ...                bounds, ctr, orw)                                              # doctest: +SKIP

@@ -58,6 +58,13 @@ class BatchEngine:
     ``records`` are :class:`~breadth.bfs.engine.LevelRecord` whose ``frontier``/``found`` count (vertex,
     search) pairs, all ranks."""
 
+    #: the direction rule's ``alpha`` when none is given (GPUs: the single search's).  A batch's bottom-up
+    #: level rarely stops a vertex's scan early (it needs every missing search), so it costs about the
+    #: unexplored edges and top-down pays sooner than for one search: at scale 20 on this machine's CPUs,
+    #: 4 (level 2 top-down: 5.3 M frontier edges against 31 M unexplored) took 0.35 s of CPU time against
+    #: 0.42-0.45 s at 15
+    ALPHA = {"cpu": 4.0}
+
     def __init__(self, shard: Shard, comm: Communicator | None = None, *, alpha: float | None = None,
                  beta: float = 18.0, backend: str = "cpu", nchunks: int | None = None,
                  result_bytes: int | None = None):
@@ -65,9 +72,9 @@ class BatchEngine:
         xp = self.xp = k.xp
         self.shard = shard.to(xp) if backend != "cpu" else shard
         self.comm = comm or SelfCommunicator()
-        # the single search's default: at scale 20 on this machine's CPUs, lower alphas (4, 2, 1, 0.5: more
-        # top-down levels) made a 64-root batch slower (0.69-1.5 s against 0.52 s in one noisy run)
-        self.alpha = Engine.default_alpha(backend, self.comm.size) if alpha is None else alpha
+        if alpha is None:
+            alpha = self.ALPHA.get(backend, Engine.default_alpha(backend, self.comm.size))
+        self.alpha = alpha
         self.beta = beta
         self.result_bytes = k.result_bytes if result_bytes is None else result_bytes
         nloc, n = shard.num_local, shard.num_vertices
@@ -79,13 +86,15 @@ class BatchEngine:
         self.fglobal = xp.zeros(n, np.uint64) if self.comm.size > 1 else None
         s = self.shard
         self._bu = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
+        self._in_edges = int(self._bu[0][-1])
         self.nchunks = nchunks or 8 * (os.cpu_count() or 1)
         # the threads' vertex ranges for passes over all owned vertices, balanced on the in-edge rows
         # that bottom-up and the results scan
         self.chunks = k.vertex_chunks(self._bu[0], self.nchunks)
         self._host_shard = None
-        self._words = None  # (seen, planes) over all global ids, gathered once per batch for results
+        self._words = None  # seen and planes over all global ids, gathered once per batch for results
         self._group = None  # (first, parent, level): the last derived group of results
+        self._buffers = None  # (parent, level) of a group, reused from group to group
         self.nroots = 0
         self.records: list[LevelRecord] = []
 
@@ -114,10 +123,11 @@ class BatchEngine:
             self.k.decode(part, int(counts[r]), nlocs[r], self.fglobal[lo:lo + nlocs[r]])
         return self.fglobal
 
-    def _start(self, roots: np.ndarray) -> None:
-        """Reset the words; the roots' bits go into ``next``, which the first end-of-level makes the frontier."""
-        s = self.shard
-        for a in (self.seen, self.next, self.planes, self.sent):
+    def _start(self, roots: np.ndarray):
+        """Reset the words; the roots' bits go into ``next``.  Returns the roots' distinct local ids (the
+        vertices the first end-of-level makes the frontier)."""
+        s, xp = self.shard, self.xp
+        for a in (self.seen, self.next, self.frontier, self.planes, self.sent):
             a.fill(0)
         self._words = self._group = None
         # built on the host (at most 64 roots), then copied: one transfer per array on a GPU
@@ -125,9 +135,10 @@ class BatchEngine:
         for i, r in enumerate(roots.tolist()):
             if s.lo <= r < s.hi:
                 words[r - s.lo] = words.get(r - s.lo, 0) | (1 << i)
+        local = xp.asarray(np.fromiter(words, np.int64, len(words)))
         if words:
-            j = self.xp.asarray(np.fromiter(words, np.int64))
-            self.next[j] = self.xp.asarray(np.array(list(words.values()), np.uint64))
+            self.next[local] = xp.asarray(np.array(list(words.values()), np.uint64))
+        return local
 
     def _planes_for(self, depth: int) -> None:
         """Grow ``planes`` so that it holds level ``depth`` (one more plane, the old ones copied)."""
@@ -141,7 +152,7 @@ class BatchEngine:
         """Searches from global ids ``roots`` (1 to 64, each its own search; repeats allowed) together;
         ``depth_limit``: stop after that many levels (vertices further away stay unreached).  Returns the
         per-level records."""
-        s, comm, k = self.shard, self.comm, self.k
+        s, comm, k, xp = self.shard, self.comm, self.k, self.xp
         roots = np.asarray(roots, np.int64).ravel()
         if not 1 <= roots.size <= MAX_BATCH:
             raise ValueError(f"a batch holds 1 to {MAX_BATCH} roots, got {roots.size}")
@@ -150,11 +161,12 @@ class BatchEngine:
         if depth_limit is not None and depth_limit < 0:
             raise ValueError(f"depth_limit must be >= 0, got {depth_limit}")
         self.nroots = int(roots.size)
-        self._start(roots)
+        queue = self._start(roots)
         bu_off, bu_col = self._bu
-        every = np.uint64((1 << roots.size) - 1) if roots.size < 64 else np.uint64(0xFFFFFFFFFFFFFFFF)
-        cnt = self._counters(*k.finish_level(self.next, self.frontier, self.seen, self.planes, 0, every,
-                                             s.offsets, bu_off, self.chunks))
+        # level 0: the roots become the frontier; every in-edge is still to explore
+        c = k.finish_touched(queue, queue[:0], self.next, self.frontier, self.seen, self.planes, 0, s.offsets,
+                             self.nchunks)
+        cnt = self._counters(*c[:3], self._in_edges, c[4])
         counts, active = cnt[:, 0], self._active(cnt)
         frontier_vertices, frontier_pairs = int(counts.sum()), int(cnt[:, 1].sum())
         scout, unexplored = int(cnt[:, 2].sum()), int(cnt[:, 3].sum())
@@ -177,24 +189,28 @@ class BatchEngine:
                 c = k.bottom_up_step(bu_off, bu_col, fglobal, nonzero, sparse, active, self.seen, self.next,
                                      self.planes, depth, s.offsets, self.chunks)
                 self.frontier, self.next = self.next, self.frontier
-                next_is_clear = False
+                next_is_clear, queue = False, None
                 t2 = t3 = time.perf_counter()
                 local_s, exch = t2 - t1, t1 - t0
             else:
                 if not next_is_clear:
                     self.next.fill(0)
                     next_is_clear = True
-                queue = self.xp.flatnonzero(self.frontier)
-                pairs = k.top_down_step(s.offsets, s.columns, s.lo, queue, self.frontier, self.seen, self.next,
-                                        self.sent, self.nchunks)
+                if queue is None:
+                    queue = xp.flatnonzero(self.frontier)
+                touched, pairs = k.top_down_step(s.offsets, s.columns, s.lo, queue, self.frontier, self.seen,
+                                                 self.next, self.sent, self.nchunks)
                 t1 = time.perf_counter()
                 if comm.size > 1:
+                    got = [touched]
                     for part in comm.alltoallv(k.pairs_by_owner(pairs, s.block, comm.size)):
                         if part.shape[0]:
-                            k.claim_pairs(part.reshape(-1, 2), s.lo, self.seen, self.next)
+                            got.append(k.claim_pairs(part.reshape(-1, 2), s.lo, self.seen, self.next))
+                    touched = xp.concatenate(got) if len(got) > 1 else touched
                 t2 = time.perf_counter()
-                c = k.finish_level(self.next, self.frontier, self.seen, self.planes, depth, active, s.offsets,
-                                   bu_off, self.chunks)
+                c = k.finish_touched(touched, queue, self.next, self.frontier, self.seen, self.planes, depth,
+                                     s.offsets, self.nchunks)
+                queue = touched
                 t3 = time.perf_counter()
                 local_s, exch = (t1 - t0) + (t3 - t2), t2 - t1
             cnt = self._counters(*c)
@@ -204,7 +220,9 @@ class BatchEngine:
             previous = frontier_vertices
             counts, active = cnt[:, 0], self._active(cnt)
             frontier_vertices, frontier_pairs = int(counts.sum()), int(cnt[:, 1].sum())
-            scout, unexplored = int(cnt[:, 2].sum()), int(cnt[:, 3].sum())
+            scout = int(cnt[:, 2].sum())
+            if direction == "bu":  # a top-down level does not count it (see finish_touched)
+                unexplored = int(cnt[:, 3].sum())
             depth += 1
         self.records = records
         return records
@@ -224,16 +242,13 @@ class BatchEngine:
         return self._host_shard
 
     def _global_words(self):
-        """``seen`` and ``planes`` over all global ids (a parent may be owned by another rank): this rank's
-        own on one rank, else all-gathered once per batch (collective)."""
+        """``seen`` and ``planes`` side by side (``k.word_table``) over all global ids (a parent may be owned
+        by another rank): this rank's own on one rank, else all-gathered, once per batch (collective)."""
         if self._words is None:
-            if self.comm.size == 1:
-                self._words = (self.seen, self.planes)
-            else:
-                xp = self.xp
-                seen = xp.concatenate(self.comm.allgather(self.seen))
-                planes = xp.concatenate(self.comm.allgather(self.planes))
-                self._words = (seen, planes)
+            table = self.k.word_table(self.seen, self.planes)
+            if self.comm.size > 1:
+                table = self.xp.concatenate(self.comm.allgather(table))
+            self._words = table
         return self._words
 
     def group_size(self) -> int:
@@ -247,28 +262,32 @@ class BatchEngine:
         """Levels and parents of searches ``first .. first+count-1`` (default: to the end of the batch) for
         the owned vertices, derived in one pass (collective on several ranks): ``(parent, level)``, both
         ``(count, nloc)`` device arrays -- parents in global ids (a root its own parent), levels int32,
-        -1 unreached."""
+        -1 unreached.  They are views of buffers the engine keeps (as the single search keeps its
+        ``parent``/``level``), overwritten by the next derivation: copy what must outlive it."""
         count = self.nroots - first if count is None else count
         if not (0 <= first and 1 <= count and first + count <= self.nroots):
             raise IndexError(f"searches {first}..{first + count - 1} not in this batch of {self.nroots}")
         s, xp = self.shard, self.xp
-        seen, planes = self._global_words()
-        parent = xp.empty((count, s.num_local), self.k.parent_dtype(s.num_vertices))
-        level = xp.empty((count, s.num_local), np.int32)
-        self.k.derive(*self._bu, s.lo, seen, planes, first, count, self.chunks, parent, level)
+        table = self._global_words()
+        if self._buffers is None or self._buffers[0].shape[0] < count:
+            self._buffers = None  # let the old ones go before the new ones are allocated
+            self._buffers = (xp.empty((count, s.num_local), self.k.parent_dtype(s.num_vertices)),
+                             xp.empty((count, s.num_local), np.int32))
+        parent, level = self._buffers[0][:count], self._buffers[1][:count]
+        self.k.derive(*self._bu, s.lo, table, self.planes.shape[1], first, count, self.chunks, parent, level)
         return parent, level
 
     def device_result(self, i: int):
         """Search ``i``'s ``(parent, level)`` of the owned vertices as ``(nloc,)`` device arrays (views of
         the group of :meth:`group_size` searches that holds it, derived when first asked for: ask in
-        order, all ranks together)."""
+        order, all ranks together; valid until another group is derived)."""
         if not 0 <= i < self.nroots:
             raise IndexError(f"search {i} not in this batch of {self.nroots}")
         g = self._group
         if g is None or not g[0] <= i < g[0] + g[1].shape[0]:
-            self._group = None  # let the old group go before the new one is allocated
-            first = i - i % self.group_size()
-            g = self._group = (first, *self.results(first, min(self.group_size(), self.nroots - first)))
+            size = self.group_size()
+            first = i - i % size
+            g = self._group = (first, *self.results(first, min(size, self.nroots - first)))
         return g[1][i - g[0]], g[2][i - g[0]]
 
     def result(self, i: int) -> tuple[np.ndarray, np.ndarray]:

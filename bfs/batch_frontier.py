@@ -40,38 +40,34 @@ def record_level(planes, v, new, depth):
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
-def finish_level(nxt, frontier, seen, planes, depth, active, out_offsets, in_offsets, bounds, ctr, orw):
-    """After a top-down level: ``frontier = next & ~seen``, ``seen |= frontier``, the level recorded in
-    ``planes``, ``next = 0``, over this rank's ``(nloc,)`` uint64 words, vertex chunk ``c`` =
-    ``bounds[c]:bounds[c+1]`` per thread.  Writes chunk ``c``'s :data:`COUNTERS` to ``ctr[c]`` (``(chunks, 4)``
-    int64; "unfinished" against the searches of ``active``) and the OR of its new frontier words to
-    ``orw[c]``."""
+def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offsets, bounds, ctr, orw):
+    """After a top-down level, over the vertices it touched only: the old frontier (local ids ``queue``)
+    cleared, then for each of ``touched`` (distinct local ids whose ``nxt`` word is non-zero, and not yet in
+    ``seen``) ``frontier = next``, ``seen |= next``, the level into ``planes``, ``next = 0``; ``touched`` is the
+    next queue.  Writes chunk ``c`` (``touched[bounds[c]:bounds[c+1]]``)'s :data:`COUNTERS` to ``ctr[c]``,
+    but for the unfinished in-degree sum (left 0: it needs a pass over all vertices; the engine keeps the
+    last one, an overestimate, which only keeps it top-down longer), and its OR to ``orw[c]``."""
     zero = np.uint64(0)
+    for i in numba.prange(queue.size):
+        frontier[queue[i]] = zero
     for c in numba.prange(bounds.size - 1):
-        nv = 0
         pairs = 0
         fdeg = 0
-        unfinished = 0
         o = zero
-        for v in range(bounds[c], bounds[c + 1]):
-            s = seen[v]
-            w = nxt[v] & ~s
-            frontier[v] = w
+        for i in range(bounds[c], bounds[c + 1]):
+            v = touched[i]
+            w = nxt[v]
             nxt[v] = zero
-            if w != zero:
-                s |= w
-                seen[v] = s
-                record_level(planes, v, w, depth)
-                nv += 1
-                pairs += popcount(w)
-                fdeg += out_offsets[v + 1] - out_offsets[v]
-                o |= w
-            if active & ~s:
-                unfinished += in_offsets[v + 1] - in_offsets[v]
-        ctr[c, 0] = nv
+            frontier[v] = w
+            seen[v] |= w
+            record_level(planes, v, w, depth)
+            pairs += popcount(w)
+            fdeg += out_offsets[v + 1] - out_offsets[v]
+            o |= w
+        ctr[c, 0] = bounds[c + 1] - bounds[c]
         ctr[c, 1] = pairs
         ctr[c, 2] = fdeg
-        ctr[c, 3] = unfinished
+        ctr[c, 3] = 0
         orw[c] = o
 
 

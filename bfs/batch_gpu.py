@@ -12,9 +12,10 @@ word and bit-sliced levels (``planes``, ``(nloc, B)`` row-major), as on the CPU:
 * **bottom-up**: one thread per owned vertex ORs its in-neighbours' frontier words until it has every
   missing running search (testing each neighbour in the bitmap of non-zero frontier words first when the
   frontier is sparse), then ends the level for its vertex (``seen``, ``planes``, counters).
-* **finish** (after top-down): ``frontier = next & ~seen; seen |= frontier; planes; next = 0`` with the
-  level's counters (non-zero words, set bits, their out-degree sum, the in-degree sum of vertices still
-  missing a running search, OR of the words), each thread adding into five device counters.
+* **finish** (after top-down, over the vertices the level touched, listed by the ``atomicOr`` that found
+  their ``next`` word empty): the old frontier cleared, ``frontier = next; seen |= next; planes; next = 0``
+  with the level's counters (non-zero words, set bits, their out-degree sum, OR of the words), each thread
+  adding into device counters.
 * **derive**: one thread per owned vertex writes a group of searches' levels (from the planes) and parents
   (the first in-neighbour one level up, for all the group's searches in one scan), ``(count, nloc)``
   each: a batch's results are derived a group at a time (``BatchEngine.result_bytes``), never 64
@@ -50,7 +51,7 @@ typedef int col_t;
 extern "C" __global__ void batch_td(const i64* __restrict__ offsets, const col_t* __restrict__ cols, i64 lo,
                                     i64 nloc, const i64* __restrict__ queue, i64 qn,
                                     const u64* __restrict__ frontier, const u64* __restrict__ seen, u64* nxt,
-                                    u64* sent, int has_sent, i64* pairs, u64* pcount) {
+                                    u64* sent, int has_sent, i64* pairs, u64* pcount, i64* touched, u64* tcount) {
     const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     if (t >= qn) return;
     const i64 u = queue[t];
@@ -60,7 +61,8 @@ extern "C" __global__ void batch_td(const i64* __restrict__ offsets, const col_t
         const i64 j = v - lo;
         if (j >= 0 && j < nloc) {
             const u64 cand = f & ~(seen[j] | nxt[j]);
-            if (cand) atomicOr(&nxt[j], cand);
+            // the one OR that finds the word empty lists the vertex: each touched vertex once
+            if (cand && atomicOr(&nxt[j], cand) == 0ULL) touched[atomicAdd(tcount, 1ULL)] = j;
         } else if (has_sent) {
             const u64 cand = f & ~sent[v];
             if (!cand) continue;
@@ -74,12 +76,12 @@ extern "C" __global__ void batch_td(const i64* __restrict__ offsets, const col_t
 }
 
 extern "C" __global__ void batch_claim(const i64* __restrict__ pairs, i64 np, i64 lo, const u64* __restrict__ seen,
-                                       u64* nxt) {
+                                       u64* nxt, i64* touched, u64* tcount) {
     const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     if (t >= np) return;
     const i64 j = pairs[2 * t] - lo;
     const u64 bits = (u64)pairs[2 * t + 1] & ~seen[j];
-    if (bits) atomicOr(&nxt[j], bits);
+    if (bits && atomicOr(&nxt[j], bits) == 0ULL) touched[atomicAdd(tcount, 1ULL)] = j;
 }
 
 // The end of a level at vertex v: seen, planes (bit b of depth -> plane b) and the five counters.
@@ -101,16 +103,23 @@ __device__ void end_level(i64 v, u64 w, u64 s, u64* seen, u64* planes, int nplan
     }
 }
 
-extern "C" __global__ void batch_finish(u64* nxt, u64* frontier, u64* seen, u64* planes, int nplanes, int depth,
-                                        u64 active, const i64* __restrict__ out_off, const i64* __restrict__ in_off,
-                                        i64 nloc, u64* ctr) {
-    const i64 v = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    if (v >= nloc) return;
+extern "C" __global__ void batch_clear(const i64* __restrict__ queue, i64 qn, u64* frontier) {
+    const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (t < qn) frontier[queue[t]] = 0;
+}
+
+extern "C" __global__ void batch_finish(const i64* __restrict__ touched, i64 tn, u64* nxt, u64* frontier, u64* seen,
+                                        u64* planes, int nplanes, int depth, const i64* __restrict__ out_off,
+                                        u64* ctr) {
+    const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (t >= tn) return;
+    const i64 v = touched[t];
     const u64 s = seen[v];
     const u64 w = nxt[v] & ~s;
     frontier[v] = w;
     nxt[v] = 0;
-    end_level(v, w, s, seen, planes, nplanes, depth, active, out_off, in_off, ctr);
+    // active = 0: the unfinished in-degree sum is not counted here (see batch_frontier.finish_touched)
+    end_level(v, w, s, seen, planes, nplanes, depth, 0ULL, out_off, out_off, ctr);
 }
 
 extern "C" __global__ void batch_bu(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
@@ -135,21 +144,22 @@ extern "C" __global__ void batch_bu(const i64* __restrict__ offsets, const col_t
     if (missing) end_level(v, got, s, seen, planes, nplanes, depth, active, out_off, offsets, ctr);
 }
 
+// table: (n, width) words, seen in column 0 and the nplanes planes in columns 1..nplanes (word_table)
 extern "C" __global__ void batch_derive(const i64* __restrict__ in_off, const col_t* __restrict__ in_cols, i64 lo,
-                                        i64 nloc, const u64* __restrict__ seen, const u64* __restrict__ planes,
-                                        int nplanes, int first, int count, i64* parent, int* level) {
+                                        i64 nloc, const u64* __restrict__ table, int width, int nplanes, int first,
+                                        int count, i64* parent, int* level) {
     const i64 j = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     if (j >= nloc) return;
     const i64 v = lo + j;
+    const u64* row = table + v * width;
     const u64 group = count == 64 ? ~0ULL : ((1ULL << count) - 1) << first;
-    const u64 s = seen[v] & group;
+    const u64 s = row[0] & group;
     u64 deeper = 0;
     u64 target[64];
-    u64 borrow = 0;
-    for (int b = 0; b < nplanes; ++b) deeper |= planes[v * nplanes + b] & s;
-    borrow = deeper;
+    for (int b = 0; b < nplanes; ++b) deeper |= row[1 + b] & s;
+    u64 borrow = deeper;
     for (int b = 0; b < nplanes; ++b) {
-        const u64 p = planes[v * nplanes + b];
+        const u64 p = row[1 + b];
         target[b] = p ^ borrow;
         borrow &= ~p;
     }
@@ -159,7 +169,7 @@ extern "C" __global__ void batch_derive(const i64* __restrict__ in_off, const co
         i64 par = -1;
         if ((s >> bit) & 1ULL) {
             lv = 0;
-            for (int b = 0; b < nplanes; ++b) lv |= (int)((planes[v * nplanes + b] >> bit) & 1ULL) << b;
+            for (int b = 0; b < nplanes; ++b) lv |= (int)((row[1 + b] >> bit) & 1ULL) << b;
             if (lv == 0) par = v;
         }
         level[(i64)i * nloc + j] = lv;
@@ -168,8 +178,10 @@ extern "C" __global__ void batch_derive(const i64* __restrict__ in_off, const co
     u64 missing = deeper;
     for (i64 k = in_off[j]; missing && k < in_off[j + 1]; ++k) {
         const i64 u = (i64)in_cols[k];
-        u64 eq = seen[u] & missing;
-        for (int b = 0; eq && b < nplanes; ++b) eq &= ~(planes[u * nplanes + b] ^ target[b]);
+        const u64* urow = table + u * width;
+        u64 differ = 0;
+        for (int b = 0; b < nplanes; ++b) differ |= urow[1 + b] ^ target[b];
+        u64 eq = urow[0] & missing & ~differ;
         if (!eq) continue;
         missing &= ~eq;
         while (eq) {
@@ -190,7 +202,7 @@ extern "C" __global__ void batch_nonzero(const u64* __restrict__ words, i64 n, u
 }
 """
 
-_KERNELS = ("batch_td", "batch_claim", "batch_finish", "batch_bu", "batch_derive", "batch_nonzero")
+_KERNELS = ("batch_td", "batch_claim", "batch_clear", "batch_finish", "batch_bu", "batch_derive", "batch_nonzero")
 
 
 @functools.lru_cache(maxsize=None)
@@ -219,38 +231,46 @@ def _counters(ctr) -> tuple[int, int, int, int, int]:
 
 
 def top_down_step(offsets, cols, lo: int, queue, frontier, seen, nxt, sent, nchunks: int):
-    """One batched top-down level (see :func:`.batch_top_down.top_down_step`); returns the ``(k, 2)`` int64
-    pairs for other ranks, on the device.  ``nchunks`` is unused (one thread per frontier vertex)."""
+    """One batched top-down level (see :func:`.batch_top_down.top_down_step`); returns ``(touched, pairs)``
+    on the device.  ``nchunks`` is unused (one thread per frontier vertex)."""
     qn = int(queue.size)
     if qn == 0:
-        return cp.empty((0, 2), np.int64)
+        return cp.empty(0, np.int64), cp.empty((0, 2), np.int64)
     cap = int((offsets[queue + 1] - offsets[queue]).sum()) if sent.size else 0
     pairs = cp.empty(2 * max(cap, 1), np.int64)
-    pcount = cp.zeros(1, np.uint64)
+    touched = cp.empty(max(int(frontier.size), 1), np.int64)  # each owned vertex at most once
+    count = cp.zeros(2, np.uint64)  # touched, pairs
     _kern(cols)["batch_td"](_grid(qn), (_THREADS,),
                             (offsets, cols, _i64(lo), _i64(frontier.size), queue.astype(np.int64), _i64(qn),
                              frontier, seen, nxt, sent if sent.size else nxt, np.int32(1 if sent.size else 0),
-                             pairs, pcount))
-    k = int(pcount.get()[0]) if sent.size else 0
-    return pairs[:2 * k].reshape(k, 2)
+                             pairs, count[1:], touched, count[:1]))
+    nt, k = (int(x) for x in count.get())
+    return touched[:nt], pairs[:2 * k].reshape(k, 2)
 
 
-def claim_pairs(pairs, lo: int, seen, nxt) -> None:
-    """Apply received ``(vertex, bits)`` pairs (``(k, 2)`` int64 on the device)."""
+def claim_pairs(pairs, lo: int, seen, nxt):
+    """Apply received ``(vertex, bits)`` pairs (``(k, 2)`` int64 on the device); returns the local ids whose
+    ``nxt`` word this made non-zero."""
     nt = int(pairs.shape[0])
+    touched = cp.empty(max(nt, 1), np.int64)
+    count = cp.zeros(1, np.uint64)
     if nt:
-        _kern()["batch_claim"](_grid(nt), (_THREADS,), (cp.ascontiguousarray(pairs), _i64(nt), _i64(lo), seen, nxt))
+        _kern()["batch_claim"](_grid(nt), (_THREADS,), (cp.ascontiguousarray(pairs), _i64(nt), _i64(lo), seen, nxt,
+                                                        touched, count))
+    return touched[:int(count.get()[0])]
 
 
-def finish_level(nxt, frontier, seen, planes, depth, active, out_offsets, in_offsets, chunks):
-    """The end of a top-down level (see :func:`.batch_frontier.finish_level`); returns the counters as host
-    integers.  ``chunks`` is unused (one thread per vertex)."""
+def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offsets, nchunks):
+    """The end of a top-down level over the vertices it touched (see :func:`.batch_frontier.finish_touched`);
+    returns the counters as host integers (the unfinished in-degree sum 0).  ``nchunks`` is unused."""
     ctr = cp.zeros(5, np.uint64)
-    nloc = int(nxt.size)
-    if nloc:
-        _kern()["batch_finish"](_grid(nloc), (_THREADS,),
-                                (nxt, frontier, seen, planes, np.int32(planes.shape[1]), np.int32(depth),
-                                 np.uint64(active), out_offsets, in_offsets, _i64(nloc), ctr))
+    k = _kern()
+    if queue.size:
+        k["batch_clear"](_grid(queue.size), (_THREADS,), (queue, _i64(queue.size), frontier))
+    if touched.size:
+        k["batch_finish"](_grid(touched.size), (_THREADS,),
+                          (touched, _i64(touched.size), nxt, frontier, seen, planes, np.int32(planes.shape[1]),
+                           np.int32(depth), out_offsets, ctr))
     return _counters(ctr)
 
 
@@ -267,14 +287,24 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
     return _counters(ctr)
 
 
-def derive(in_offsets, in_cols, lo, seen, planes, first, count, chunks, parent, level) -> None:
+def word_table(seen, planes):
+    """``seen`` and ``planes`` side by side, ``(n, max(8, B + 1))`` uint64 (see
+    :func:`.batch_results.word_table`; CuPy's allocations are 256-byte aligned)."""
+    n, nplanes = planes.shape
+    table = cp.zeros((n, max(8, nplanes + 1)), np.uint64)
+    table[:, 0] = seen
+    table[:, 1:1 + nplanes] = planes
+    return table
+
+
+def derive(in_offsets, in_cols, lo, table, nplanes, first, count, chunks, parent, level) -> None:
     """Levels and parents of searches ``first .. first+count-1`` (see :func:`.batch_results.derive`), into
-    ``(count, nloc)`` device arrays (int64 parents, int32 levels)."""
+    ``(count, nloc)`` device arrays (int64 parents, int32 levels).  ``chunks`` is unused."""
     nloc = int(parent.shape[1])
     if nloc:
         _kern(in_cols)["batch_derive"](_grid(nloc), (_THREADS,),
-                                       (in_offsets, in_cols, _i64(lo), _i64(nloc), seen, planes,
-                                        np.int32(planes.shape[1]), np.int32(first), np.int32(count), parent, level))
+                                       (in_offsets, in_cols, _i64(lo), _i64(nloc), table, np.int32(table.shape[1]),
+                                        np.int32(nplanes), np.int32(first), np.int32(count), parent, level))
 
 
 def nonzero_bits(words):
@@ -330,7 +360,7 @@ def gpu_batch_kernels() -> SimpleNamespace:
         name="gpu", xp=cp, parent_dtype=lambda n: np.dtype(np.int64), to_host=cp.asnumpy,
         synchronize=lambda: cp.cuda.get_current_stream().synchronize(),
         result_bytes=RESULT_BYTES, validation=gpu_backend(), vertex_chunks=lambda offsets, nchunks: None,
-        finish_level=finish_level, bottom_up_step=bottom_up_step, top_down_step=top_down_step,
+        finish_touched=finish_touched, bottom_up_step=bottom_up_step, top_down_step=top_down_step,
         claim_pairs=claim_pairs, pairs_by_owner=pairs_by_owner, nonzero_bits=nonzero_bits, encode=encode,
-        decode=decode, derive=derive,
+        decode=decode, word_table=word_table, derive=derive,
     )

@@ -77,3 +77,28 @@ def popcount(typingctx, x):
         return builder.call(fn, [x64])
 
     return sig, codegen
+
+
+@intrinsic
+def prefetch(typingctx, arr, idx):
+    """Hint the cache to load ``arr[idx]`` (LLVM's ``prefetch``, read, high locality); no effect on results.
+    ``arr``: a C-contiguous array (``idx`` its flat element index), ``idx`` an integer."""
+    if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+        return None
+    sig = types.none(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        arr_t, idx_t = signature.args
+        arr_v, idx_v = args
+        ary = context.make_array(arr_t)(context, builder, arr_v)
+        idx_v = context.cast(builder, idx_v, idx_t, types.intp)
+        ptr = builder.gep(ary.data, [idx_v])
+        i8p = builder.bitcast(ptr, ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(),
+                                                                             [ir.IntType(8).as_pointer(), i32, i32,
+                                                                              i32]), "llvm.prefetch.p0i8")
+        builder.call(fn, [i8p, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
