@@ -47,9 +47,9 @@ def cpu_batch_kernels() -> SimpleNamespace:
                                       ctr, orw)
         return _reduced(ctr, orw)
 
-    def derive(in_offsets, in_cols, lo, table, nplanes, first, count, chunks, parent, level):
-        batch_results.derive(in_offsets, in_cols, int(lo), table, int(nplanes), int(first), int(count), chunks,
-                             parent, level)
+    def derive(in_offsets, in_cols, lo, table, nplanes, roots, first, count, chunks, parent, level):
+        batch_results.derive(in_offsets, in_cols, int(lo), table, int(nplanes), roots, int(first), int(count),
+                             chunks, parent, level)
 
     return SimpleNamespace(
         name="cpu", xp=np, parent_dtype=_parent_dtype, to_host=np.asarray, synchronize=lambda: None,

@@ -91,11 +91,11 @@ class BatchEngine:
         # the threads' vertex ranges for passes over all owned vertices, balanced on the in-edge rows
         # that bottom-up and the results scan
         self.chunks = k.vertex_chunks(self._bu[0], self.nchunks)
-        self._host_shard = None
         self._words = None  # seen and planes over all global ids, gathered once per batch for results
         self._group = None  # (first, parent, level): the last derived group of results
         self._buffers = None  # (parent, level) of a group, reused from group to group
         self.nroots = 0
+        self.roots = np.empty(0, np.int64)
         self.records: list[LevelRecord] = []
 
     def close(self) -> None:
@@ -160,7 +160,7 @@ class BatchEngine:
             raise ValueError(f"root outside [0, {s.num_vertices})")
         if depth_limit is not None and depth_limit < 0:
             raise ValueError(f"depth_limit must be >= 0, got {depth_limit}")
-        self.nroots = int(roots.size)
+        self.nroots, self.roots = int(roots.size), roots
         queue = self._start(roots)
         bu_off, bu_col = self._bu
         # level 0: the roots become the frontier; every in-edge is still to explore
@@ -233,14 +233,6 @@ class BatchEngine:
         return np.bitwise_or.reduce(cnt[:, 4].view(np.uint64))
 
     # -- results ---------------------------------------------------------------------------------
-    def host_shard(self) -> Shard:
-        """The shard with host (NumPy) arrays, for host-side checks of results (a copy on GPU ranks, made once)."""
-        if self.k.name == "cpu":
-            return self.shard
-        if self._host_shard is None:
-            self._host_shard = self.shard.to(np)
-        return self._host_shard
-
     def _global_words(self):
         """``seen`` and ``planes`` side by side (``k.word_table``) over all global ids (a parent may be owned
         by another rank): this rank's own on one rank, else all-gathered, once per batch (collective)."""
@@ -274,7 +266,8 @@ class BatchEngine:
             self._buffers = (xp.empty((count, s.num_local), self.k.parent_dtype(s.num_vertices)),
                              xp.empty((count, s.num_local), np.int32))
         parent, level = self._buffers[0][:count], self._buffers[1][:count]
-        self.k.derive(*self._bu, s.lo, table, self.planes.shape[1], first, count, self.chunks, parent, level)
+        self.k.derive(*self._bu, s.lo, table, self.planes.shape[1], self.roots, first, count, self.chunks, parent,
+                      level)
         return parent, level
 
     def device_result(self, i: int):

@@ -1,5 +1,5 @@
-"""Frontier words and level planes of a batched search (CPU): the end-of-level pass, thread chunks, and the
-words' compact form for exchange.
+"""Frontier words and level planes of a batched search (CPU): the end of a top-down level, thread chunks,
+and the words' compact form for exchange.
 
 The pass keeps, per owned vertex, 64-bit words with one bit per search: ``seen`` (reached), ``frontier``
 (reached at the last level) and ``next`` (being reached now).  Levels are not stored per (vertex, search):
@@ -8,8 +8,9 @@ hold levels below ``2**B``), so recording a level costs one OR per set bit of th
 reached, whatever the number of searches that reached it.  :mod:`.batch_results` turns them into
 per-search levels and parents.
 
-After a top-down level the words found (``next``) become the frontier and ``next`` is cleared, in one pass
-that also counts what the direction rule needs (see :mod:`.batch_engine`).  For the bottom-up all-gather a
+After a top-down level the words found (``next``) become the frontier and ``next`` is cleared, over the
+vertices the level touched only, counting what the direction rule needs (see :mod:`.batch_engine`; a
+bottom-up level does the same for its vertices in its own loop).  For the bottom-up all-gather a
 rank sends its frontier as ``(local id, word)`` pairs when fewer than half of its words are non-zero, else
 the dense words (Bisson et al.'s list-or-bitmap choice, per word instead of per bit).
 """

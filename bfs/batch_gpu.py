@@ -146,8 +146,9 @@ extern "C" __global__ void batch_bu(const i64* __restrict__ offsets, const col_t
 
 // table: (n, width) words, seen in column 0 and the nplanes planes in columns 1..nplanes (word_table)
 extern "C" __global__ void batch_derive(const i64* __restrict__ in_off, const col_t* __restrict__ in_cols, i64 lo,
-                                        i64 nloc, const u64* __restrict__ table, int width, int nplanes, int first,
-                                        int count, i64* parent, int* level) {
+                                        i64 nloc, const u64* __restrict__ table, int width, int nplanes,
+                                        const i64* __restrict__ roots, int first, int count, i64* parent,
+                                        int* level) {
     const i64 j = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     if (j >= nloc) return;
     const i64 v = lo + j;
@@ -171,11 +172,14 @@ extern "C" __global__ void batch_derive(const i64* __restrict__ in_off, const co
             lv = 0;
             for (int b = 0; b < nplanes; ++b) lv |= (int)((row[1 + b] >> bit) & 1ULL) << b;
             if (lv == 0) par = v;
+            if (lv == 1) par = roots[bit];  // level 1: the root is the parent, found without a scan
         }
         level[(i64)i * nloc + j] = lv;
         parent[(i64)i * nloc + j] = par;
     }
-    u64 missing = deeper;
+    u64 first_level = nplanes ? deeper & row[1] : 0;
+    for (int b = 1; b < nplanes; ++b) first_level &= ~row[1 + b];
+    u64 missing = deeper & ~first_level;
     for (i64 k = in_off[j]; missing && k < in_off[j + 1]; ++k) {
         const i64 u = (i64)in_cols[k];
         const u64* urow = table + u * width;
@@ -297,14 +301,15 @@ def word_table(seen, planes):
     return table
 
 
-def derive(in_offsets, in_cols, lo, table, nplanes, first, count, chunks, parent, level) -> None:
+def derive(in_offsets, in_cols, lo, table, nplanes, roots, first, count, chunks, parent, level) -> None:
     """Levels and parents of searches ``first .. first+count-1`` (see :func:`.batch_results.derive`), into
     ``(count, nloc)`` device arrays (int64 parents, int32 levels).  ``chunks`` is unused."""
     nloc = int(parent.shape[1])
     if nloc:
         _kern(in_cols)["batch_derive"](_grid(nloc), (_THREADS,),
                                        (in_offsets, in_cols, _i64(lo), _i64(nloc), table, np.int32(table.shape[1]),
-                                        np.int32(nplanes), np.int32(first), np.int32(count), parent, level))
+                                        np.int32(nplanes), cp.asarray(roots, np.int64), np.int32(first),
+                                        np.int32(count), parent, level))
 
 
 def nonzero_bits(words):

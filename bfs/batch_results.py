@@ -9,6 +9,7 @@ one pass over the owned vertices, all the group's searches at once::
         level[i, v] = sum_b bit_i(planes[v, b]) << b       (-1 where bit i of seen[v] is clear)
         missing = the group's searches that reached v at level >= 1
         M = level(v) - 1, bit-sliced (a borrow rippled through the planes: one word op per plane)
+        parent[i, v] = root i where level[i, v] == 1, and for the other searches of missing:
         for u in in_neighbours(v) while missing:
             eq = seen[u] & missing & ~OR_b (planes[u, b] ^ M_b)    # searches with level(u) == level(v) - 1
             parent[i, v] = u for each bit i of eq; missing &= ~eq
@@ -48,16 +49,18 @@ TILE = 64
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
-def derive(in_offsets, in_cols, lo, table, nplanes, first, count, bounds, parent, level):
+def derive(in_offsets, in_cols, lo, table, nplanes, roots, first, count, bounds, parent, level):
     """Levels and parents of searches ``first .. first+count-1`` for this rank's vertices.
 
     ``in_offsets``/``in_cols``: the in-edge rows (CSR of an undirected graph, CSC of a directed one; global
     column ids).  ``table``: ``(n, W)`` uint64 over global ids, ``seen`` in column 0 and the ``nplanes`` planes
-    in columns ``1 .. nplanes`` (:func:`word_table`: one cache line a neighbour).  ``bounds``: the
+    in columns ``1 .. nplanes`` (:func:`word_table`: one cache line a neighbour).  ``roots``: the batch's
+    ``(k,)`` int64 roots, the parents at level 1 (no scan: a hub next to many roots would otherwise scan
+    its whole row for each of them).  ``bounds``: the
     threads' vertex chunks (:func:`.batch_frontier.vertex_chunks`).  Writes ``parent`` (``(count, nloc)``,
     global ids, -1 unreached) and ``level`` (``(count, nloc)`` int32, -1 unreached).
 
-    >>> derive(off, cols, 0, word_table(seen, planes), 4, 0, 64, bounds, parent, level)   # doctest: +SKIP
+    >>> derive(off, cols, 0, word_table(seen, planes), 4, roots, 0, 64, bounds, parent, level)  # doctest: +SKIP
     """
     one = np.uint64(1)
     zero = np.uint64(0)
@@ -67,6 +70,7 @@ def derive(in_offsets, in_cols, lo, table, nplanes, first, count, bounds, parent
         words = np.empty((nplanes + 1, TILE), np.uint64)
         par = np.full((64, TILE), -1, parent.dtype)
         target = np.empty(max(nplanes, 1), np.uint64)
+        lvl = np.empty(TILE, np.int32)
         j0 = bounds[c]
         while j0 < bounds[c + 1]:
             j1 = min(j0 + TILE, bounds[c + 1])
@@ -88,7 +92,16 @@ def derive(in_offsets, in_cols, lo, table, nplanes, first, count, bounds, parent
                     p = words[1 + b, t]
                     target[b] = p ^ borrow
                     borrow &= ~p
-                missing = deeper
+                # level 1 (plane 0 alone): the root is the parent
+                first_level = deeper & words[1, t]
+                for b in range(1, nplanes):
+                    first_level &= ~words[1 + b, t]
+                x = first_level
+                while x:
+                    i = ctz(x)
+                    par[i, t] = roots[i]
+                    x &= x - one
+                missing = deeper & ~first_level
                 k = in_offsets[j]
                 stop = in_offsets[j + 1]
                 while missing and k < stop:
@@ -117,12 +130,14 @@ def derive(in_offsets, in_cols, lo, table, nplanes, first, count, bounds, parent
             w = j1 - j0
             for i in range(count):
                 bit = np.uint64(first + i)
+                # loops over the tile innermost: they vectorise
                 for t in range(w):
-                    lvl = np.int32(0)
-                    for b in range(nplanes):
-                        lvl |= np.int32((words[1 + b, t] >> bit) & one) << b
-                    reached = np.int32((words[0, t] >> bit) & one)
-                    level[i, j0 + t] = lvl | (reached - 1)
+                    lvl[t] = np.int32((words[0, t] >> bit) & one) - 1
+                for b in range(nplanes):
+                    for t in range(w):
+                        lvl[t] |= np.int32((words[1 + b, t] >> bit) & one) << b
+                for t in range(w):
+                    level[i, j0 + t] = lvl[t]
                     parent[i, j0 + t] = par[first + i, t]
                     par[first + i, t] = -1
             j0 = j1
