@@ -261,6 +261,7 @@ class BatchEngine:
             raise IndexError(f"searches {first}..{first + count - 1} not in this batch of {self.nroots}")
         s, xp = self.shard, self.xp
         table = self._global_words()
+        self._group = None  # its views are about to be overwritten
         if self._buffers is None or self._buffers[0].shape[0] < count:
             self._buffers = None  # let the old ones go before the new ones are allocated
             self._buffers = (xp.empty((count, s.num_local), self.k.parent_dtype(s.num_vertices)),
