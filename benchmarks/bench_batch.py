@@ -8,8 +8,12 @@ per worker, 64 Graph500 roots (degree >= 1, from the seed).  One search session 
 ``repeats`` rounds, the two ways of searching them (the order flips every round: these machines have slow
 and fast phases, so only interleaved runs compare):
 
-* **single**: the single-root engine, each root timed between barriers (max over ranks), summed;
-* **batch**: :class:`~breadth.bfs.batch_engine.BatchEngine`, the 64 roots in one pass, timed the same way.
+* **single**: the single-root engine, each root timed between barriers (max over ranks), summed (each
+  search leaves its parent and level arrays, as a search does);
+* **batch**: :class:`~breadth.bfs.batch_engine.BatchEngine`, the 64 roots in one pass, timed the same way
+  (``batch_s``: the pass, which leaves every root's levels bit-sliced), then the 64 roots' parent and level
+  arrays derived from it (``results_s``, :meth:`~breadth.bfs.batch_engine.BatchEngine.results`): the
+  speedups are given for the pass and for the pass with the results.
 
 After the timed rounds every root's batched levels are compared with its single-root levels on every
 rank (untimed), and the batch's parents checked with the five Graph500 rules for the first ``--validate``
@@ -39,7 +43,7 @@ def _rank(engine, setup_s, roots, repeats, nvalidate):
 
     comm = engine.comm
     t0 = time.perf_counter()
-    batch = BatchEngine(engine.shard, comm)
+    batch = BatchEngine(engine.shard, comm, backend=engine.b.name)
     batch_setup = time.perf_counter() - t0
 
     def timed(fn):
@@ -50,7 +54,14 @@ def _rank(engine, setup_s, roots, repeats, nvalidate):
         return float(comm.allreduce(np.array([t]), "max")[0]), out
 
     engine.search(int(roots[0]))  # warm-up: kernels compiled, pages touched
+    def all_results():
+        """Every root's parent and level arrays, group by group (on GPUs at most result_bytes at once)."""
+        for i in range(len(roots)):
+            batch.device_result(i)
+        batch.k.synchronize()
+
     batch.search(roots)
+    all_results()
     nedge = []
     for r in roots:
         engine.search(int(r))
@@ -66,13 +77,14 @@ def _rank(engine, setup_s, roots, repeats, nvalidate):
             else:
                 t, levels = timed(lambda: batch.search(roots))
                 rec["batch_s"], rec["batch_levels"] = t, [lv.as_dict() for lv in levels]
+                rec["results_s"] = timed(all_results)[0]
         rounds.append(rec)
     # untimed: batched levels equal single-root levels on this rank's vertices, and Graph500 rules
     mismatched = 0
     violations = []
     for i, r in enumerate(roots):
         engine.search(int(r))
-        mismatched += int((batch.result(i)[1] != np.asarray(engine.level)).sum())
+        mismatched += int((batch.result(i)[1] != engine.b.to_host(engine.level)).sum())
         if i < nvalidate:
             violations.append(validate_rank(_search_view(batch, i), int(r)))
     mismatched = int(comm.allreduce(np.array([mismatched], np.int64))[0])
@@ -80,19 +92,21 @@ def _rank(engine, setup_s, roots, repeats, nvalidate):
             "rounds": rounds, "mismatched_levels": mismatched, "violations": violations}
 
 
-def run_one(scale: int, workers: int, nroots: int, repeats: int, seed: int, nvalidate: int) -> dict:
+def run_one(scale: int, workers: int, nroots: int, repeats: int, seed: int, nvalidate: int,
+            device: str = "cpu") -> dict:
     from distributed import wait
 
     from breadth.bfs import choose_roots, run_session
     from breadth.pipeline import kronecker, local_cluster, prepare
+    from breadth.pipeline.cluster import local_cuda_cluster
 
-    client = local_cluster(workers=workers)
+    client = local_cuda_cluster(workers=workers) if device == "gpu" else local_cluster(workers=workers)
     try:
         threads = list(client.nthreads().values())
-        edges = kronecker(scale, seed=seed)
+        edges = kronecker(scale, seed=seed, device=device)
         edges.edges = client.persist(edges.edges)
         wait(edges.edges)
-        g = prepare(edges, client)
+        g = prepare(edges, client, device=device)
         edges.edges = None
         roots = choose_roots(g, nroots, seed + 1)
         t0 = time.perf_counter()
@@ -108,18 +122,24 @@ def run_one(scale: int, workers: int, nroots: int, repeats: int, seed: int, nval
     total_edges = float(sum(r0["nedge"]))
     single = np.array([r["single_s"] for r in r0["rounds"]])
     batch = np.array([r["batch_s"] for r in r0["rounds"]])
+    results = np.array([r["results_s"] for r in r0["rounds"]])
     ratio = single / batch
+    ratio_all = single / (batch + results)
     return {
-        "scale": scale, "workers": workers, "threads_per_worker": threads, "roots": len(roots),
+        "scale": scale, "workers": workers, "device": device, "threads_per_worker": threads, "roots": len(roots),
         "repeats": repeats, "construction_s": construction, "session_s": session_s,
         "setup_s": [o["setup_s"] for o in out], "batch_setup_s": [o["batch_setup_s"] for o in out],
         "levels_equal": r0["mismatched_levels"] == 0, "mismatched_levels": r0["mismatched_levels"],
         "validated_roots": len(r0["violations"]),
         "valid": all(not any(v.values()) for v in r0["violations"]),
-        "single_s": single.tolist(), "batch_s": batch.tolist(), "speedup_per_round": ratio.tolist(),
+        "single_s": single.tolist(), "batch_s": batch.tolist(), "results_s": results.tolist(),
+        "speedup_per_round": ratio.tolist(), "speedup_with_results_per_round": ratio_all.tolist(),
         "median_single_s": float(np.median(single)), "median_batch_s": float(np.median(batch)),
+        "median_results_s": float(np.median(results)),
         "speedup_of_medians": float(np.median(single) / np.median(batch)),
         "median_speedup": float(np.median(ratio)),
+        "speedup_with_results_of_medians": float(np.median(single) / np.median(batch + results)),
+        "median_speedup_with_results": float(np.median(ratio_all)),
         "single_teps_aggregate": total_edges / float(np.median(single)),
         "batch_teps_aggregate": total_edges / float(np.median(batch)),
         "nedge_per_root": r0["nedge"], "roots_ids": [int(x) for x in roots],
@@ -135,23 +155,28 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3, help="interleaved rounds of both (default 3)")
     ap.add_argument("--validate", type=int, default=4, help="check the first N batched roots' parents")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                    help="gpu: one dask-cuda worker per GPU (--workers GPUs), CuPy kernels")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     if not 1 <= a.roots <= 64:
         ap.error("--roots must be in 1..64 (one batch)")
     doc = {"benchmark": "bench_batch", "machine": machine(), "versions": versions(),
            "parameters": {"scale": a.scale, "workers": a.workers, "roots": a.roots, "repeats": a.repeats,
-                          "seed": a.seed, "validate": a.validate, "edgefactor": 16, "protocol": "tcp"},
+                          "seed": a.seed, "validate": a.validate, "edgefactor": 16, "protocol": "tcp",
+                          "device": a.device},
            "teps_convention": "Graph500 nedge per root (input tuples in its component); aggregate = sum of "
                               "the roots' nedge / time of all roots",
            "runs": []}
-    print(f"{'workers':>7} {'single 64 (s)':>14} {'batch 64 (s)':>13} {'speedup':>8} {'levels==':>9} valid")
+    print(f"{'workers':>7} {'single 64 (s)':>14} {'batch 64 (s)':>13} {'speedup':>8} {'+results (s)':>13} "
+          f"{'speedup':>8} {'levels==':>9} valid")
     for w in a.workers:
-        res = run_one(a.scale, w, a.roots, a.repeats, a.seed, a.validate)
+        res = run_one(a.scale, w, a.roots, a.repeats, a.seed, a.validate, a.device)
         doc["runs"].append(res)
         print(f"{w:>7} {res['median_single_s']:>14.3f} {res['median_batch_s']:>13.3f} "
-              f"{res['speedup_of_medians']:>7.2f}x {str(res['levels_equal']):>9} {res['valid']}  "
-              f"(per round: {', '.join(f'{x:.2f}x' for x in res['speedup_per_round'])})", flush=True)
+              f"{res['speedup_of_medians']:>7.2f}x {res['median_results_s']:>13.3f} "
+              f"{res['speedup_with_results_of_medians']:>7.2f}x {str(res['levels_equal']):>9} {res['valid']}  "
+              f"(pass per round: {', '.join(f'{x:.2f}x' for x in res['speedup_per_round'])})", flush=True)
         if a.json:
             doc["machine"]["loadavg_end"] = os.getloadavg()
             write_json(a.json, doc)

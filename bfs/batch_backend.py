@@ -1,7 +1,9 @@
 """Array backends of the batched engine: the same kernel names on NumPy (Numba) or CuPy arrays.
 
 :class:`~breadth.bfs.batch_engine.BatchEngine` calls only these names, so its level loop is the same on
-CPU and GPU ranks (as :mod:`.backend` does for the single-search engine).
+CPU and GPU ranks (as :mod:`.backend` does for the single-search engine).  The level steps return the
+level's counters as host integers ``(vertices, pairs, out_degree_sum, unfinished_in_degree_sum, or_word)``
+(``or_word``: the OR of the new frontier words, viewed as int64).
 
 >>> k = batch_kernels("cpu")
 >>> k.xp.__name__, k.parent_dtype(1000)
@@ -17,20 +19,47 @@ import numpy as np
 from .backend import _parent_dtype
 
 
-def cpu_batch_kernels() -> SimpleNamespace:
-    """NumPy arrays, Numba kernels (:mod:`.batch_top_down`, :mod:`.batch_bottom_up`, :mod:`.batch_frontier`)."""
-    from . import batch_bottom_up, batch_frontier, batch_top_down
+def _reduced(ctr: np.ndarray, orw: np.ndarray) -> tuple[int, int, int, int, int]:
+    """Per-chunk counters (``(chunks, 4)``) and OR words (``(chunks,)``) summed and OR-ed."""
+    total = ctr.sum(axis=0)
+    o = np.bitwise_or.reduce(orw) if orw.size else np.uint64(0)
+    return int(total[0]), int(total[1]), int(total[2]), int(total[3]), int(np.uint64(o).view(np.int64))
 
-    def advance(nxt, frontier, seen, active, out_offsets, in_offsets):
-        nv, pairs, fdeg, unfinished = batch_frontier.advance(nxt, frontier, seen, active, out_offsets, in_offsets)
-        return int(nv), int(pairs), int(fdeg), int(unfinished), batch_frontier.or_words(frontier)
+
+def cpu_batch_kernels() -> SimpleNamespace:
+    """NumPy arrays, Numba kernels (:mod:`.batch_top_down`, :mod:`.batch_bottom_up`, :mod:`.batch_frontier`,
+    :mod:`.batch_results`)."""
+    from . import batch_bottom_up, batch_frontier, batch_results, batch_top_down
+
+    def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, planes, depth, out_offsets,
+                       chunks):
+        ctr = np.zeros((chunks.size - 1, 4), np.int64)
+        orw = np.zeros(chunks.size - 1, np.uint64)
+        batch_bottom_up.bottom_up_step(offsets, cols, frontier, nonzero, bool(sparse), np.uint64(active), seen,
+                                       nxt, planes, int(depth), out_offsets, chunks, ctr, orw)
+        return _reduced(ctr, orw)
+
+    def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offsets, nchunks):
+        bounds = np.linspace(0, touched.size, max(1, min(nchunks, touched.size)) + 1).astype(np.int64)
+        ctr = np.zeros((bounds.size - 1, 4), np.int64)
+        orw = np.zeros(bounds.size - 1, np.uint64)
+        batch_frontier.finish_touched(touched, queue, nxt, frontier, seen, planes, int(depth), out_offsets, bounds,
+                                      ctr, orw)
+        return _reduced(ctr, orw)
+
+    def derive(in_offsets, in_cols, lo, table, nplanes, roots, first, count, chunks, parent, level):
+        batch_results.derive(in_offsets, in_cols, int(lo), table, int(nplanes), roots, int(first), int(count),
+                             chunks, parent, level)
 
     return SimpleNamespace(
-        name="cpu", xp=np, parent_dtype=_parent_dtype, to_host=np.asarray,
-        top_down_step=batch_top_down.top_down_step, claim_triples=batch_top_down.claim_triples,
-        triples_by_owner=batch_top_down.triples_by_owner, bottom_up_step=batch_bottom_up.bottom_up_step,
-        advance=advance, nonzero_bits=batch_frontier.nonzero_bits, encode=batch_frontier.encode,
-        decode=batch_frontier.decode,
+        name="cpu", xp=np, parent_dtype=_parent_dtype, to_host=np.asarray, synchronize=lambda: None,
+        result_bytes=None,
+        validation=SimpleNamespace(name="cpu", xp=np, to_host=np.asarray),
+        vertex_chunks=batch_frontier.vertex_chunks, finish_touched=finish_touched, bottom_up_step=bottom_up_step,
+        top_down_step=batch_top_down.top_down_step, claim_pairs=batch_top_down.claim_pairs,
+        pairs_by_owner=batch_top_down.pairs_by_owner, nonzero_bits=batch_frontier.nonzero_bits,
+        encode=batch_frontier.encode, decode=batch_frontier.decode, word_table=batch_results.word_table,
+        derive=derive,
     )
 
 

@@ -2,20 +2,26 @@
 
 Algorithm (Then et al., "The More the Merrier: Efficient Multi-Source Graph Traversal", VLDB 2015, on the
 1D partition of :mod:`.engine`): each owned vertex has a 64-bit ``seen``/``frontier``/``next`` word, bit ``i``
-for search ``i``.  Each level is
+for search ``i``, and ``B`` words of bit-sliced levels (``planes``, see :mod:`.batch_frontier`).  Each level is
 
 1. a local step over the aggregate frontier -- top-down (:mod:`.batch_top_down`: each frontier vertex's
    edges read once for all its searches) or bottom-up (:mod:`.batch_bottom_up`: each unfinished vertex
-   scans its in-neighbours until it has every search still running);
-2. the exchange -- top-down: ``(vertex, parent, bits)`` triples to the vertices' owners, who claim the
-   searches not yet there; bottom-up: an all-gather of the frontier words (as ``(id, word)`` pairs when
-   sparser than half the words);
-3. one all-reduce of each rank's counters and the OR of its frontier words (the searches still running).
+   ORs its in-neighbours' frontier words until it has every search still running);
+2. the exchange -- top-down: ``(vertex, bits)`` pairs to the vertices' owners; bottom-up: an all-gather of
+   the frontier words (as ``(id, word)`` pairs when sparser than half the words);
+3. the end of the level (``seen |= next``, the level's bits into ``planes``, ``frontier = next``; fused into
+   the bottom-up step) and one all-reduce of each rank's counters and the OR of its frontier words (the
+   searches still running).
+
+Nothing is written per (vertex, search) during the pass: its state is ``3 + B`` words per owned vertex
+(``B = 4`` planes hold 15 levels; more are added as the depth grows), plus, on several ranks, two words per
+global vertex (the gathered frontier and the sent filter).  Per-search levels and parents are derived
+afterwards, for a group of searches at a time (:meth:`BatchEngine.results`, :mod:`.batch_results`).
 
 The direction is chosen on the aggregate frontier with Beamer's rule (bottom-up once the frontier
 vertices' out-edges times ``alpha`` exceed the in-edges of the vertices still missing a running search;
 top-down again once the frontier shrinks below ``n / beta`` vertices).  Per-search levels equal the
-single-root search's; parents may differ but are BFS parents (one level up, a neighbour).
+single-root search's; parents may differ but are BFS parents (one level up, an in-neighbour).
 
 >>> eng = BatchEngine(shard)                         # doctest: +SKIP
 >>> eng.search([3, 17, 99]); eng.result(1)           # doctest: +SKIP
@@ -35,6 +41,8 @@ from .shard import Shard
 
 #: searches per batch: one bit of a 64-bit word each
 MAX_BATCH = 64
+#: level planes allocated at first: levels up to 2**4 - 1 (Kronecker graphs need 3 or 4)
+FIRST_PLANES = 4
 
 
 class BatchEngine:
@@ -42,33 +50,52 @@ class BatchEngine:
     :mod:`.batch_gpu`).  After :meth:`search`, :meth:`result` gives search ``i``'s ``(parent, level)`` of the
     owned vertices as host arrays (parents in global ids; -1 unreached).
 
+    ``result_bytes``: the most bytes of per-search results (``parent`` and ``level`` of the owned vertices,
+    ``nloc * (parent itemsize + 4)`` a search) derived at once; None takes the backend's
+    (all the batch's searches on CPUs, where the results stay on the worker anyway; 4 GiB on GPUs, so a
+    batch never holds 64 n-sized parent arrays on the device).
+
     ``records`` are :class:`~breadth.bfs.engine.LevelRecord` whose ``frontier``/``found`` count (vertex,
     search) pairs, all ranks."""
 
+    #: the direction rule's ``alpha`` when none is given (GPUs: the single search's).  A batch's bottom-up
+    #: level rarely stops a vertex's scan early (it needs every missing search), so it costs about the
+    #: unexplored edges and top-down pays sooner than for one search: at scale 20 on this machine's CPUs,
+    #: 4 (level 2 top-down: 5.3 M frontier edges against 31 M unexplored) took 0.35 s of CPU time against
+    #: 0.42-0.45 s at 15
+    ALPHA = {"cpu": 4.0}
+
     def __init__(self, shard: Shard, comm: Communicator | None = None, *, alpha: float | None = None,
-                 beta: float = 18.0, backend: str = "cpu", nchunks: int | None = None):
+                 beta: float = 18.0, backend: str = "cpu", nchunks: int | None = None,
+                 result_bytes: int | None = None):
         self.k = k = batch_kernels(backend)
         xp = self.xp = k.xp
         self.shard = shard.to(xp) if backend != "cpu" else shard
         self.comm = comm or SelfCommunicator()
-        # the single search's default: at scale 20 on this machine's CPUs, lower alphas (4, 2, 1, 0.5: more
-        # top-down levels) made a 64-root batch slower (0.69-1.5 s against 0.52 s in one noisy run)
-        self.alpha = Engine.default_alpha(backend, self.comm.size) if alpha is None else alpha
+        if alpha is None:
+            alpha = self.ALPHA.get(backend, Engine.default_alpha(backend, self.comm.size))
+        self.alpha = alpha
         self.beta = beta
-        self.nchunks = nchunks or 8 * (os.cpu_count() or 1)
+        self.result_bytes = k.result_bytes if result_bytes is None else result_bytes
         nloc, n = shard.num_local, shard.num_vertices
         self.seen = xp.zeros(nloc, np.uint64)
         self.frontier = xp.zeros(nloc, np.uint64)
         self.next = xp.zeros(nloc, np.uint64)
-        # Never initialised: an entry is meaningful only where its ``seen`` bit is set (result() masks the
-        # rest), which saves a 64-entries-per-vertex fill per batch.
-        self.parent = xp.empty((nloc, MAX_BATCH), k.parent_dtype(n))
-        self.level = xp.empty((nloc, MAX_BATCH), np.int32)
+        self.planes = xp.zeros((nloc, FIRST_PLANES), np.uint64)
         self.sent = xp.zeros(n if self.comm.size > 1 else 0, np.uint64)
         self.fglobal = xp.zeros(n, np.uint64) if self.comm.size > 1 else None
-        self._all_ones = None
-        self._host_shard = None
+        s = self.shard
+        self._bu = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
+        self._in_edges = int(self._bu[0][-1])
+        self.nchunks = nchunks or 8 * (os.cpu_count() or 1)
+        # the threads' vertex ranges for passes over all owned vertices, balanced on the in-edge rows
+        # that bottom-up and the results scan
+        self.chunks = k.vertex_chunks(self._bu[0], self.nchunks)
+        self._words = None  # seen and planes over all global ids, gathered once per batch for results
+        self._group = None  # (first, parent, level): the last derived group of results
+        self._buffers = None  # (parent, level) of a group, reused from group to group
         self.nroots = 0
+        self.roots = np.empty(0, np.int64)
         self.records: list[LevelRecord] = []
 
     def close(self) -> None:
@@ -96,33 +123,36 @@ class BatchEngine:
             self.k.decode(part, int(counts[r]), nlocs[r], self.fglobal[lo:lo + nlocs[r]])
         return self.fglobal
 
-    def _start(self, roots: np.ndarray) -> None:
-        s = self.shard
-        self.seen.fill(0)
-        self.next.fill(0)
-        if self.sent.size:
-            self.sent.fill(0)
+    def _start(self, roots: np.ndarray):
+        """Reset the words; the roots' bits go into ``next``.  Returns the roots' distinct local ids (the
+        vertices the first end-of-level makes the frontier)."""
+        s, xp = self.shard, self.xp
+        for a in (self.seen, self.next, self.frontier, self.planes, self.sent):
+            a.fill(0)
+        self._words = self._group = None
         # built on the host (at most 64 roots), then copied: one transfer per array on a GPU
-        seen = {}
+        words = {}
         for i, r in enumerate(roots.tolist()):
             if s.lo <= r < s.hi:
-                seen[r - s.lo] = seen.get(r - s.lo, 0) | (1 << i)
-        if seen:
-            xp = self.xp
-            j = xp.asarray(np.fromiter(seen, np.int64))
-            words = xp.asarray(np.array(list(seen.values()), np.uint64))
-            self.seen[j] = words
-            self.next[j] = words
-            mine = np.flatnonzero((roots >= s.lo) & (roots < s.hi))
-            rows, cols = xp.asarray(roots[mine] - s.lo), xp.asarray(mine)
-            self.parent[rows, cols] = xp.asarray(roots[mine]).astype(self.parent.dtype)
-            self.level[rows, cols] = 0
+                words[r - s.lo] = words.get(r - s.lo, 0) | (1 << i)
+        local = xp.asarray(np.fromiter(words, np.int64, len(words)))
+        if words:
+            self.next[local] = xp.asarray(np.array(list(words.values()), np.uint64))
+        return local
+
+    def _planes_for(self, depth: int) -> None:
+        """Grow ``planes`` so that it holds level ``depth`` (one more plane, the old ones copied)."""
+        b = self.planes.shape[1]
+        if depth >> b:
+            grown = self.xp.zeros((self.planes.shape[0], b + 1), np.uint64)
+            grown[:, :b] = self.planes
+            self.planes = grown
 
     def search(self, roots, depth_limit: int | None = None) -> list[LevelRecord]:
         """Searches from global ids ``roots`` (1 to 64, each its own search; repeats allowed) together;
         ``depth_limit``: stop after that many levels (vertices further away stay unreached).  Returns the
         per-level records."""
-        s, comm = self.shard, self.comm
+        s, comm, k, xp = self.shard, self.comm, self.k, self.xp
         roots = np.asarray(roots, np.int64).ravel()
         if not 1 <= roots.size <= MAX_BATCH:
             raise ValueError(f"a batch holds 1 to {MAX_BATCH} roots, got {roots.size}")
@@ -130,17 +160,18 @@ class BatchEngine:
             raise ValueError(f"root outside [0, {s.num_vertices})")
         if depth_limit is not None and depth_limit < 0:
             raise ValueError(f"depth_limit must be >= 0, got {depth_limit}")
-        self.nroots = int(roots.size)
-        self._start(roots)
-        bu_off, bu_col = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
-        every = np.uint64((1 << roots.size) - 1) if roots.size < 64 else np.uint64(0xFFFFFFFFFFFFFFFF)
-        k = self.k
-        nv, pairs, fdeg, unfinished, orw = k.advance(self.next, self.frontier, self.seen, every, s.offsets, bu_off)
-        cnt = self._counters(nv, pairs, fdeg, unfinished, int(np.uint64(orw).view(np.int64)))
+        self.nroots, self.roots = int(roots.size), roots
+        queue = self._start(roots)
+        bu_off, bu_col = self._bu
+        # level 0: the roots become the frontier; every in-edge is still to explore
+        c = k.finish_touched(queue, queue[:0], self.next, self.frontier, self.seen, self.planes, 0, s.offsets,
+                             self.nchunks)
+        cnt = self._counters(*c[:3], self._in_edges, c[4])
         counts, active = cnt[:, 0], self._active(cnt)
         frontier_vertices, frontier_pairs = int(counts.sum()), int(cnt[:, 1].sum())
         scout, unexplored = int(cnt[:, 2].sum()), int(cnt[:, 3].sum())
         direction, depth, records, previous = "td", 1, [], 0
+        next_is_clear = True  # top-down ORs into ``next``; bottom-up leaves the old frontier there
         while frontier_pairs and (depth_limit is None or depth <= depth_limit):
             bytes0 = comm.bytes_sent()
             t0 = time.perf_counter()
@@ -149,72 +180,114 @@ class BatchEngine:
             elif direction == "bu" and frontier_vertices < s.num_vertices / self.beta and \
                     frontier_vertices < previous:
                 direction = "td"
+            self._planes_for(depth)
             if direction == "bu":
                 fglobal = self._gather_frontier(counts)
                 t1 = time.perf_counter()
-                k.bottom_up_step(bu_off, bu_col, fglobal, self._filter(fglobal, frontier_vertices), active,
-                                 self.seen, self.next, self.parent, self.level, np.int32(depth))
-                t2 = time.perf_counter()
+                sparse = 8 * frontier_vertices <= fglobal.size
+                nonzero = k.nonzero_bits(fglobal) if sparse else fglobal[:0]
+                c = k.bottom_up_step(bu_off, bu_col, fglobal, nonzero, sparse, active, self.seen, self.next,
+                                     self.planes, depth, s.offsets, self.chunks)
+                self.frontier, self.next = self.next, self.frontier
+                next_is_clear, queue = False, None
+                t2 = t3 = time.perf_counter()
                 local_s, exch = t2 - t1, t1 - t0
             else:
-                queue = self.xp.flatnonzero(self.frontier)
-                trip = k.top_down_step(s.offsets, s.columns, s.lo, queue, self.frontier, self.seen, self.next,
-                                     self.parent, self.level, depth, self.sent, self.nchunks)
+                if not next_is_clear:
+                    self.next.fill(0)
+                    next_is_clear = True
+                if queue is None:
+                    queue = xp.flatnonzero(self.frontier)
+                touched, pairs = k.top_down_step(s.offsets, s.columns, s.lo, queue, self.frontier, self.seen,
+                                                 self.next, self.sent, self.nchunks)
                 t1 = time.perf_counter()
                 if comm.size > 1:
-                    recv = comm.alltoallv(k.triples_by_owner(trip, s.block, comm.size))
-                    for part in recv:
+                    got = [touched]
+                    for part in comm.alltoallv(k.pairs_by_owner(pairs, s.block, comm.size)):
                         if part.shape[0]:
-                            k.claim_triples(part.reshape(-1, 3), s.lo, self.seen, self.next, self.parent,
-                                          self.level, np.int32(depth))
+                            got.append(k.claim_pairs(part.reshape(-1, 2), s.lo, self.seen, self.next))
+                    touched = xp.concatenate(got) if len(got) > 1 else touched
                 t2 = time.perf_counter()
-                local_s, exch = t1 - t0, t2 - t1
-            nv, pairs, fdeg, unfinished, orw = k.advance(self.next, self.frontier, self.seen, active, s.offsets,
-                                                         bu_off)
-            t3 = time.perf_counter()
-            cnt = self._counters(nv, pairs, fdeg, unfinished, int(np.uint64(orw).view(np.int64)))
+                c = k.finish_touched(touched, queue, self.next, self.frontier, self.seen, self.planes, depth,
+                                     s.offsets, self.nchunks)
+                queue = touched
+                t3 = time.perf_counter()
+                local_s, exch = (t1 - t0) + (t3 - t2), t2 - t1
+            cnt = self._counters(*c)
             t4 = time.perf_counter()
-            records.append(LevelRecord(depth, direction, frontier_pairs, int(cnt[:, 1].sum()), local_s + (t3 - t2),
+            records.append(LevelRecord(depth, direction, frontier_pairs, int(cnt[:, 1].sum()), local_s,
                                        exch + (t4 - t3), comm.bytes_sent() - bytes0, t4 - t3))
             previous = frontier_vertices
             counts, active = cnt[:, 0], self._active(cnt)
             frontier_vertices, frontier_pairs = int(counts.sum()), int(cnt[:, 1].sum())
-            scout, unexplored = int(cnt[:, 2].sum()), int(cnt[:, 3].sum())
+            scout = int(cnt[:, 2].sum())
+            if direction == "bu":  # a top-down level does not count it (see finish_touched)
+                unexplored = int(cnt[:, 3].sum())
             depth += 1
         self.records = records
         return records
-
-    def _filter(self, fglobal: np.ndarray, frontier_vertices: int) -> np.ndarray:
-        """Bottom-up's bitmap of non-zero frontier words: built when the frontier is sparse (at most 1/8 of
-        the vertices: it then saves most word reads, measured 2x on a level at scale 20); all ones
-        otherwise, where building it costs more than the reads it saves."""
-        n = fglobal.size
-        if 8 * frontier_vertices <= n:
-            return self.k.nonzero_bits(fglobal)
-        if self._all_ones is None:
-            self._all_ones = self.xp.full((n + 63) // 64, np.uint64(0xFFFFFFFFFFFFFFFF))
-        return self._all_ones
 
     @staticmethod
     def _active(cnt: np.ndarray) -> np.uint64:
         """The searches with a frontier on any rank: the OR of the ranks' words (column 4)."""
         return np.bitwise_or.reduce(cnt[:, 4].view(np.uint64))
 
-    def host_shard(self) -> Shard:
-        """The shard with host (NumPy) arrays, for host-side checks of results (a copy on GPU ranks, made once)."""
-        if self.k.name == "cpu":
-            return self.shard
-        if self._host_shard is None:
-            self._host_shard = self.shard.to(np)
-        return self._host_shard
+    # -- results ---------------------------------------------------------------------------------
+    def _global_words(self):
+        """``seen`` and ``planes`` side by side (``k.word_table``) over all global ids (a parent may be owned
+        by another rank): this rank's own on one rank, else all-gathered, once per batch (collective)."""
+        if self._words is None:
+            table = self.k.word_table(self.seen, self.planes)
+            if self.comm.size > 1:
+                table = self.xp.concatenate(self.comm.allgather(table))
+            self._words = table
+        return self._words
 
-    def result(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """Search ``i``'s ``(parent, level)`` of the owned vertices: ``(nloc,)`` parents (global ids, the
-        root its own parent, -1 unreached) and ``(nloc,)`` int32 levels (-1 unreached)."""
+    def group_size(self) -> int:
+        """How many searches' results :meth:`result` derives at once (``result_bytes`` over a search's)."""
+        per = self.shard.num_local * (self.k.parent_dtype(self.shard.num_vertices).itemsize + 4)
+        if self.result_bytes is None or per == 0:
+            return MAX_BATCH
+        return int(max(1, min(MAX_BATCH, self.result_bytes // per)))
+
+    def results(self, first: int = 0, count: int | None = None):
+        """Levels and parents of searches ``first .. first+count-1`` (default: to the end of the batch) for
+        the owned vertices, derived in one pass (collective on several ranks): ``(parent, level)``, both
+        ``(count, nloc)`` device arrays -- parents in global ids (a root its own parent), levels int32,
+        -1 unreached.  They are views of buffers the engine keeps (as the single search keeps its
+        ``parent``/``level``), overwritten by the next derivation: copy what must outlive it."""
+        count = self.nroots - first if count is None else count
+        if not (0 <= first and 1 <= count and first + count <= self.nroots):
+            raise IndexError(f"searches {first}..{first + count - 1} not in this batch of {self.nroots}")
+        s, xp = self.shard, self.xp
+        table = self._global_words()
+        self._group = None  # its views are about to be overwritten
+        if self._buffers is None or self._buffers[0].shape[0] < count:
+            self._buffers = None  # let the old ones go before the new ones are allocated
+            self._buffers = (xp.empty((count, s.num_local), self.k.parent_dtype(s.num_vertices)),
+                             xp.empty((count, s.num_local), np.int32))
+        parent, level = self._buffers[0][:count], self._buffers[1][:count]
+        self.k.derive(*self._bu, s.lo, table, self.planes.shape[1], self.roots, first, count, self.chunks, parent,
+                      level)
+        return parent, level
+
+    def device_result(self, i: int):
+        """Search ``i``'s ``(parent, level)`` of the owned vertices as ``(nloc,)`` device arrays (views of
+        the group of :meth:`group_size` searches that holds it, derived when first asked for: ask in
+        order, all ranks together; valid until another group is derived)."""
         if not 0 <= i < self.nroots:
             raise IndexError(f"search {i} not in this batch of {self.nroots}")
-        xp, host = self.xp, self.k.to_host
-        reached = (self.seen >> np.uint64(i)) & np.uint64(1) != 0
-        parent = xp.where(reached, self.parent[:, i], -1).astype(np.int64)
-        level = xp.where(reached, self.level[:, i], -1).astype(np.int32)
-        return host(parent), host(level)
+        g = self._group
+        if g is None or not g[0] <= i < g[0] + g[1].shape[0]:
+            size = self.group_size()
+            first = i - i % size
+            g = self._group = (first, *self.results(first, min(size, self.nroots - first)))
+        return g[1][i - g[0]], g[2][i - g[0]]
+
+    def result(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Search ``i``'s ``(parent, level)`` of the owned vertices as host arrays: ``(nloc,)`` int64
+        parents (global ids, the root its own parent, -1 unreached) and ``(nloc,)`` int32 levels (-1
+        unreached), as the single search gives them."""
+        parent, level = self.device_result(i)
+        host = self.k.to_host
+        return np.asarray(host(parent), np.int64), np.array(host(level), np.int32)

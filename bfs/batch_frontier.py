@@ -1,9 +1,18 @@
-"""Frontier words of a batched search (CPU): the end-of-level pass and the words' compact form for exchange.
+"""Frontier words and level planes of a batched search (CPU): the end of a top-down level, thread chunks,
+and the words' compact form for exchange.
 
-After a level, the words found (``next``) become the frontier and ``next`` is cleared, in one pass that
-also counts what the direction rule needs (see :mod:`.batch_engine`).  For the bottom-up all-gather a rank
-sends its frontier as ``(local id, word)`` pairs when fewer than half of its words are non-zero, else the
-dense words (Bisson et al.'s list-or-bitmap choice, per word instead of per bit).
+The pass keeps, per owned vertex, 64-bit words with one bit per search: ``seen`` (reached), ``frontier``
+(reached at the last level) and ``next`` (being reached now).  Levels are not stored per (vertex, search):
+bit ``b`` of search ``i``'s level at ``v`` is bit ``i`` of ``planes[v, b]`` (bit-sliced levels, ``B`` planes
+hold levels below ``2**B``), so recording a level costs one OR per set bit of the depth for each vertex
+reached, whatever the number of searches that reached it.  :mod:`.batch_results` turns them into
+per-search levels and parents.
+
+After a top-down level the words found (``next``) become the frontier and ``next`` is cleared, over the
+vertices the level touched only, counting what the direction rule needs (see :mod:`.batch_engine`; a
+bottom-up level does the same for its vertices in its own loop).  For the bottom-up all-gather a
+rank sends its frontier as ``(local id, word)`` pairs when fewer than half of its words are non-zero, else
+the dense words (Bisson et al.'s list-or-bitmap choice, per word instead of per bit).
 """
 
 from __future__ import annotations
@@ -11,36 +20,66 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .bit_ops import popcount
+
+#: counters of a level, one row per thread chunk: non-zero frontier words, set bits in them ((vertex,
+#: search) pairs), their vertices' out-degree sum (a top-down level's edges) and the in-degree sum of the
+#: vertices still missing a running search (a bottom-up level's worst case)
+COUNTERS = ("vertices", "pairs", "out_degree_sum", "unfinished_in_degree_sum")
+
+
+@numba.njit(inline="always")
+def record_level(planes, v, new, depth):
+    """``planes[v, b] |= new`` for every set bit ``b`` of ``depth`` (``depth < 2**planes.shape[1]``)."""
+    b = 0
+    d = depth
+    while d:
+        if d & 1:
+            planes[v, b] |= new
+        d >>= 1
+        b += 1
+
 
 @numba.njit(parallel=True, nogil=True, cache=True)
-def advance(nxt, frontier, seen, active, out_offsets, in_offsets):
-    """``frontier = nxt; nxt = 0`` over this rank's ``(nloc,)`` uint64 words.
-
-    Returns ``(vertices, pairs, out_degree_sum, unfinished_in_degree_sum)``: non-zero frontier words, set
-    bits in them ((vertex, search) pairs), the out-degree sum of those vertices (a top-down level's edges),
-    and the in-degree sum of the vertices that still miss a search of ``active`` (a bottom-up level's
-    worst case)."""
+def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offsets, bounds, ctr, orw):
+    """After a top-down level, over the vertices it touched only: the old frontier (local ids ``queue``)
+    cleared, then for each of ``touched`` (distinct local ids whose ``nxt`` word is non-zero, and not yet in
+    ``seen``) ``frontier = next``, ``seen |= next``, the level into ``planes``, ``next = 0``; ``touched`` is the
+    next queue.  Writes chunk ``c`` (``touched[bounds[c]:bounds[c+1]]``)'s :data:`COUNTERS` to ``ctr[c]``,
+    but for the unfinished in-degree sum (left 0: it needs a pass over all vertices; the engine keeps the
+    last one, an overestimate, which only keeps it top-down longer), and its OR to ``orw[c]``."""
     zero = np.uint64(0)
-    nv = 0
-    pairs = 0
-    fdeg = 0
-    unfinished = 0
-    for v in numba.prange(nxt.size):
-        w = nxt[v]
-        frontier[v] = w
-        nxt[v] = zero
-        if w != zero:
-            nv += 1
-            x = w
-            c = 0
-            while x:
-                x &= x - np.uint64(1)
-                c += 1
-            pairs += c
+    for i in numba.prange(queue.size):
+        frontier[queue[i]] = zero
+    for c in numba.prange(bounds.size - 1):
+        pairs = 0
+        fdeg = 0
+        o = zero
+        for i in range(bounds[c], bounds[c + 1]):
+            v = touched[i]
+            w = nxt[v]
+            nxt[v] = zero
+            frontier[v] = w
+            seen[v] |= w
+            record_level(planes, v, w, depth)
+            pairs += popcount(w)
             fdeg += out_offsets[v + 1] - out_offsets[v]
-        if active & ~seen[v]:
-            unfinished += in_offsets[v + 1] - in_offsets[v]
-    return nv, pairs, fdeg, unfinished
+            o |= w
+        ctr[c, 0] = bounds[c + 1] - bounds[c]
+        ctr[c, 1] = pairs
+        ctr[c, 2] = fdeg
+        ctr[c, 3] = 0
+        orw[c] = o
+
+
+def vertex_chunks(offsets: np.ndarray, nchunks: int) -> np.ndarray:
+    """``nchunks`` contiguous vertex ranges of about equal work (edges plus vertices) for the threads of a
+    pass over all owned vertices: ``(k + 1,)`` int64 bounds over local ids, ``k <= nchunks``."""
+    nloc = offsets.size - 1
+    work = np.asarray(offsets, np.int64) + np.arange(nloc + 1, dtype=np.int64)
+    bounds = np.searchsorted(work, np.linspace(0, int(work[-1]), max(1, nchunks) + 1)).astype(np.int64)
+    bounds[0], bounds[-1] = 0, nloc
+    return np.unique(bounds)
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
@@ -55,11 +94,6 @@ def nonzero_bits(words):
                 x |= np.uint64(1) << np.uint64(b)
         out[w] = x
     return out
-
-
-def or_words(words: np.ndarray) -> np.uint64:
-    """Bitwise OR of all ``words`` (the searches present in them)."""
-    return np.bitwise_or.reduce(words) if words.size else np.uint64(0)
 
 
 def encode(frontier: np.ndarray, nonzero: int) -> np.ndarray:

@@ -1,19 +1,30 @@
-"""Batched BFS kernels on the GPU (CuPy): the MS-BFS steps of :mod:`.batch_top_down`, :mod:`.batch_bottom_up`
-and :mod:`.batch_frontier` as CUDA C++ (NVRTC through ``cupy.RawModule``), for
+"""Batched BFS kernels on the GPU (CuPy): the MS-BFS steps of :mod:`.batch_top_down`, :mod:`.batch_bottom_up`,
+:mod:`.batch_frontier` and :mod:`.batch_results` as CUDA C++ (NVRTC through ``cupy.RawModule``), for
 :class:`~breadth.bfs.batch_engine.BatchEngine` with ``backend="gpu"``.
 
 Algorithm (Then et al., VLDB 2015), one bit per search in each vertex's 64-bit ``seen``/``frontier``/``next``
-word, as on the CPU:
+word and bit-sliced levels (``planes``, ``(nloc, B)`` row-major), as on the CPU:
 
 * **top-down**: one thread per frontier vertex ``u``; for each out-neighbour ``v`` owned here,
-  ``new = frontier[u] & ~atomicOr(&seen[v], frontier[u] & ~seen[v])`` -- the searches this thread claims
-  -- then ``atomicOr(&next[v], new)`` and the parents/levels of those searches.  A remote ``v`` becomes a
-  ``(v, u, bits)`` triple (bits filtered by ``atomicOr`` on ``sent[v]``), appended at an ``atomicAdd`` slot.
-* **bottom-up**: one thread per owned vertex scans its in-neighbours until every missing running search
-  is found, testing each neighbour in the bitmap of non-zero frontier words before reading its word.
-* **advance**: ``frontier = next; next = 0`` with the level's counters (non-zero words, set bits, their
-  out-degree sum, the in-degree sum of vertices still missing a running search, OR of the words), each
-  thread adding into five device counters.
+  ``atomicOr(&next[v], frontier[u] & ~(seen[v] | next[v]))`` when that is not zero.  A remote ``v``
+  becomes a ``(v, bits)`` pair (bits filtered by ``atomicOr`` on ``sent[v]``), appended at an
+  ``atomicAdd`` slot.
+* **bottom-up**: one thread per owned vertex ORs its in-neighbours' frontier words until it has every
+  missing running search (testing each neighbour in the bitmap of non-zero frontier words first when the
+  frontier is sparse), then ends the level for its vertex (``seen``, ``planes``, counters).
+* **finish** (after top-down, over the vertices the level touched, listed by the ``atomicOr`` that found
+  their ``next`` word empty): the old frontier cleared, ``frontier = next; seen |= next; planes; next = 0``
+  with the level's counters (non-zero words, set bits, their out-degree sum, OR of the words), each thread
+  adding into device counters.
+* **derive**: one thread per owned vertex writes a group of searches' levels (from the planes) and parents
+  (the first in-neighbour one level up, for all the group's searches in one scan), ``(count, nloc)``
+  each: a batch's results are derived a group at a time (``BatchEngine.result_bytes``), never 64
+  n-sized parent arrays at once.
+
+Device memory of a pass: ``3 + B`` words per owned vertex (``B`` = 4 up to depth 15), plus, on several
+ranks, the gathered frontier and the sent filter (two words per global vertex); the results add a
+group's ``12 * count`` bytes per owned vertex and, on several ranks, ``seen`` and ``planes`` gathered
+over all vertices (``(1 + B) * 8`` bytes per global vertex).
 
 Imported only for GPU ranks (it imports CuPy at module level).  Untested on this project's CPU-only CI.
 """
@@ -39,98 +50,150 @@ typedef int col_t;
 
 extern "C" __global__ void batch_td(const i64* __restrict__ offsets, const col_t* __restrict__ cols, i64 lo,
                                     i64 nloc, const i64* __restrict__ queue, i64 qn,
-                                    const u64* __restrict__ frontier, u64* seen, u64* nxt, i64* parent,
-                                    int* level, int depth, u64* sent, int has_sent, i64* trip, u64* tcount) {
+                                    const u64* __restrict__ frontier, const u64* __restrict__ seen, u64* nxt,
+                                    u64* sent, int has_sent, i64* pairs, u64* pcount, i64* touched, u64* tcount) {
     const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     if (t >= qn) return;
     const i64 u = queue[t];
     const u64 f = frontier[u];
-    const i64 ug = u + lo;
     for (i64 k = offsets[u]; k < offsets[u + 1]; ++k) {
         const i64 v = (i64)cols[k];
         const i64 j = v - lo;
         if (j >= 0 && j < nloc) {
-            u64 cand = f & ~seen[j];
-            if (!cand) continue;
-            u64 fresh = cand & ~atomicOr(&seen[j], cand);
-            if (!fresh) continue;
-            atomicOr(&nxt[j], fresh);
-            while (fresh) {
-                const int i = __ffsll((long long)fresh) - 1;
-                parent[j * 64 + i] = ug;
-                level[j * 64 + i] = depth;
-                fresh &= fresh - 1;
-            }
+            const u64 cand = f & ~(seen[j] | nxt[j]);
+            // the one OR that finds the word empty lists the vertex: each touched vertex once
+            if (cand && atomicOr(&nxt[j], cand) == 0ULL) touched[atomicAdd(tcount, 1ULL)] = j;
         } else if (has_sent) {
-            u64 cand = f & ~sent[v];
+            const u64 cand = f & ~sent[v];
             if (!cand) continue;
-            u64 fresh = cand & ~atomicOr(&sent[v], cand);
+            const u64 fresh = cand & ~atomicOr(&sent[v], cand);
             if (!fresh) continue;
-            const u64 at = atomicAdd(tcount, 1ULL);
-            trip[3 * at] = v;
-            trip[3 * at + 1] = ug;
-            trip[3 * at + 2] = (i64)fresh;
+            const u64 at = atomicAdd(pcount, 1ULL);
+            pairs[2 * at] = v;
+            pairs[2 * at + 1] = (i64)fresh;
         }
     }
 }
 
-extern "C" __global__ void batch_claim(const i64* __restrict__ trip, i64 nt, i64 lo, u64* seen, u64* nxt,
-                                       i64* parent, int* level, int depth) {
+extern "C" __global__ void batch_claim(const i64* __restrict__ pairs, i64 np, i64 lo, const u64* __restrict__ seen,
+                                       u64* nxt, i64* touched, u64* tcount) {
     const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    if (t >= nt) return;
-    const i64 j = trip[3 * t] - lo;
-    const u64 bits = (u64)trip[3 * t + 2];
-    u64 fresh = bits & ~atomicOr(&seen[j], bits);
-    if (!fresh) return;
-    atomicOr(&nxt[j], fresh);
-    while (fresh) {
-        const int i = __ffsll((long long)fresh) - 1;
-        parent[j * 64 + i] = trip[3 * t + 1];
-        level[j * 64 + i] = depth;
-        fresh &= fresh - 1;
-    }
+    if (t >= np) return;
+    const i64 j = pairs[2 * t] - lo;
+    const u64 bits = (u64)pairs[2 * t + 1] & ~seen[j];
+    if (bits && atomicOr(&nxt[j], bits) == 0ULL) touched[atomicAdd(tcount, 1ULL)] = j;
 }
 
-extern "C" __global__ void batch_bu(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
-                                    const u64* __restrict__ frontier, const u64* __restrict__ nonzero, u64 active,
-                                    u64* seen, u64* nxt, i64* parent, int* level, int depth, i64 nloc) {
-    const i64 v = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    if (v >= nloc) return;
-    u64 missing = active & ~seen[v];
-    u64 got_all = 0;
-    for (i64 k = offsets[v]; missing && k < offsets[v + 1]; ++k) {
-        const i64 u = (i64)cols[k];
-        if (!((nonzero[u >> 6] >> (u & 63)) & 1ULL)) continue;
-        u64 got = frontier[u] & missing;
-        if (!got) continue;
-        got_all |= got;
-        missing &= ~got;
-        while (got) {
-            const int i = __ffsll((long long)got) - 1;
-            parent[v * 64 + i] = u;
-            level[v * 64 + i] = depth;
-            got &= got - 1;
-        }
-    }
-    seen[v] |= got_all;
-    nxt[v] = got_all;
-}
-
-extern "C" __global__ void batch_advance(u64* nxt, u64* frontier, const u64* __restrict__ seen, u64 active,
-                                         const i64* __restrict__ out_off, const i64* __restrict__ in_off, i64 nloc,
-                                         u64* ctr) {
-    const i64 v = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    if (v >= nloc) return;
-    const u64 w = nxt[v];
-    frontier[v] = w;
-    nxt[v] = 0;
+// The end of a level at vertex v: seen, planes (bit b of depth -> plane b) and the five counters.
+__device__ void end_level(i64 v, u64 w, u64 s, u64* seen, u64* planes, int nplanes, int depth, u64 active,
+                          const i64* __restrict__ out_off, const i64* __restrict__ in_off, u64* ctr) {
     if (w) {
+        s |= w;
+        seen[v] = s;
+        for (int b = 0; b < nplanes; ++b)
+            if ((depth >> b) & 1) planes[v * nplanes + b] |= w;
         atomicAdd(&ctr[0], 1ULL);
         atomicAdd(&ctr[1], (u64)__popcll(w));
         atomicAdd(&ctr[2], (u64)(out_off[v + 1] - out_off[v]));
         atomicOr(&ctr[4], w);
     }
-    if (active & ~seen[v]) atomicAdd(&ctr[3], (u64)(in_off[v + 1] - in_off[v]));
+    if (active & ~s) {
+        const i64 d = in_off[v + 1] - in_off[v];
+        if (d) atomicAdd(&ctr[3], (u64)d);
+    }
+}
+
+extern "C" __global__ void batch_clear(const i64* __restrict__ queue, i64 qn, u64* frontier) {
+    const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (t < qn) frontier[queue[t]] = 0;
+}
+
+extern "C" __global__ void batch_finish(const i64* __restrict__ touched, i64 tn, u64* nxt, u64* frontier, u64* seen,
+                                        u64* planes, int nplanes, int depth, const i64* __restrict__ out_off,
+                                        u64* ctr) {
+    const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (t >= tn) return;
+    const i64 v = touched[t];
+    const u64 s = seen[v];
+    const u64 w = nxt[v] & ~s;
+    frontier[v] = w;
+    nxt[v] = 0;
+    // active = 0: the unfinished in-degree sum is not counted here (see batch_frontier.finish_touched)
+    end_level(v, w, s, seen, planes, nplanes, depth, 0ULL, out_off, out_off, ctr);
+}
+
+extern "C" __global__ void batch_bu(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
+                                    const u64* __restrict__ frontier, const u64* __restrict__ nonzero, int sparse,
+                                    u64 active, u64* seen, u64* nxt, u64* planes, int nplanes, int depth,
+                                    const i64* __restrict__ out_off, i64 nloc, u64* ctr) {
+    const i64 v = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (v >= nloc) return;
+    const u64 s = seen[v];
+    const u64 missing = active & ~s;
+    u64 got = 0;
+    if (missing) {
+        for (i64 k = offsets[v]; k < offsets[v + 1]; ++k) {
+            const i64 u = (i64)cols[k];
+            if (sparse && !((nonzero[u >> 6] >> (u & 63)) & 1ULL)) continue;
+            got |= frontier[u];
+            if ((got & missing) == missing) break;
+        }
+        got &= missing;
+    }
+    nxt[v] = got;
+    if (missing) end_level(v, got, s, seen, planes, nplanes, depth, active, out_off, offsets, ctr);
+}
+
+// table: (n, width) words, seen in column 0 and the nplanes planes in columns 1..nplanes (word_table)
+extern "C" __global__ void batch_derive(const i64* __restrict__ in_off, const col_t* __restrict__ in_cols, i64 lo,
+                                        i64 nloc, const u64* __restrict__ table, int width, int nplanes,
+                                        const i64* __restrict__ roots, int first, int count, i64* parent,
+                                        int* level) {
+    const i64 j = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (j >= nloc) return;
+    const i64 v = lo + j;
+    const u64* row = table + v * width;
+    const u64 group = count == 64 ? ~0ULL : ((1ULL << count) - 1) << first;
+    const u64 s = row[0] & group;
+    u64 deeper = 0;
+    u64 target[64];
+    for (int b = 0; b < nplanes; ++b) deeper |= row[1 + b] & s;
+    u64 borrow = deeper;
+    for (int b = 0; b < nplanes; ++b) {
+        const u64 p = row[1 + b];
+        target[b] = p ^ borrow;
+        borrow &= ~p;
+    }
+    for (int i = 0; i < count; ++i) {
+        const int bit = first + i;
+        int lv = -1;
+        i64 par = -1;
+        if ((s >> bit) & 1ULL) {
+            lv = 0;
+            for (int b = 0; b < nplanes; ++b) lv |= (int)((row[1 + b] >> bit) & 1ULL) << b;
+            if (lv == 0) par = v;
+            if (lv == 1) par = roots[bit];  // level 1: the root is the parent, found without a scan
+        }
+        level[(i64)i * nloc + j] = lv;
+        parent[(i64)i * nloc + j] = par;
+    }
+    u64 first_level = nplanes ? deeper & row[1] : 0;
+    for (int b = 1; b < nplanes; ++b) first_level &= ~row[1 + b];
+    u64 missing = deeper & ~first_level;
+    for (i64 k = in_off[j]; missing && k < in_off[j + 1]; ++k) {
+        const i64 u = (i64)in_cols[k];
+        const u64* urow = table + u * width;
+        u64 differ = 0;
+        for (int b = 0; b < nplanes; ++b) differ |= urow[1 + b] ^ target[b];
+        u64 eq = urow[0] & missing & ~differ;
+        if (!eq) continue;
+        missing &= ~eq;
+        while (eq) {
+            const int i = __ffsll((long long)eq) - 1;
+            parent[(i64)(i - first) * nloc + j] = u;
+            eq &= eq - 1;
+        }
+    }
 }
 
 extern "C" __global__ void batch_nonzero(const u64* __restrict__ words, i64 n, u64* out, i64 nw) {
@@ -143,7 +206,7 @@ extern "C" __global__ void batch_nonzero(const u64* __restrict__ words, i64 n, u
 }
 """
 
-_KERNELS = ("batch_td", "batch_claim", "batch_bu", "batch_advance", "batch_nonzero")
+_KERNELS = ("batch_td", "batch_claim", "batch_clear", "batch_finish", "batch_bu", "batch_derive", "batch_nonzero")
 
 
 @functools.lru_cache(maxsize=None)
@@ -166,50 +229,87 @@ def _i64(x) -> np.int64:
     return np.int64(x)
 
 
-def top_down_step(offsets, cols, lo: int, queue, frontier, seen, nxt, parent, level, depth: int, sent,
-                  nchunks: int):
-    """One batched top-down level (see :func:`.batch_top_down.top_down_step`); returns the ``(k, 3)`` int64
-    triples for other ranks, on the device.  ``nchunks`` is unused (one thread per frontier vertex)."""
+def _counters(ctr) -> tuple[int, int, int, int, int]:
+    c = ctr.get()
+    return int(c[0]), int(c[1]), int(c[2]), int(c[3]), int(np.uint64(c[4]).view(np.int64))
+
+
+def top_down_step(offsets, cols, lo: int, queue, frontier, seen, nxt, sent, nchunks: int):
+    """One batched top-down level (see :func:`.batch_top_down.top_down_step`); returns ``(touched, pairs)``
+    on the device.  ``nchunks`` is unused (one thread per frontier vertex)."""
     qn = int(queue.size)
     if qn == 0:
-        return cp.empty((0, 3), np.int64)
+        return cp.empty(0, np.int64), cp.empty((0, 2), np.int64)
     cap = int((offsets[queue + 1] - offsets[queue]).sum()) if sent.size else 0
-    trip = cp.empty(3 * max(cap, 1), np.int64)
-    tcount = cp.zeros(1, np.uint64)
+    pairs = cp.empty(2 * max(cap, 1), np.int64)
+    touched = cp.empty(max(int(frontier.size), 1), np.int64)  # each owned vertex at most once
+    count = cp.zeros(2, np.uint64)  # touched, pairs
     _kern(cols)["batch_td"](_grid(qn), (_THREADS,),
                             (offsets, cols, _i64(lo), _i64(frontier.size), queue.astype(np.int64), _i64(qn),
-                             frontier, seen, nxt, parent, level, np.int32(depth),
-                             sent if sent.size else seen, np.int32(1 if sent.size else 0), trip, tcount))
-    k = int(tcount.get()[0])
-    return trip[:3 * k].reshape(k, 3)
+                             frontier, seen, nxt, sent if sent.size else nxt, np.int32(1 if sent.size else 0),
+                             pairs, count[1:], touched, count[:1]))
+    nt, k = (int(x) for x in count.get())
+    return touched[:nt], pairs[:2 * k].reshape(k, 2)
 
 
-def claim_triples(trip, lo: int, seen, nxt, parent, level, depth) -> int:
-    """Apply received ``(vertex, parent, bits)`` triples (``(k, 3)`` int64 on the device)."""
-    nt = int(trip.shape[0])
+def claim_pairs(pairs, lo: int, seen, nxt):
+    """Apply received ``(vertex, bits)`` pairs (``(k, 2)`` int64 on the device); returns the local ids whose
+    ``nxt`` word this made non-zero."""
+    nt = int(pairs.shape[0])
+    touched = cp.empty(max(nt, 1), np.int64)
+    count = cp.zeros(1, np.uint64)
     if nt:
-        _kern()["batch_claim"](_grid(nt), (_THREADS,), (cp.ascontiguousarray(trip), _i64(nt), _i64(lo), seen, nxt,
-                                                        parent, level, np.int32(depth)))
-    return nt
+        _kern()["batch_claim"](_grid(nt), (_THREADS,), (cp.ascontiguousarray(pairs), _i64(nt), _i64(lo), seen, nxt,
+                                                        touched, count))
+    return touched[:int(count.get()[0])]
 
 
-def bottom_up_step(offsets, cols, frontier, nonzero, active, seen, nxt, parent, level, depth) -> None:
-    """One batched bottom-up level (see :func:`.batch_bottom_up.bottom_up_step`)."""
-    nloc = int(seen.size)
-    _kern(cols)["batch_bu"](_grid(nloc), (_THREADS,), (offsets, cols, frontier, nonzero, np.uint64(active), seen,
-                                                       nxt, parent, level, np.int32(depth), _i64(nloc)))
-
-
-def advance(nxt, frontier, seen, active, out_offsets, in_offsets):
-    """``frontier = next; next = 0``; returns ``(vertices, pairs, out_degree_sum, unfinished_in_degree_sum,
-    or_word)`` as host integers (see :func:`.batch_frontier.advance`)."""
+def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offsets, nchunks):
+    """The end of a top-down level over the vertices it touched (see :func:`.batch_frontier.finish_touched`);
+    returns the counters as host integers (the unfinished in-degree sum 0).  ``nchunks`` is unused."""
     ctr = cp.zeros(5, np.uint64)
-    nloc = int(nxt.size)
+    k = _kern()
+    if queue.size:
+        k["batch_clear"](_grid(queue.size), (_THREADS,), (queue, _i64(queue.size), frontier))
+    if touched.size:
+        k["batch_finish"](_grid(touched.size), (_THREADS,),
+                          (touched, _i64(touched.size), nxt, frontier, seen, planes, np.int32(planes.shape[1]),
+                           np.int32(depth), out_offsets, ctr))
+    return _counters(ctr)
+
+
+def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, planes, depth, out_offsets, chunks):
+    """One batched bottom-up level with its end (see :func:`.batch_bottom_up.bottom_up_step`); returns the
+    counters as host integers."""
+    ctr = cp.zeros(5, np.uint64)
+    nloc = int(seen.size)
     if nloc:
-        _kern()["batch_advance"](_grid(nloc), (_THREADS,), (nxt, frontier, seen, np.uint64(active), out_offsets,
-                                                            in_offsets, _i64(nloc), ctr))
-    c = ctr.get()
-    return int(c[0]), int(c[1]), int(c[2]), int(c[3]), np.uint64(c[4])
+        _kern(cols)["batch_bu"](_grid(nloc), (_THREADS,),
+                                (offsets, cols, frontier, nonzero if sparse else frontier, np.int32(bool(sparse)),
+                                 np.uint64(active), seen, nxt, planes, np.int32(planes.shape[1]), np.int32(depth),
+                                 out_offsets, _i64(nloc), ctr))
+    return _counters(ctr)
+
+
+def word_table(seen, planes):
+    """``seen`` and ``planes`` side by side, ``(n, max(8, B + 1))`` uint64 (see
+    :func:`.batch_results.word_table`; CuPy's allocations are 256-byte aligned)."""
+    n, nplanes = planes.shape
+    table = cp.zeros((n, max(8, nplanes + 1)), np.uint64)
+    table[:, 0] = seen
+    table[:, 1:1 + nplanes] = planes
+    return table
+
+
+def derive(in_offsets, in_cols, lo, table, nplanes, roots, first, count, chunks, parent, level) -> None:
+    """Levels and parents of searches ``first .. first+count-1`` (see :func:`.batch_results.derive`), into
+    ``(count, nloc)`` device arrays (int64 parents, int32 levels).  ``chunks`` is unused."""
+    nloc = int(parent.shape[1])
+    if nloc:
+        _kern(in_cols)["batch_derive"](_grid(nloc), (_THREADS,),
+                                       (in_offsets, in_cols, _i64(lo), _i64(nloc), table, np.int32(table.shape[1]),
+                                        np.int32(nplanes), cp.asarray(roots, np.int64), np.int32(first),
+                                        np.int32(count), parent, level))
 
 
 def nonzero_bits(words):
@@ -240,21 +340,32 @@ def decode(part, nonzero: int, nloc: int, out) -> None:
         out[:] = cp.asarray(part)
 
 
-def triples_by_owner(trip, block: int, nparts: int) -> list:
-    """``trip`` split into one device array per owner rank."""
+def pairs_by_owner(pairs, block: int, nparts: int) -> list:
+    """``pairs`` split into one device array per owner rank."""
     if nparts == 1:
-        return [trip]
-    owner = trip[:, 0] // block
+        return [pairs]
+    owner = pairs[:, 0] // block
     order = cp.argsort(owner)
-    srt = trip[order]
+    srt = pairs[order]
     cuts = cp.searchsorted(owner[order], cp.arange(nparts + 1)).get()
     return [srt[cuts[r]:cuts[r + 1]] for r in range(nparts)]
 
 
+#: device bytes of per-search results derived at once (a group of searches' parents and levels): at
+#: scale 26 on one GPU, 5 searches of 2**26 vertices at 12 bytes each
+RESULT_BYTES = 4 << 30
+
+
 def gpu_batch_kernels() -> SimpleNamespace:
-    """The batched engine's kernel names on CuPy arrays (int64 parents: the kernels write 64-bit ids)."""
+    """The batched engine's kernel names on CuPy arrays (int64 parents: the kernels write 64-bit ids), and the
+    single-search GPU backend for validating results on the device."""
+    from .gpu_kernels import gpu_backend
+
     return SimpleNamespace(
         name="gpu", xp=cp, parent_dtype=lambda n: np.dtype(np.int64), to_host=cp.asnumpy,
-        top_down_step=top_down_step, claim_triples=claim_triples, triples_by_owner=triples_by_owner,
-        bottom_up_step=bottom_up_step, advance=advance, nonzero_bits=nonzero_bits, encode=encode, decode=decode,
+        synchronize=lambda: cp.cuda.get_current_stream().synchronize(),
+        result_bytes=RESULT_BYTES, validation=gpu_backend(), vertex_chunks=lambda offsets, nchunks: None,
+        finish_touched=finish_touched, bottom_up_step=bottom_up_step, top_down_step=top_down_step,
+        claim_pairs=claim_pairs, pairs_by_owner=pairs_by_owner, nonzero_bits=nonzero_bits, encode=encode,
+        decode=decode, word_table=word_table, derive=derive,
     )

@@ -39,8 +39,10 @@ def bfs_batch(graph, roots, *, depth_limit: int | None = None, batch_size: int =
     again).  ``depth_limit`` as in :func:`~breadth.bfs.search.bfs`.  CPU graphs run the Numba kernels;
     GPU graphs the CuPy kernels of :mod:`breadth.bfs.batch_gpu` (``tests/test_gpu.py`` checks them against the
     CPU's levels).
-    Per (vertex, root) the ranks hold a parent and a level while the batch runs: ``12 * 64`` bytes per
-    owned vertex (``16 * 64`` on GPUs).
+    A pass holds ``3 + B`` 64-bit words per owned vertex (``B`` level planes, 4 up to depth 15); each root's
+    parents and levels are then derived from them, a group of roots at a time (on GPUs at most
+    ``BatchEngine.result_bytes`` of them on the device), and kept on the worker's host memory:
+    ``12`` bytes per owned vertex and root, as :func:`~breadth.bfs.search.bfs` keeps them.
 
     >>> from breadth.bfs import bfs_batch
     >>> res = bfs_batch(g, [0, 5, 9])                 # doctest: +SKIP

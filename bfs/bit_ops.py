@@ -1,11 +1,14 @@
-"""Word primitives for Numba kernels that Numba does not offer: atomic fetch-or and count-trailing-zeros.
+"""Word primitives for Numba kernels that Numba does not offer: atomic fetch-or, count-trailing-zeros,
+population count and a cache prefetch hint.
 
 The batched search (:mod:`breadth.bfs.batch_top_down`) lets several threads set bits of the same 64-bit
 visit word.  A plain ``seen[v] |= bits`` from two threads can lose one thread's bits (read-modify-write),
 and a lost bit there is a lost vertex for that root, so the word is updated with LLVM's ``atomicrmw or``,
-which also returns the previous word: ``bits & ~old`` are exactly the bits this thread claimed, so each
-(vertex, root) parent is written by one thread only.  ``ctz`` is LLVM's ``cttz``, one instruction (``tzcnt``)
-where a loop over the bits would take up to 63 steps.
+which also returns the previous word: the one thread that finds a ``next`` word empty lists its vertex,
+and ``bits & ~old`` of a ``sent`` word are the bits this thread is the first to send.  ``ctz`` is LLVM's ``cttz``, one instruction (``tzcnt``)
+where a loop over the bits would take up to 63 steps; ``popcount`` is ``ctpop`` (``popcnt``).  ``prefetch``
+(LLVM's ``prefetch``) asks for a line that a scan will read a few steps later, for scans whose reads are
+random (:mod:`breadth.bfs.batch_results`).
 
 >>> import numba, numpy as np
 >>> @numba.njit
@@ -58,5 +61,47 @@ def ctz(typingctx, x):
                                                                              [ir.IntType(64), ir.IntType(1)]),
                                             "llvm.cttz.i64")
         return builder.call(fn, [x64, ir.Constant(ir.IntType(1), 0)])
+
+    return sig, codegen
+
+
+@intrinsic
+def popcount(typingctx, x):
+    """Number of set bits of a 64-bit word, as int64 (LLVM's ``ctpop``: one ``popcnt``)."""
+    if not isinstance(x, types.Integer):
+        return None
+    sig = types.int64(x)
+
+    def codegen(context, builder, signature, args):
+        (x_v,) = args
+        x64 = context.cast(builder, x_v, signature.args[0], types.uint64)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(64), [ir.IntType(64)]),
+                                            "llvm.ctpop.i64")
+        return builder.call(fn, [x64])
+
+    return sig, codegen
+
+
+@intrinsic
+def prefetch(typingctx, arr, idx):
+    """Hint the cache to load ``arr[idx]`` (LLVM's ``prefetch``, read, high locality); no effect on results.
+    ``arr``: a C-contiguous array (``idx`` its flat element index), ``idx`` an integer."""
+    if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+        return None
+    sig = types.none(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        arr_t, idx_t = signature.args
+        arr_v, idx_v = args
+        ary = context.make_array(arr_t)(context, builder, arr_v)
+        idx_v = context.cast(builder, idx_v, idx_t, types.intp)
+        ptr = builder.gep(ary.data, [idx_v])
+        i8p = builder.bitcast(ptr, ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(),
+                                                                             [ir.IntType(8).as_pointer(), i32, i32,
+                                                                              i32]), "llvm.prefetch.p0i8")
+        builder.call(fn, [i8p, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
 
     return sig, codegen

@@ -102,8 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     _cluster_args(b)
     _memory_args(b)
     b.add_argument("--batch", action="store_true",
-                   help="search the roots 64 per pass (MS-BFS); a root's time is its batch's time divided by "
-                        "the batch size")
+                   help="search the roots 64 per pass (MS-BFS); a root's time is its batch's time (the pass "
+                        "and deriving every root's parents and levels) divided by the batch size")
     b.add_argument("--plot", default=None, metavar="FILE.png",
                    help="draw TEPS per root, frontier size and time per level (direction marked) and, on "
                         "several ranks, local vs exchange time per level (needs the 'plot' extra)")

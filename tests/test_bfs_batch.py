@@ -83,6 +83,87 @@ def test_batch_engine_refuses_bad_batches(edges):
     assert [(s.start, s.stop) for s in batches(130)] == [(0, 64), (64, 128), (128, 130)]
 
 
+def test_batch_results_in_groups_equal_one_group(edges):
+    """Results derived a few searches at a time (``result_bytes`` small, as on GPUs) equal those derived
+    all at once; a group's arrays are reused by the next one, ``result`` copies; bad ranges are refused."""
+    roots = roots_with_edges(edges, N, 20, seed=5)
+    whole = BatchEngine(one_shard(edges, N, True))
+    whole.search(roots)
+    parent_all, level_all = (a.copy() for a in whole.results())
+    small = BatchEngine(one_shard(edges, N, True), result_bytes=3 * N * 8)
+    small.search(roots)
+    assert small.group_size() == 3  # int32 parents and levels: 8 bytes a vertex and search
+    kept = [small.result(i) for i in range(len(roots))]
+    for i, r in enumerate(roots):
+        np.testing.assert_array_equal(kept[i][1], level_all[i])
+        np.testing.assert_array_equal(kept[i][1], scipy_levels(edges, N, int(r), True))
+        assert_bfs_parents(edges, N, kept[i][1], kept[i][0], [r], True)
+        assert kept[i][0].dtype == np.int64 and kept[i][1].dtype == np.int32
+    np.testing.assert_array_equal(whole.results(5, 3)[1], level_all[5:8])
+    for first, count in ((-1, 2), (19, 2), (0, 0)):
+        with pytest.raises(IndexError):
+            whole.results(first, count)
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_batch_engine_deep_levels_grow_the_planes(directed):
+    """A path of 70 vertices and a cycle beside it: levels up to 69 need 7 level planes (4 at first), and
+    every level and parent still equals the oracle's."""
+    path = np.stack([np.arange(69), np.arange(1, 70)], axis=1)
+    cycle = np.stack([np.arange(70, 100), np.r_[np.arange(71, 100), 70]], axis=1)
+    e = np.concatenate([path, cycle])
+    n = 128
+    roots = np.array([0, 69, 35, 70, 99, 120])
+    eng = BatchEngine(one_shard(e, n, directed))
+    eng.search(roots)
+    assert eng.planes.shape[1] == 7
+    for i, r in enumerate(roots):
+        parent, level = eng.result(i)
+        np.testing.assert_array_equal(level, scipy_levels(e, n, int(r), directed))
+        assert_bfs_parents(e, n, level, parent, [r], directed)
+
+
+def test_batch_gpu_kernel_source_parses(tmp_path):
+    """bfs/batch_gpu.py's CUDA C++ parses (g++ -fsyntax-only with the shim of tests/test_gpu_source.py), for
+    32- and 64-bit column ids: NVRTC compiles it only on a GPU machine."""
+    import shutil
+    import subprocess
+
+    from test_gpu_source import ROOT, _kernel_source
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed")
+    src = tmp_path / "batch.cu"
+    src.write_text(f'#include "{os.path.join(ROOT, "tests", "cuda_syntax_shim.h")}"\n' + _kernel_source("batch_gpu"))
+    for defines in ([], ["-DCOL64"]):
+        res = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-x", "c++", *defines, str(src)],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr[-3000:]
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_batch_engine_on_gpu_equals_cpu(edges, directed):
+    """The CuPy kernels (bfs/batch_gpu.py) give the CPU's levels and valid parents, also with results derived
+    a few searches at a time; skipped without CuPy and a GPU."""
+    cp = pytest.importorskip("cupy")
+    try:
+        cp.cuda.runtime.getDeviceCount()
+    except cp.cuda.runtime.CUDARuntimeError:
+        pytest.skip("no GPU")
+    roots = roots_with_edges(edges, N, 64, seed=9)
+    cpu = BatchEngine(one_shard(edges, N, directed))
+    gpu = BatchEngine(one_shard(edges, N, directed), backend="gpu", result_bytes=5 * N * 12)
+    assert gpu.group_size() == 5
+    for alpha in (4.0, 0.0, 1e9):  # both directions, top-down only, bottom-up only
+        cpu.alpha = gpu.alpha = alpha
+        cpu.search(roots)
+        gpu.search(roots)
+        for i, r in enumerate(roots):
+            parent, level = gpu.result(i)
+            np.testing.assert_array_equal(level, cpu.result(i)[1])
+            assert_bfs_parents(edges, N, level, parent, [r], directed)
+
+
 # -- through Dask, 1-3 ranks --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cluster():
