@@ -5,7 +5,9 @@ No process holds all the ids.  With ``P`` owners (one per worker by default) the
 1. **split** (one task per chunk, where the chunk is): factorize the chunk's endpoints
    (:mod:`breadth.pipeline.factorize`; ``pandas.factorize`` for strings) into
    codes and its unique ids (a chunk-local table), and cut the unique ids into ``P`` sorted pieces by
-   :func:`~breadth.bfs.id_map.owner_of` (a hash of the id's value).
+   :func:`~breadth.bfs.id_map.owner_of` (a hash of the id's value).  The pieces go into the id shuffle
+   (:func:`breadth.pipeline.shuffle.exchange`): task outputs in the workers' memory, or files on its
+   disk tier when the workers' memory limit needs it (:func:`breadth.pipeline.shuffle.id_tier`).
 2. **own** (a merge tree per owner, pinned round-robin to the workers): owner ``p`` receives its piece
    of every chunk (the shuffle), and keeps their sorted union -- part ``p`` of the id map.
 3. **offsets**: the client gathers the ``P`` part sizes; owner ``p``'s ids get dense ids
@@ -13,7 +15,7 @@ No process holds all the ids.  With ``P`` owners (one per worker by default) the
 4. **look up** (one small task per chunk and owner, next to the owner's part): the chunk's piece for
    ``p`` -> dense ids by a merge walk through part ``p`` (binary search for strings).
 5. **densify** (one task per chunk): the chunk's table (its unique ids, now with dense ids) maps the
-   chunk's codes to dense ids.
+   chunk's codes to dense ids, 32-bit while ``n < 2**31``: the form a chunk waits in until preparation.
 
 Each worker holds its share of the map plus what its chunks need; the client holds ``O(P + chunks)``
 numbers.  The map back stays where step 2 left it, as a :class:`~breadth.bfs.id_map.PartitionedIdMap`.
@@ -25,6 +27,7 @@ This module itself imports no Numba, so that GPU workers never load it.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import dask
@@ -110,6 +113,22 @@ def widen(dense):
     return dense.astype(np.int64, copy=False)
 
 
+def dense_to_file(folder: str, c: int, dense_step, split: tuple, *looked_up, dtype=np.int64) -> int:
+    """:func:`chunk_dense`, written to chunk ``c``'s file in ``folder`` instead of kept: its row count."""
+    from .shuffle import save_npy
+
+    d = dense_step(split, *looked_up, dtype=dtype)
+    save_npy(os.path.join(folder, f"dense-{c}.npy"), d)
+    return int(d.shape[0])
+
+
+def dense_from_file(folder: str, c: int, _rows: int) -> np.ndarray:
+    """Chunk ``c``'s dense ids written by :func:`dense_to_file`, as int64."""
+    from breadth.io.npy_lock import load_npy
+
+    return widen(load_npy(os.path.join(folder, f"dense-{c}.npy")))
+
+
 def _split_part(part: tuple, split, nowners: int, dtype) -> tuple:
     """:func:`~breadth.pipeline.shuffle.exchange`'s split: ``((codes, order), pieces)`` of a raw chunk."""
     codes, order, pieces = split(part[0], nowners, dtype)
@@ -131,8 +150,10 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     (:func:`~breadth.pipeline.shuffle.id_tier`): on the disk tier each chunk's pieces (8 bytes per distinct
     id) wait in files under ``spill_dir`` (default: a temporary directory), removed before this returns.
     A chunk waits for its owners as its codes and order (about 8 bytes a tuple plus 4 per distinct id),
-    then as its dense ids in 32 bits where ``n < 2**31`` (8 bytes a tuple), widened to int64 where they
-    are used -- the edge shuffle's send; its raw ids are freed as soon as it is split.
+    then as its dense ids in 32 bits where ``n < 2**31`` (8 bytes a tuple) -- in the workers' memory, or on
+    the disk tier in a file of a :class:`~breadth.pipeline.shuffle.LastingFolder` under ``spill_dir``,
+    removed when the dense chunks' graphs go -- widened to int64 where they are used (the edge shuffle's
+    send); its raw ids are freed as soon as it is split.
     ``device="gpu"``: the steps run on the workers' GPUs (:mod:`breadth.pipeline.hash_relabel_gpu`;
     chunks NumPy or CuPy integers, or cuDF frames of strings), the pieces wait as task outputs in device
     memory (dask-cuda spills them), the dense chunks are CuPy arrays and the map's parts come to the host.
@@ -143,13 +164,14 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     """
     from distributed import wait
 
-    from .shuffle import exchange, id_tier, spill_space
+    from .shuffle import LastingFolder, exchange, id_tier, spill_space
 
     P = int(nowners or len(workers))
     dtype = np.dtype(dtype)
     steps = _steps(device, dtype)
     chunks = [p for p, r in zip(parts, rows) if r]
     tier = "memory" if device == "gpu" else id_tier(client, int(sum(rows)))
+    parked = LastingFolder.make(spill_dir) if tier == "disk" else None  # where dense chunks wait
     with spill_space(client, tier, spill_dir) as space:
         # reads (delayed) and splits form one graph: Dask splits a chunk as soon as it is read and frees
         # the read chunk once split
@@ -160,27 +182,39 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
         sizes = client.gather([client.submit(len, o, pure=False) for o in owners])
         offsets = np.zeros(P + 1, np.int64)
         np.cumsum(sizes, out=offsets[1:])
-        dense = _densify(client, steps, ex, owners, offsets)
+        dense = _densify(client, steps, ex, owners, offsets, parked)
         space.futures += dense
         del ex  # a chunk's codes, order and pieces go once its dense ids are made
-        wait(dense)  # before the pieces' folder goes
+        try:
+            wait(dense)  # before the pieces' folder goes
+        except BaseException:
+            if parked is not None:
+                parked.remove()
+            raise
     if steps is not _CPU_STEPS:  # the map back lives in host memory, wherever it was built
         owners = [client.submit(steps.part_to_host, o, workers=[workers[p % len(workers)]],
                                 allow_other_workers=True, pure=False) for p, o in enumerate(owners)]
-    return ([dask.delayed(widen, pure=True)(d) for d in dense],
+    load = [dask.delayed(widen, pure=True)(d) for d in dense] if parked is None else \
+        [dask.delayed(dense_from_file, pure=True)(parked, c, d) for c, d in enumerate(dense)]
+    return (load,
             PartitionedIdMap(owners, offsets, dtype if dtype != np.dtype("O") else np.dtype(object), "hash", None,
                              client))
 
 
-def _densify(client, steps, ex, owners: list, offsets: np.ndarray) -> list:
+def _densify(client, steps, ex, owners: list, offsets: np.ndarray, parked) -> list:
     """Futures of every chunk's dense ids: its pieces looked up at their owners, then its codes mapped
-    through them, in 32 bits where the ids fit (the form a chunk waits in until preparation)."""
+    through them, in 32 bits where the ids fit (the form a chunk waits in until preparation); with a
+    ``parked`` folder, written there (the futures are then of the row counts)."""
     narrow = np.int32 if offsets[-1] < (1 << 31) else np.int64
     dense = []
     for c, kept in enumerate(ex.kept):
         looked = [client.submit(steps.lookup_piece, owners[p], int(offsets[p]), ex.piece(c, p), pure=False)
                   for p in range(len(owners))]
-        dense.append(client.submit(steps.chunk_dense, kept, *looked, dtype=narrow, pure=False))
+        if parked is None:
+            dense.append(client.submit(steps.chunk_dense, kept, *looked, dtype=narrow, pure=False))
+        else:
+            dense.append(client.submit(dense_to_file, parked.path, c, steps.chunk_dense, kept, *looked,
+                                       dtype=narrow, pure=False))
     return dense
 
 

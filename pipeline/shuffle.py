@@ -40,6 +40,7 @@ import shutil
 import tempfile
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -236,6 +237,43 @@ def _remove(root: str, temporary: str | None) -> None:
         time.sleep(0.05)
     if temporary is not None:
         shutil.rmtree(temporary, ignore_errors=True)
+
+
+class LastingFolder:
+    """A folder of files that tasks of a lazy graph read after the run that wrote them: removed when the
+    last graph that refers to this object is dropped (or at exit).  Pickled into a task, it is the path
+    (``str``): the folder's life is the client's graph's, not a worker's copy's.
+
+    >>> folder = LastingFolder.make(spill_dir)                            # doctest: +SKIP
+    >>> part = dask.delayed(load)(folder, "chunk-0.npy")                  # doctest: +SKIP
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self._gone = weakref.finalize(self, shutil.rmtree, path, True)
+
+    @classmethod
+    def make(cls, spill_dir: str | None, prefix: str = "breadth-chunks-") -> "LastingFolder":
+        """A new folder in ``spill_dir`` (default: the system's temporary directory)."""
+        if spill_dir is not None:
+            os.makedirs(spill_dir, exist_ok=True)
+        return cls(tempfile.mkdtemp(prefix=prefix, dir=spill_dir))
+
+    def remove(self) -> None:
+        self._gone()
+
+    def __reduce__(self):
+        return str, (self.path,)
+
+    def __fspath__(self) -> str:
+        return self.path
+
+
+def save_npy(path: str, a: np.ndarray) -> None:
+    """``a`` as ``path`` (``.npy``), written under a temporary name and renamed."""
+    tmp = path[:-len(".npy")] + ".tmp.npy"
+    np.save(tmp, a)
+    os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------- edges: send, then consume

@@ -130,6 +130,9 @@ def test_id_shuffle_disk_tier_numbers_as_memory_does(tmp_path, lclient, kind):
             el = read_parquet(str(tmp_path / "e.parquet"), client=lclient, spill_dir=str(spill))
         got[tier] = (el.edges.compute(), [np.asarray(p) for p in lclient.gather(el.id_map.parts)])
         assert el.edges.dtype == got[tier][0].dtype == np.int64
+        # the disk tier's dense chunks wait in a folder of their own, as long as the edge list's graph
+        assert len(list(spill.iterdir())) == (tier == "disk")
+        del el
         assert list(spill.iterdir()) == []
     (dm, pm), (dd, pd_) = got["memory"], got["disk"]
     np.testing.assert_array_equal(dm, dd)
