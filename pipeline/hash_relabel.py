@@ -74,8 +74,8 @@ def chunk_split(edges: np.ndarray, nowners: int, dtype) -> tuple[np.ndarray, np.
     pieces = np.split(uniq[order], np.cumsum(np.bincount(owner, minlength=nowners))[:-1])
     # int32 codes and order: a chunk has far fewer than 2^31 distinct ids, and both wait until the owners
     # have numbered every chunk's ids
-    small = np.int32 if uniq.size < (1 << 31) else np.int64
-    return codes.astype(small, copy=False).reshape(-1, 2), order.astype(small, copy=False), pieces
+    index = np.int32 if uniq.size < (1 << 31) else np.int64
+    return codes.astype(index, copy=False).reshape(-1, 2), order.astype(index, copy=False), pieces
 
 
 def owner_part(dtype, *pieces: np.ndarray) -> np.ndarray:
@@ -185,12 +185,7 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
         dense = _densify(client, steps, ex, owners, offsets, parked)
         space.futures += dense
         del ex  # a chunk's codes, order and pieces go once its dense ids are made
-        try:
-            wait(dense)  # before the pieces' folder goes
-        except BaseException:
-            if parked is not None:
-                parked.remove()
-            raise
+        wait(dense)  # before the pieces' folder goes (the dense chunks' folder goes with the last graph)
     if steps is not _CPU_STEPS:  # the map back lives in host memory, wherever it was built
         owners = [client.submit(steps.part_to_host, o, workers=[workers[p % len(workers)]],
                                 allow_other_workers=True, pure=False) for p, o in enumerate(owners)]

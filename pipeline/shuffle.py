@@ -259,14 +259,8 @@ class LastingFolder:
             os.makedirs(spill_dir, exist_ok=True)
         return cls(tempfile.mkdtemp(prefix=prefix, dir=spill_dir))
 
-    def remove(self) -> None:
-        self._gone()
-
     def __reduce__(self):
         return str, (self.path,)
-
-    def __fspath__(self) -> str:
-        return self.path
 
 
 def save_npy(path: str, a: np.ndarray) -> None:
