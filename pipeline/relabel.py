@@ -204,8 +204,9 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
     ``meta``: each chunk's ``(rows, stats, kind, lo, hi, on_device)`` when the reader knows them without
     reading it (Parquet metadata): hash relabeling then splits each chunk as soon as it is read, and its raw
     ids are freed once split, instead of every chunk being read (and held) before any split.
-    ``spill_dir``: where hash relabeling's id shuffle writes its pieces when the workers' memory limit
-    needs its disk tier (default: a temporary directory); nothing is left there afterwards.
+    ``spill_dir``: where hash relabeling's id shuffle writes when the workers' memory limit needs its disk
+    tier (default: a temporary directory): the ids' pieces, removed once relabeled, and the relabeled
+    chunks, removed when the edge list's graph goes.
 
     >>> el = edge_list_from_parts(read_snap_parts("g.txt"), client)   # doctest: +SKIP
     """
