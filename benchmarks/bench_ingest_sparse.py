@@ -11,8 +11,16 @@ Each measurement is a new process tree, interleaved round by round (this machine
   ``sum_duplicates``): the one-process baseline the real-datasets issue names;
 * ``cli``: ``breadth ingest DIR --workers W --out STORE`` (plus ``--memory-limit``/``--spill-dir`` when
   given): wall time of the command, the time it reports (read, relabel, shards and the store's write), and
-  the peak of the summed RSS of its whole process tree (client, nanny, workers), sampled every 50 ms;
-* ``api`` (with ``--api``): the same through the Python API on a local cluster with the stages
+  the peak of the summed RSS of its whole process tree (client, nanny, workers), sampled every 50 ms, each
+  process's peak, the read + relabel seconds (from the store's manifest) and the peak bytes under
+  ``--spill-dir``; with ``--search-roots R``, then ``breadth bench STORE --roots R`` (validated) and ``breadth
+  bfs STORE --root ... --out DIR`` (a results dataset, read back with pyarrow), sampled alike (``--store``
+  keeps the store).  The 2^30 web-crawl run::
+
+      python benchmarks/bench_ingest_sparse.py /tmp/wc30 --kinds cli --repeat 1 --workers 2 --memory-limit 6.3GB \
+          --spill-dir /tmp/spill --search-roots 4 --json benchmarks/results/ingest_webcrawl_2e30_cpu.json
+
+* ``api`` (with ``--kinds ...,api``): the same through the Python API on a local cluster with the stages
   (``read_parquet`` with the relabeling, then ``prepare``), each process's peak RSS, then ``--roots``
   validated Graph500 roots and a results dataset written by the workers.
 """
