@@ -123,7 +123,7 @@ def run_peer(inp: list[str]) -> dict:
     import scipy.sparse as sp
 
     t0 = time.perf_counter()
-    t = pq.read_table(inp, columns=["src", "dst"])
+    t = pq.read_table(inp[0] if len(inp) == 1 else inp, columns=["src", "dst"])  # a directory, or files
     src, dst = (t.column(c).to_numpy() for c in ("src", "dst"))
     del t
     t1 = time.perf_counter()
