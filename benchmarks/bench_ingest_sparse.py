@@ -11,8 +11,16 @@ Each measurement is a new process tree, interleaved round by round (this machine
   ``sum_duplicates``): the one-process baseline the real-datasets issue names;
 * ``cli``: ``breadth ingest DIR --workers W --out STORE`` (plus ``--memory-limit``/``--spill-dir`` when
   given): wall time of the command, the time it reports (read, relabel, shards and the store's write), and
-  the peak of the summed RSS of its whole process tree (client, nanny, workers), sampled every 50 ms;
-* ``api`` (with ``--api``): the same through the Python API on a local cluster with the stages
+  the peak of the summed RSS of its whole process tree (client, nanny, workers), sampled every 50 ms, each
+  process's peak, the read + relabel seconds (from the store's manifest) and the peak bytes under
+  ``--spill-dir``; with ``--search-roots R``, then ``breadth bench STORE --roots R`` (validated) and ``breadth
+  bfs STORE --root ... --out DIR`` (a results dataset, read back with pyarrow), sampled alike (``--store``
+  keeps the store).  The 2^30 web-crawl run::
+
+      python benchmarks/bench_ingest_sparse.py /tmp/wc30 --kinds cli --repeat 1 --workers 2 --memory-limit 6.3GB \
+          --spill-dir /tmp/spill --search-roots 4 --json benchmarks/results/ingest_webcrawl_2e30_cpu.json
+
+* ``api`` (with ``--kinds ...,api``): the same through the Python API on a local cluster with the stages
   (``read_parquet`` with the relabeling, then ``prepare``), each process's peak RSS, then ``--roots``
   validated Graph500 roots and a results dataset written by the workers.
 """
@@ -51,30 +59,53 @@ def _children() -> dict[int, list[int]]:
     return kids
 
 
-def tree_rss(pid: int) -> int:
-    """Summed resident bytes of ``pid`` and all its descendants (from /proc)."""
+def tree_rss(pid: int, each: dict | None = None) -> int:
+    """Summed resident bytes of ``pid`` and all its descendants (from /proc); ``each[pid]`` (when given)
+    keeps every process's largest RSS seen."""
     kids, todo, total = _children(), [pid], 0
     while todo:
         p = todo.pop()
         todo += kids.get(p, [])
         try:
             with open(f"/proc/{p}/statm") as f:
-                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+                rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         except (OSError, IndexError, ValueError):
-            pass
+            continue
+        total += rss
+        if each is not None:
+            each[p] = max(each.get(p, 0), rss)
+    return total
+
+
+def dir_bytes(path: str) -> int:
+    """Bytes of the files under ``path`` (0 when it does not exist)."""
+    total = 0
+    for d, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(d, f)).st_size
+            except OSError:
+                pass
     return total
 
 
 class TreeSampler(threading.Thread):
-    """Peak summed RSS of a process tree, sampled every ``period`` seconds until :meth:`stop`."""
+    """Peak summed RSS of a process tree (and each process's peak), sampled every ``period`` seconds until
+    :meth:`stop`; with ``spill_dir``, also the peak bytes under it (sampled every ``dir_period`` seconds)."""
 
-    def __init__(self, pid: int, period: float = 0.05):
+    def __init__(self, pid: int, period: float = 0.05, spill_dir: str | None = None, dir_period: float = 1.0):
         super().__init__(daemon=True)
         self.pid, self.period, self.peak, self._done = pid, period, 0, threading.Event()
+        self.each: dict[int, int] = {}
+        self.spill_dir, self.dir_period, self.spill_peak = spill_dir, dir_period, 0
 
     def run(self) -> None:
+        next_dir = 0.0
         while not self._done.is_set():
-            self.peak = max(self.peak, tree_rss(self.pid))
+            self.peak = max(self.peak, tree_rss(self.pid, self.each))
+            if self.spill_dir and time.monotonic() >= next_dir:
+                self.spill_peak = max(self.spill_peak, dir_bytes(self.spill_dir))
+                next_dir = time.monotonic() + self.dir_period
             self._done.wait(self.period)
 
     def stop(self) -> int:
@@ -85,14 +116,14 @@ class TreeSampler(threading.Thread):
 
 # ---------------------------------------------------------------- the three measurements
 
-def run_peer(inp: str) -> dict:
+def run_peer(inp: list[str]) -> dict:
     import numpy as np
     import pandas as pd
     import pyarrow.parquet as pq
     import scipy.sparse as sp
 
     t0 = time.perf_counter()
-    t = pq.read_table(inp, columns=["src", "dst"])
+    t = pq.read_table(inp[0] if len(inp) == 1 else inp, columns=["src", "dst"])  # a directory, or files
     src, dst = (t.column(c).to_numpy() for c in ("src", "dst"))
     del t
     t1 = time.perf_counter()
@@ -119,35 +150,76 @@ def breadth_command() -> str:
     return here if os.path.exists(here) else "breadth"
 
 
-def run_cli(inp: str, workers: int, memory_limit: str | None, spill_dir: str | None) -> dict:
-    store = tempfile.mkdtemp(prefix="bench-store-")
-    cmd = [breadth_command(), "ingest", inp, "--workers", str(workers), "--out", os.path.join(store, "s")]
+def run_sampled(cmd: list[str], spill_dir: str | None = None) -> tuple[dict, str]:
+    """Run ``cmd`` with its process tree's RSS sampled (and the bytes under ``spill_dir``): its record
+    (wall seconds, peak summed RSS, the largest processes' peaks, peak spill bytes) and its stdout."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sampler = TreeSampler(proc.pid, spill_dir=spill_dir)
+    sampler.start()
+    out, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    peak = sampler.stop()
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd)}: {err[-2000:]}")
+    return ({"command": " ".join(cmd), "wall_s": wall, "tree_rss_peak_bytes": peak,
+             "process_rss_peak_bytes": sorted(sampler.each.values(), reverse=True)[:8],
+             "spill_dir_peak_bytes": sampler.spill_peak if spill_dir else None,
+             "stdout": out.strip()[-400:], "stderr": err.strip()[-1500:]}, out)
+
+
+def run_cli(inp: list[str], workers: int, memory_limit: str | None, spill_dir: str | None,
+            store: str | None = None, roots: int = 0) -> dict:
+    """``breadth ingest`` of ``inp`` into ``store`` (default: a temporary one, removed), sampled; with
+    ``roots``, then ``breadth bench STORE --roots`` (validated Graph500 roots) and ``breadth bfs STORE
+    --root R --out DIR`` (a results dataset, its rows counted with pyarrow), each sampled alike."""
+    from breadth.io.shard_store import read_manifest
+
+    tmp = tempfile.mkdtemp(prefix="bench-store-")
+    store = store or os.path.join(tmp, "s")
+    cmd = [breadth_command(), "ingest", *inp, "--workers", str(workers), "--out", store]
     if memory_limit:
         cmd += ["--memory-limit", memory_limit]
     if spill_dir:
         cmd += ["--spill-dir", spill_dir]
     try:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        sampler = TreeSampler(proc.pid)
-        sampler.start()
-        out, err = proc.communicate()
-        wall = time.perf_counter() - t0
-        peak = sampler.stop()
-        if proc.returncode:
-            raise RuntimeError(err[-2000:])
-        reported = float(out.rsplit("; ", 1)[-1].split(" s", 1)[0]) if " s (" in out else None
-        return {"command": " ".join(cmd), "wall_s": wall, "reported_s": reported, "tree_rss_peak_bytes": peak,
-                "stdout": out.strip()[-400:]}
+        rec, out = run_sampled(cmd, spill_dir)
+        rec["reported_s"] = float(out.rsplit("; ", 1)[-1].split(" s", 1)[0]) if " s (" in out else None
+        m = read_manifest(store)
+        rec["read_relabel_s"] = m.get("extra", {}).get("read_s")
+        rec["vertices"], rec["tuples"] = m.get("num_vertices"), m.get("num_input_edges")
+        if roots:
+            import pyarrow as pa
+            import pyarrow.dataset as ds
+            import pyarrow.parquet as pq
+
+            js = os.path.join(tmp, "bench.json")
+            rec["graph500"], _ = run_sampled([breadth_command(), "bench", store, "--roots", str(roots), "--workers",
+                                              str(workers), "--json", js])
+            with open(js) as f:
+                g5 = json.load(f)
+            rec["graph500"]["result"] = {k: v for k, v in g5.items() if not isinstance(v, (list, dict))}
+            rec["graph500"]["statistics"] = g5["statistics"]
+            files = [inp[0]] if inp[0].endswith(".parquet") else sorted(os.path.join(inp[0], f)
+                                                                        for f in os.listdir(inp[0]))
+            root = int(pq.ParquetFile(files[0]).read_row_group(0, columns=["src"]).column(0)[0].as_py())
+            res = os.path.join(tmp, "results")
+            rec["results"], _ = run_sampled([breadth_command(), "bfs", store, "--root", str(root), "--out", res,
+                                             "--workers", str(workers)])
+            t = ds.dataset(res, format="parquet")
+            rec["results"].update(root=root, rows=t.count_rows(), schema=str(t.schema),
+                                  roots_in_dataset=pa.compute.unique(t.to_table(columns=["root"])
+                                                                     .column(0)).to_pylist())
+        return rec
     finally:
-        shutil.rmtree(store, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def run_api(inp: str, workers: int, roots: int) -> dict:
+def run_api(inp: list[str], workers: int, roots: int) -> dict:
     from breadth.bfs import bfs, graph500
     from breadth.bfs.results import write_results_dataset
     from breadth.io import read_parquet
@@ -182,9 +254,11 @@ def run_api(inp: str, workers: int, roots: int) -> dict:
 
 
 def _fresh(kind: str, a) -> dict:
-    args = [sys.executable, __file__, a.input, "--one", kind, "--workers", str(a.workers), "--roots", str(a.roots)]
+    args = [sys.executable, __file__, *a.input, "--one", kind, "--workers", str(a.workers), "--roots", str(a.roots)]
     args += ["--memory-limit", a.memory_limit] if a.memory_limit else []
     args += ["--spill-dir", a.spill_dir] if a.spill_dir else []
+    args += ["--store", a.store] if a.store else []
+    args += ["--search-roots", str(a.search_roots)]
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError(f"{kind}: {r.stderr[-3000:]}")
@@ -193,18 +267,23 @@ def _fresh(kind: str, a) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("input", help="a Parquet dataset directory (benchmarks/make_webcrawl.py)")
+    p.add_argument("input", nargs="+", help="a Parquet dataset directory (benchmarks/make_webcrawl.py), or some "
+                                         "of its files")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--memory-limit", default=None)
     p.add_argument("--spill-dir", default=None)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--roots", type=int, default=4)
     p.add_argument("--kinds", default="peer,cli")
+    p.add_argument("--store", default=None, help="cli: ingest into this store and keep it")
+    p.add_argument("--search-roots", type=int, default=0,
+                   help="cli: after ingesting, this many validated Graph500 roots and a results dataset")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)
     p.add_argument("--json", default=None)
     a = p.parse_args()
     if a.one:
-        fn = {"peer": lambda: run_peer(a.input), "cli": lambda: run_cli(a.input, a.workers, a.memory_limit, a.spill_dir),
+        fn = {"peer": lambda: run_peer(a.input), "cli": lambda: run_cli(a.input, a.workers, a.memory_limit, a.spill_dir, a.store,
+                                                                 a.search_roots),
               "api": lambda: run_api(a.input, a.workers, a.roots)}[a.one]
         print(json.dumps(fn()))
         return

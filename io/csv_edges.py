@@ -152,7 +152,7 @@ def _check_header(path, delimiter, header, src, dst):
 
 def read_csv(paths, *, header: bool | None = None, delimiter: str = ",", src=None, dst=None, ids: str = "int",
              directed: bool = False, on_bad_lines: str = "error", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-             relabel: bool = True, persist: bool = True, client=None):
+             relabel: bool = True, persist: bool = True, client=None, spill_dir: str | None = None):
     """Read CSV edge files into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids.
 
     ``header``: ``True`` (the first row names the columns), ``False`` (no header row) or ``None`` (the
@@ -172,7 +172,7 @@ def read_csv(paths, *, header: bool | None = None, delimiter: str = ",", src=Non
     parts = csv_parts(files, header=header, delimiter=delimiter, src=src, dst=dst, ids=ids,
                       on_bad_lines=on_bad_lines, chunk_bytes=chunk_bytes)
     return edge_list_from_parts(parts, client, directed=directed, relabel=relabel, persist=persist,
-                                source={"kind": "csv", "path": ",".join(files)})
+                                source={"kind": "csv", "path": ",".join(files)}, spill_dir=spill_dir)
 
 
 __all__ = ["csv_parts", "read_csv", "NonNumericIdError"]

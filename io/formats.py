@@ -44,7 +44,7 @@ def detect_format(path: str) -> str:
 
 
 def read_edges(paths, format: str = "auto", *, directed: bool | None = None, src=None, dst=None,
-               on_bad_lines: str = "error", client=None, device: str = "cpu", **kw):
+               on_bad_lines: str = "error", client=None, device: str = "cpu", spill_dir: str | None = None, **kw):
     """Read edge files of any supported format into an :class:`~breadth.pipeline.edges.EdgeList`.
 
     ``format``: ``auto`` (by extension, then content), ``snap``, ``csv``, ``mtx`` or ``parquet``.  All
@@ -52,6 +52,7 @@ def read_edges(paths, format: str = "auto", *, directed: bool | None = None, src
     defaults to undirected (Graph500), except Matrix Market files, whose ``general``/``symmetric`` banner
     decides.  ``device="gpu"``: Parquet is read by cuDF on the dask-cuda workers and its integer ids are
     relabeled on their GPUs; text formats are parsed on the host (``prepare(device="gpu")`` moves them).
+    ``spill_dir``: where relabeling writes its id shuffle's pieces when the workers' memory limit needs disk.
 
     >>> from breadth.io import read_edges
     >>> el = read_edges(["a.txt.gz", "b.txt.gz"], directed=True)     # doctest: +SKIP
@@ -76,10 +77,11 @@ def read_edges(paths, format: str = "auto", *, directed: bool | None = None, src
     directed = bool(directed)
     if format == "parquet":
         return parquet_edges.read_parquet(items, src=src, dst=dst, directed=directed, client=client, device=device,
-                                          **kw)
+                                          spill_dir=spill_dir, **kw)
     if format == "csv":
         return csv_edges.read_csv(items, src=src, dst=dst, directed=directed, on_bad_lines=on_bad_lines,
-                                  client=client, **kw)
+                                  client=client, spill_dir=spill_dir, **kw)
     if src is not None or dst is not None:
         raise ValueError(f"src/dst columns apply to csv and parquet input, not {format}")
-    return snap_text.read_snap(items, directed=directed, on_bad_lines=on_bad_lines, client=client, **kw)
+    return snap_text.read_snap(items, directed=directed, on_bad_lines=on_bad_lines, client=client,
+                               spill_dir=spill_dir, **kw)

@@ -31,7 +31,7 @@ def snap_parts(paths, *, comments: str = "#%", extra_columns: str = "error", on_
 
 def read_snap(paths, *, directed: bool = False, comments: str = "#%", extra_columns: str = "error",
               on_bad_lines: str = "error", chunk_bytes: int = DEFAULT_CHUNK_BYTES, relabel: bool = True,
-              persist: bool = True, client=None):
+              persist: bool = True, client=None, spill_dir: str | None = None):
     """Read SNAP edge-list text files into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids.
 
     ``paths``: a file, directory, glob or list (``.gz`` files streamed).  Vertices are the distinct ids
@@ -50,4 +50,4 @@ def read_snap(paths, *, directed: bool = False, comments: str = "#%", extra_colu
     parts = snap_parts(files, comments=comments, extra_columns=extra_columns, on_bad_lines=on_bad_lines,
                        chunk_bytes=chunk_bytes)
     return edge_list_from_parts(parts, client, directed=directed, relabel=relabel, persist=persist,
-                                source={"kind": "snap", "path": ",".join(files)})
+                                source={"kind": "snap", "path": ",".join(files)}, spill_dir=spill_dir)

@@ -176,7 +176,8 @@ def ingest(args) -> int:
     with cluster_client(args, device=device, managed_target=target) as client:
         t0 = time.perf_counter()
         el = read_edges(args.paths, format=args.format, directed=True if args.directed else None, src=args.src,
-                        dst=args.dst, on_bad_lines=args.on_bad_lines, client=client, device=device, **kw)
+                        dst=args.dst, on_bad_lines=args.on_bad_lines, client=client, device=device,
+                        spill_dir=spill_dir_for(args), **kw)
         # the relabeled chunks that already run (hash owners) finish first: the memory plan and the shuffle's
         # tier count what the workers hold then, not the relabeling's transient peak
         from distributed import futures_of, wait

@@ -85,14 +85,15 @@ def _partition_edges(df, src: str, dst: str, where: str):
 
 
 def from_dask_dataframe(ddf, src: str = "src", dst: str = "dst", *, directed: bool = False, relabel: bool = True,
-                        persist: bool = True, client=None):
+                        persist: bool = True, client=None, spill_dir: str | None = None):
     """An :class:`~breadth.pipeline.edges.EdgeList` from the ``src``/``dst`` columns of a Dask DataFrame.
 
     Each partition becomes one chunk; integer ids (any width) or string ids are relabeled to
     ``0..n-1`` out of core, ``id_map`` giving the originals back.  A cuDF-backed frame (dask_cudf on
     dask-cuda workers) keeps integer ids on the GPUs: they are checked, relabeled and handed to
     ``prepare(device="gpu")`` as CuPy chunks (:mod:`breadth.pipeline.hash_relabel_gpu`), string ids as
-    cuDF string columns.  cuDF is never required.
+    cuDF string columns.  cuDF is never required.  ``spill_dir``: where relabeling's id shuffle writes its
+    pieces when the workers' memory limit needs disk (default: a temporary directory).
 
     >>> import dask.dataframe as dd, pandas as pd
     >>> from breadth.pipeline import from_dask_dataframe
@@ -114,4 +115,4 @@ def from_dask_dataframe(ddf, src: str = "src", dst: str = "dst", *, directed: bo
     parts = [dask.delayed(_partition_edges, pure=True)(p, src, dst, f"partition {i}")
              for i, p in enumerate(ddf[[src, dst]].to_delayed())]
     return edge_list_from_parts(parts, client, directed=directed, relabel=relabel, persist=persist,
-                                source={"kind": "dask_dataframe", "src": src, "dst": dst})
+                                source={"kind": "dask_dataframe", "src": src, "dst": dst}, spill_dir=spill_dir)

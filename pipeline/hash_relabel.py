@@ -5,7 +5,9 @@ No process holds all the ids.  With ``P`` owners (one per worker by default) the
 1. **split** (one task per chunk, where the chunk is): factorize the chunk's endpoints
    (:mod:`breadth.pipeline.factorize`; ``pandas.factorize`` for strings) into
    codes and its unique ids (a chunk-local table), and cut the unique ids into ``P`` sorted pieces by
-   :func:`~breadth.bfs.id_map.owner_of` (a hash of the id's value).
+   :func:`~breadth.bfs.id_map.owner_of` (a hash of the id's value).  The pieces go into the id shuffle
+   (:func:`breadth.pipeline.shuffle.exchange`): task outputs in the workers' memory, or files on its
+   disk tier when the workers' memory limit needs it (:func:`breadth.pipeline.shuffle.id_tier`).
 2. **own** (a merge tree per owner, pinned round-robin to the workers): owner ``p`` receives its piece
    of every chunk (the shuffle), and keeps their sorted union -- part ``p`` of the id map.
 3. **offsets**: the client gathers the ``P`` part sizes; owner ``p``'s ids get dense ids
@@ -13,7 +15,7 @@ No process holds all the ids.  With ``P`` owners (one per worker by default) the
 4. **look up** (one small task per chunk and owner, next to the owner's part): the chunk's piece for
    ``p`` -> dense ids by a merge walk through part ``p`` (binary search for strings).
 5. **densify** (one task per chunk): the chunk's table (its unique ids, now with dense ids) maps the
-   chunk's codes to dense ids.
+   chunk's codes to dense ids, 32-bit while ``n < 2**31``: the form a chunk waits in until preparation.
 
 Each worker holds its share of the map plus what its chunks need; the client holds ``O(P + chunks)``
 numbers.  The map back stays where step 2 left it, as a :class:`~breadth.bfs.id_map.PartitionedIdMap`.
@@ -25,6 +27,7 @@ This module itself imports no Numba, so that GPU workers never load it.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import dask
@@ -69,8 +72,10 @@ def chunk_split(edges: np.ndarray, nowners: int, dtype) -> tuple[np.ndarray, np.
     small = owner.astype(np.uint16 if nowners <= 1 << 16 else np.int64)  # 16-bit keys: numpy's radix sort
     order = by_value[np.argsort(small[by_value], kind="stable")]
     pieces = np.split(uniq[order], np.cumsum(np.bincount(owner, minlength=nowners))[:-1])
-    # int32 codes: a chunk has far fewer than 2^31 distinct ids, and the codes live as long as the chunk
-    return codes.astype(np.int32 if uniq.size < (1 << 31) else np.int64, copy=False).reshape(-1, 2), order, pieces
+    # int32 codes and order: a chunk has far fewer than 2^31 distinct ids, and both wait until the owners
+    # have numbered every chunk's ids
+    index = np.int32 if uniq.size < (1 << 31) else np.int64
+    return codes.astype(index, copy=False).reshape(-1, 2), order.astype(index, copy=False), pieces
 
 
 def owner_part(dtype, *pieces: np.ndarray) -> np.ndarray:
@@ -94,69 +99,118 @@ def lookup_piece(part: np.ndarray, offset: int, piece: np.ndarray) -> np.ndarray
     return merge_lookup(part, offset, piece)
 
 
-def chunk_dense(split: tuple, *looked_up: np.ndarray) -> np.ndarray:
-    """The chunk's edges in dense ids (``(k, 2)`` int64): ``looked_up[p]`` are the dense ids of
-    ``pieces[p]``, so their concatenation follows ``order``."""
-    codes, order, _ = split
-    table = np.empty(order.size, np.int64)
-    table[order] = np.concatenate(looked_up) if looked_up else np.empty(0, np.int64)
+def chunk_dense(split: tuple, *looked_up: np.ndarray, dtype=np.int64) -> np.ndarray:
+    """The chunk's edges in dense ids (``(k, 2)`` of ``dtype``): ``split`` is ``(codes, order, ...)``,
+    ``looked_up[p]`` are the dense ids of ``pieces[p]``, so their concatenation follows ``order``."""
+    codes, order = split[0], split[1]
+    table = np.empty(order.size, dtype)
+    table[order] = np.concatenate(looked_up) if looked_up else np.empty(0, dtype)
     return table[codes]
 
 
-def _split_part(split, part: tuple, nowners: int, dtype) -> tuple:
-    return split(part[0], nowners, dtype)
+def widen(dense):
+    """Dense ids as int64 (NumPy or CuPy, where they are): what preparation's shuffle reads."""
+    return dense.astype(np.int64, copy=False)
 
 
-def _piece(split: tuple, p: int) -> np.ndarray:
-    return split[2][p]
+def dense_to_file(folder: str, c: int, dense_step, split: tuple, *looked_up, dtype=np.int64) -> int:
+    """:func:`chunk_dense`, written to chunk ``c``'s file in ``folder`` instead of kept: its row count."""
+    from .shuffle import save_npy
+
+    d = dense_step(split, *looked_up, dtype=dtype)
+    save_npy(os.path.join(folder, f"dense-{c}.npy"), d)
+    return int(d.shape[0])
+
+
+def dense_from_file(folder: str, c: int, _rows: int) -> np.ndarray:
+    """Chunk ``c``'s dense ids written by :func:`dense_to_file`, as int64."""
+    from breadth.io.npy_lock import load_npy
+
+    return widen(load_npy(os.path.join(folder, f"dense-{c}.npy")))
+
+
+def _split_part(part: tuple, split, nowners: int, dtype) -> tuple:
+    """:func:`~breadth.pipeline.shuffle.exchange`'s split: ``((codes, order), pieces)`` of a raw chunk."""
+    codes, order, pieces = split(part[0], nowners, dtype)
+    return (codes, order), pieces
 
 
 # ---------------------------------------------------------------- the Dask orchestration
 
 
 def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[str], *,
-                   nowners: int | None = None, device: str = "cpu") -> tuple[list, PartitionedIdMap]:
+                   nowners: int | None = None, device: str = "cpu",
+                   spill_dir: str | None = None) -> tuple[list, PartitionedIdMap]:
     """Relabel raw chunks (futures or delayed objects of ``(edges, stats)``) to dense ids with hash owners.
 
-    Returns ``(dense, id_map)``: ``dense[c]`` is a ``dask.delayed`` of chunk ``c``'s ``(rows[c], 2)`` int64
-    dense edges (only chunks with rows) over futures of its codes and looked-up ids, ``id_map`` the
-    partitioned map back, its parts left on the workers.  The dense edges are made where they are used
-    -- the edge shuffle's send -- and dropped once sent: between relabeling and preparation a chunk
-    holds only its codes (8 bytes a tuple) and its raw ids are freed as soon as it is split, instead of
-    raw, codes and dense ids at once (40 bytes a tuple, which Dask spilled to disk by the tens of GB at
-    2^30 tuples).
+    Returns ``(dense, id_map)`` once every chunk is relabeled: ``dense[c]`` is a ``dask.delayed`` of chunk
+    ``c``'s ``(rows[c], 2)`` int64 dense edges (only chunks with rows), ``id_map`` the partitioned map
+    back, its parts left on the workers.  The ids move to their owners through the id shuffle
+    (:func:`~breadth.pipeline.shuffle.exchange`), whose tier follows the workers' memory limit
+    (:func:`~breadth.pipeline.shuffle.id_tier`): on the disk tier each chunk's pieces (8 bytes per distinct
+    id) wait in files under ``spill_dir`` (default: a temporary directory), removed before this returns.
+    A chunk waits for its owners as its codes and order (about 8 bytes a tuple plus 4 per distinct id),
+    then as its dense ids in 32 bits where ``n < 2**31`` (8 bytes a tuple) -- in the workers' memory, or on
+    the disk tier in a file of a :class:`~breadth.pipeline.shuffle.LastingFolder` under ``spill_dir``,
+    removed when the dense chunks' graphs go -- widened to int64 where they are used (the edge shuffle's
+    send); its raw ids are freed as soon as it is split.
     ``device="gpu"``: the steps run on the workers' GPUs (:mod:`breadth.pipeline.hash_relabel_gpu`;
-    chunks NumPy or CuPy integers, or cuDF frames of strings), the dense chunks are CuPy arrays and the
-    map's parts come to the host at the end.
+    chunks NumPy or CuPy integers, or cuDF frames of strings), the pieces wait as task outputs in device
+    memory (dask-cuda spills them), the dense chunks are CuPy arrays and the map's parts come to the host.
 
     >>> dense, idm = relabel_hashed(client, parts, rows, np.int64, workers)   # doctest: +SKIP
     >>> idm.nparts == len(workers), idm.size                                  # doctest: +SKIP
     (True, 1048224)
     """
+    from distributed import wait
+
+    from .shuffle import LastingFolder, exchange, id_tier, spill_space
+
     P = int(nowners or len(workers))
     dtype = np.dtype(dtype)
     steps = _steps(device, dtype)
     chunks = [p for p, r in zip(parts, rows) if r]
-    # one graph of reads (delayed) or read chunks (futures) and their splits: Dask splits a chunk as soon
-    # as it is read, and a read chunk nothing else holds is freed once split
-    splits = client.compute([dask.delayed(_split_part, pure=False)(steps.chunk_split, p, P, dtype) for p in chunks])
-    pieces = [[client.submit(_piece, s, p, pure=False) for p in range(P)] for s in splits]
-    owners = [_owner_tree(client, steps, dtype, [pieces[c][p] for c in range(len(splits))],
-                          workers[p % len(workers)]) for p in range(P)]
-    sizes = client.gather([client.submit(len, o, pure=False) for o in owners])
-    offsets = np.zeros(P + 1, np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    dense = []
-    for c, s in enumerate(splits):
-        looked = [client.submit(steps.lookup_piece, owners[p], int(offsets[p]), pieces[c][p], pure=False)
-                  for p in range(P)]
-        dense.append(dask.delayed(steps.chunk_dense, pure=False)(s, *looked))
-    del pieces, splits  # the dense chunks' graphs keep what they need alive
+    tier = "memory" if device == "gpu" else id_tier(client, int(sum(rows)))
+    parked = LastingFolder.make(spill_dir) if tier == "disk" else None  # where dense chunks wait
+    with spill_space(client, tier, spill_dir) as space:
+        # reads (delayed) and splits form one graph: Dask splits a chunk as soon as it is read and frees
+        # the read chunk once split
+        ex = exchange(client, chunks, _split_part, P, workers, tier=tier, root=space.root,
+                      args=(steps.chunk_split, P, dtype))
+        space.futures += ex.kept
+        owners = [ex.reduce(p, steps.owner_part, dtype, fanin=MERGE_FANIN) for p in range(P)]
+        sizes = client.gather([client.submit(len, o, pure=False) for o in owners])
+        offsets = np.zeros(P + 1, np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        dense = _densify(client, steps, ex, owners, offsets, parked)
+        space.futures += dense
+        del ex  # a chunk's codes, order and pieces go once its dense ids are made
+        wait(dense)  # before the pieces' folder goes (the dense chunks' folder goes with the last graph)
     if steps is not _CPU_STEPS:  # the map back lives in host memory, wherever it was built
         owners = [client.submit(steps.part_to_host, o, workers=[workers[p % len(workers)]],
                                 allow_other_workers=True, pure=False) for p, o in enumerate(owners)]
-    return dense, PartitionedIdMap(owners, offsets, dtype if dtype != np.dtype("O") else np.dtype(object),
-                                   "hash", None, client)
+    load = [dask.delayed(widen, pure=True)(d) for d in dense] if parked is None else \
+        [dask.delayed(dense_from_file, pure=True)(parked, c, d) for c, d in enumerate(dense)]
+    return (load,
+            PartitionedIdMap(owners, offsets, dtype if dtype != np.dtype("O") else np.dtype(object), "hash", None,
+                             client))
+
+
+def _densify(client, steps, ex, owners: list, offsets: np.ndarray, parked) -> list:
+    """Futures of every chunk's dense ids: its pieces looked up at their owners, then its codes mapped
+    through them, in 32 bits where the ids fit (the form a chunk waits in until preparation); with a
+    ``parked`` folder, written there (the futures are then of the row counts)."""
+    narrow = np.int32 if offsets[-1] < (1 << 31) else np.int64
+    dense = []
+    for c, kept in enumerate(ex.kept):
+        looked = [client.submit(steps.lookup_piece, owners[p], int(offsets[p]), ex.piece(c, p), pure=False)
+                  for p in range(len(owners))]
+        if parked is None:
+            dense.append(client.submit(steps.chunk_dense, kept, *looked, dtype=narrow, pure=False))
+        else:
+            dense.append(client.submit(dense_to_file, parked.path, c, steps.chunk_dense, kept, *looked,
+                                       dtype=narrow, pure=False))
+    return dense
 
 
 class _CpuSteps:
@@ -180,18 +234,6 @@ def _steps(device: str, dtype):
     from . import hash_relabel_gpu
 
     return hash_relabel_gpu
-
-
-def _owner_tree(client, steps, dtype, pieces: list, worker: str):
-    """Owner's part as a merge tree of fan-in ``MERGE_FANIN`` on the owner's worker: no task takes more
-    than that many pieces (or partial unions) at once, so the owner holds its share plus a few pieces."""
-    level = pieces or [client.scatter(np.empty(0, dtype), hash=False)]
-    while True:
-        level = [client.submit(steps.owner_part, dtype, *level[i:i + MERGE_FANIN], workers=[worker],
-                               allow_other_workers=True, pure=False)
-                 for i in range(0, len(level), MERGE_FANIN)]
-        if len(level) == 1:
-            return level[0]
 
 
 def global_dtype(kinds: list[str]) -> Any:

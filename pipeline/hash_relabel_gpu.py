@@ -94,10 +94,10 @@ def lookup_piece(part, offset: int, piece) -> "cp.ndarray":
     return cp.searchsorted(part, cp.asarray(piece)).astype(cp.int64) + offset
 
 
-def chunk_dense(split: tuple, *looked_up) -> "cp.ndarray":
-    """The chunk's ``(k, 2)`` int64 dense edges on the device."""
-    codes, order, _ = split
-    table = cp.empty(order.size, cp.int64)
+def chunk_dense(split: tuple, *looked_up, dtype=np.int64) -> "cp.ndarray":
+    """The chunk's ``(k, 2)`` dense edges (of ``dtype``) on the device; ``split`` is ``(codes, order, ...)``."""
+    codes, order = split[0], split[1]
+    table = cp.empty(order.size, dtype)
     if looked_up:
         table[order] = cp.concatenate(looked_up) if len(looked_up) > 1 else looked_up[0]
     return table[codes]

@@ -188,7 +188,8 @@ def _fast_span(meta: list[tuple]) -> int:
 
 def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, source: dict | None = None,
                          relabel: bool = True, persist: bool = True, chunk_rows: list[int] | None = None,
-                         hashed: bool | None = None, meta: list[tuple] | None = None) -> EdgeList:
+                         hashed: bool | None = None, meta: list[tuple] | None = None,
+                         spill_dir: str | None = None) -> EdgeList:
     """Turn raw ``(edges, ChunkStats)`` delayed chunks into an :class:`EdgeList` of dense ids.
 
     Sparse ids (int64 over a wide span, uint64, strings) are relabeled by hash owners
@@ -203,6 +204,9 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
     ``meta``: each chunk's ``(rows, stats, kind, lo, hi, on_device)`` when the reader knows them without
     reading it (Parquet metadata): hash relabeling then splits each chunk as soon as it is read, and its raw
     ids are freed once split, instead of every chunk being read (and held) before any split.
+    ``spill_dir``: where hash relabeling's id shuffle writes when the workers' memory limit needs its disk
+    tier (default: a temporary directory): the ids' pieces, removed once relabeled, and the relabeled
+    chunks, removed when the edge list's graph goes.
 
     >>> el = edge_list_from_parts(read_snap_parts("g.txt"), client)   # doctest: +SKIP
     """
@@ -249,7 +253,8 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
         out_map = None
     elif (hashed is None and not _fast_span(meta)) or hashed or device == "gpu":
         # the hashed path reads each chunk once, in its split (raw ids are freed as soon as it is split)
-        dense, out_map = relabel_hashed(client, parts, rows, dtype, worker_addresses(client), device=device)
+        dense, out_map = relabel_hashed(client, parts, rows, dtype, worker_addresses(client), device=device,
+                                        spill_dir=spill_dir)
         blocks = [da.from_delayed(f, shape=(r, 2), dtype=np.int64) for f, r in zip(dense, [r for r in rows if r])]
         n = out_map.size
         source["relabel"] = "hash" if device == "cpu" else "hash_gpu"

@@ -22,8 +22,8 @@ The id shuffle of relabeling has the same shape with whole 1-D pieces instead of
 :func:`exchange` runs a user function per chunk that cuts its ids into per-owner pieces, stores them in
 the tier, and returns an :class:`OwnerPieces` whose :meth:`~OwnerPieces.reduce` merges owner ``p``'s
 pieces in a tree on ``p``'s worker and whose :meth:`~OwnerPieces.piece` gives chunk ``c``'s piece for
-``p`` back (for lookups).  :mod:`breadth.pipeline.hash_relabel` does not use it yet: its pieces wait as
-Dask task outputs, which Dask spills past the memory limit.
+``p`` back (for lookups); :func:`id_tier` picks its tier from the same memory limit.  Hash relabeling
+(:mod:`breadth.pipeline.hash_relabel`) moves its ids through it.
 
 >>> from breadth.pipeline.shuffle import choose_tier
 >>> choice = choose_tier(client, num_vertices=1 << 16, num_tuples=1 << 20, nparts=2)   # doctest: +SKIP
@@ -40,6 +40,7 @@ import shutil
 import tempfile
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,6 +154,29 @@ def choose_tier(client, num_vertices: int, num_tuples: int, nparts: int, directe
     return choice
 
 
+#: bytes per tuple a worker holds on the id shuffle's memory tier: its chunks' pieces (at most two distinct
+#: 64-bit ids a tuple) and what the chunks keep meanwhile (32-bit codes, at most two 32-bit order entries)
+ID_MEMORY_BYTES_PER_TUPLE = 16 + 16
+
+
+def id_tier(client, num_tuples: int) -> str:
+    """The id shuffle's tier (:func:`exchange`) for ``num_tuples`` tuples on ``client``'s workers: the
+    memory tier when a worker's share of the pieces and of what the chunks keep
+    (:data:`ID_MEMORY_BYTES_PER_TUPLE`) fits in :data:`~breadth.pipeline.memory_plan.TIER_SAFETY` of its
+    memory limit over what it holds already (as :func:`choose_tier` counts them), else the disk tier;
+    :data:`TIER_CONFIG` forces one (``"host"`` keeps the pieces as task outputs, as ``"memory"`` does)."""
+    from .memory_plan import TIER_SAFETY, WORKER_BASELINE
+
+    forced = forced_tier()
+    if forced is not None:
+        return forced
+    mem = cluster_memory(client)
+    if mem.limit is None:
+        return "memory"
+    held = ID_MEMORY_BYTES_PER_TUPLE * num_tuples // max(1, mem.workers)
+    return "memory" if max(WORKER_BASELINE, mem.resident or 0) + held <= TIER_SAFETY * mem.limit else "disk"
+
+
 def batch_rows(num_tuples: int, nparts: int, block: int, batch_entries: int) -> int:
     """Rows per batch so that a batch holds about ``batch_entries`` adjacency entries (each tuple is two
     entries, spread over ``nparts`` owners), at least 64 rows and at most an owner's block."""
@@ -213,6 +237,37 @@ def _remove(root: str, temporary: str | None) -> None:
         time.sleep(0.05)
     if temporary is not None:
         shutil.rmtree(temporary, ignore_errors=True)
+
+
+class LastingFolder:
+    """A folder of files that tasks of a lazy graph read after the run that wrote them: removed when the
+    last graph that refers to this object is dropped (or at exit).  Pickled into a task, it is the path
+    (``str``): the folder's life is the client's graph's, not a worker's copy's.
+
+    >>> folder = LastingFolder.make(spill_dir)                            # doctest: +SKIP
+    >>> part = dask.delayed(load)(folder, "chunk-0.npy")                  # doctest: +SKIP
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self._gone = weakref.finalize(self, shutil.rmtree, path, True)
+
+    @classmethod
+    def make(cls, spill_dir: str | None, prefix: str = "breadth-chunks-") -> "LastingFolder":
+        """A new folder in ``spill_dir`` (default: the system's temporary directory)."""
+        if spill_dir is not None:
+            os.makedirs(spill_dir, exist_ok=True)
+        return cls(tempfile.mkdtemp(prefix=prefix, dir=spill_dir))
+
+    def __reduce__(self):
+        return str, (self.path,)
+
+
+def save_npy(path: str, a: np.ndarray) -> None:
+    """``a`` as ``path`` (``.npy``), written under a temporary name and renamed."""
+    tmp = path[:-len(".npy")] + ".tmp.npy"
+    np.save(tmp, a)
+    os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------- edges: send, then consume
@@ -356,8 +411,11 @@ def exchange(client, chunks: list, split: Callable, nowners: int, workers: list[
         raise ValueError(f"tier must be one of {TIERS}, got {tier!r}")
     if tier == "disk" and not root:
         raise ValueError("the disk tier needs a folder (root)")
-    outs = [client.submit(_exchange_chunk, c, i, split, nowners, tier, root, args, pure=False)
-            for i, c in enumerate(chunks)]
+    import dask
+
+    # delayed reads and their splits form one graph, so that a chunk is split as soon as it is read
+    outs = client.compute([dask.delayed(_exchange_chunk, pure=False)(c, i, split, nowners, tier, root, args)
+                           for i, c in enumerate(chunks)])
     kept = [client.submit(operator.getitem, o, 0, pure=False) for o in outs]
     parcels = []
     for o in outs:

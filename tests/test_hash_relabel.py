@@ -111,6 +111,35 @@ def test_sparse_ids_hash_owners_match_oracle(tmp_path, lclient, kind):
         bfs(g, "nope" if kind != "str" else "https://absent.example/")
 
 
+@pytest.mark.parametrize("kind", ["int64", "str"])
+def test_id_shuffle_disk_tier_numbers_as_memory_does(tmp_path, lclient, kind):
+    """The id shuffle's pieces on disk (the tier a small memory limit picks) give the same map and dense
+    edges as in memory, and leave nothing in the spill folder."""
+    import dask
+
+    from breadth.io import read_parquet
+    from breadth.pipeline.shuffle import TIER_CONFIG
+
+    e = _sparse_edges(kind, m=1 << 12, nids=1 << 12)
+    _write_parquet(tmp_path / "e.parquet", e, rows_per_group=1 << 9)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    got = {}
+    for tier in ("memory", "disk"):
+        with dask.config.set({TIER_CONFIG: tier}):
+            el = read_parquet(str(tmp_path / "e.parquet"), client=lclient, spill_dir=str(spill))
+        got[tier] = (el.edges.compute(), [np.asarray(p) for p in lclient.gather(el.id_map.parts)])
+        assert el.edges.dtype == got[tier][0].dtype == np.int64
+        # the disk tier's dense chunks wait in a folder of their own, as long as the edge list's graph
+        assert len(list(spill.iterdir())) == (tier == "disk")
+        del el
+        assert list(spill.iterdir()) == []
+    (dm, pm), (dd, pd_) = got["memory"], got["disk"]
+    np.testing.assert_array_equal(dm, dd)
+    assert all(np.array_equal(a, b) for a, b in zip(pm, pd_))
+    np.testing.assert_array_equal(np.concatenate(pd_)[dd], e)
+
+
 def test_results_stay_distributed_and_round_trip(tmp_path, lclient):
     import pandas as pd
     import pyarrow.dataset as ds
