@@ -74,7 +74,7 @@ def bench_file(path: str, client, header_lines: int, store_dir: str, repeat: int
     import pyarrow as pa
     from pyarrow import csv
 
-    from breadth.io import read_snap
+    from breadth.pipeline import read_snap
     from breadth.io.shard_store import write_store
     from breadth.pipeline import prepare
 

@@ -108,7 +108,7 @@ def _import_cudf() -> None:
 
 def _ingest(client, inp: str):
     """read_parquet + prepare on the GPU -> ``(graph, edge list, read+relabel s, prepare s)``."""
-    from breadth.io import read_parquet
+    from breadth.pipeline import read_parquet
     from breadth.pipeline import prepare
 
     t0 = time.perf_counter()

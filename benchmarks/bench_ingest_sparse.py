@@ -222,7 +222,7 @@ def _peak_rss() -> int:
 def run_api(inp: list[str], workers: int, roots: int) -> dict:
     from breadth.bfs import bfs, graph500
     from breadth.bfs.results import write_results_dataset
-    from breadth.io import read_parquet
+    from breadth.pipeline import read_parquet
     from breadth.pipeline import local_cluster, prepare
 
     client = local_cluster(workers, threads_per_worker=max(1, (os.cpu_count() or 1) // workers))

@@ -150,29 +150,4 @@ def _check_header(path, delimiter, header, src, dst):
     _column_index(path, names, dst, 1, "target")
 
 
-def read_csv(paths, *, header: bool | None = None, delimiter: str = ",", src=None, dst=None, ids: str = "int",
-             directed: bool = False, on_bad_lines: str = "error", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-             relabel: bool = True, persist: bool = True, client=None, spill_dir: str | None = None):
-    """Read CSV edge files into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids.
-
-    ``header``: ``True`` (the first row names the columns), ``False`` (no header row) or ``None`` (the
-    default: each file's first row is a header unless its source and target fields are integers, in
-    which case it is the first edge).
-    ``src``/``dst``: column names (with a header) or 0-based indices; default the first two columns.
-    ``ids="int"`` parses integer ids (non-numeric ones are errors naming file, line and text);
-    ``ids="str"`` keeps any text as an id (``id_map`` then holds strings).  Lines starting with ``#``
-    are comments.
-
-    >>> from breadth.io import read_csv
-    >>> el = read_csv("edges.csv", src="from", dst="to")      # doctest: +SKIP
-    """
-    from breadth.pipeline.relabel import edge_list_from_parts
-
-    files = expand_paths(paths)
-    parts = csv_parts(files, header=header, delimiter=delimiter, src=src, dst=dst, ids=ids,
-                      on_bad_lines=on_bad_lines, chunk_bytes=chunk_bytes)
-    return edge_list_from_parts(parts, client, directed=directed, relabel=relabel, persist=persist,
-                                source={"kind": "csv", "path": ",".join(files)}, spill_dir=spill_dir)
-
-
-__all__ = ["csv_parts", "read_csv", "NonNumericIdError"]
+__all__ = ["csv_parts", "NonNumericIdError"]

@@ -1,7 +1,7 @@
 """cuDF edge lists on the GPU: id columns checked on the device and handed on as CuPy ``(k, 2)`` chunks
 (integer ids) or two-column cuDF frames (string ids).
 
-The GPU twin of the host readers' id checks (:func:`breadth.pipeline.relabel.normalize_ids`): a missing,
+The GPU twin of the host readers' id checks (:func:`breadth.io.id_checks.normalize_ids`): a missing,
 non-integral, out-of-range or negative id is one error naming the file or partition, column and row.
 :func:`read_parquet_chunk` reads row groups of one or more Parquet files in one ``cudf.read_parquet`` on
 a dask-cuda worker.  cuDF is imported only here, and only when called.

@@ -8,10 +8,7 @@ A ``general`` matrix is read as directed unless ``directed=False``; ``symmetric`
 
 from __future__ import annotations
 
-import numpy as np
-
 from .errors import BadLineError, EmptyInputError, TruncatedInputError, UnknownFormatError
-from .paths import expand_paths
 from .snap_text import _check_policy
 from .text_parser import DEFAULT_CHUNK_BYTES, TextOptions, is_gzip, read_text_file_chunks
 
@@ -65,37 +62,3 @@ def mtx_parts(path: str, *, on_bad_lines: str = "error", chunk_bytes: int = DEFA
                        limit=max(h["rows"], h["cols"]), on_bad_lines=on_bad_lines)
     return h, read_text_file_chunks(path, opts, chunk_bytes, data_start=h["data_start"],
                                     header_lines=h["header_lines"])
-
-
-def read_mtx(paths, *, directed: bool | None = None, on_bad_lines: str = "error",
-             chunk_bytes: int = DEFAULT_CHUNK_BYTES, persist: bool = True, client=None):
-    """Read a Matrix Market coordinate file (one file, or several of the same size) as an EdgeList.
-
-    ``num_vertices = max(rows, cols)``; ``id_map`` holds the 1-based file ids.
-
-    >>> from breadth.io import read_mtx
-    >>> el = read_mtx("graph.mtx")          # doctest: +SKIP
-    """
-    from breadth.pipeline.relabel import edge_list_from_parts
-
-    files = expand_paths(paths)
-    headers, parts = [], []
-    for f in files:
-        h, p = mtx_parts(f, on_bad_lines=on_bad_lines, chunk_bytes=chunk_bytes)
-        headers.append(h)
-        parts += p
-    n = max(max(h["rows"], h["cols"]) for h in headers)
-    if directed is None:
-        directed = all(h["symmetry"] == "general" for h in headers)
-    el = edge_list_from_parts(parts, client, directed=directed, relabel=False, persist=persist,
-                              source={"kind": "mtx", "path": ",".join(files)})
-    declared = sum(h["nnz"] for h in headers)
-    seen = el.num_edges + el.source.get("skipped_lines", 0)
-    if seen < declared:
-        raise TruncatedInputError(f"{','.join(files)}: declares {declared} entries but holds {seen}; "
-                                  f"the file is truncated", path=files[0])
-    if seen > declared:
-        raise BadLineError(f"{','.join(files)}: declares {declared} entries but holds {seen}", path=files[0])
-    el.num_vertices = n
-    el.id_map = np.arange(1, n + 1, dtype=np.int64)
-    return el

@@ -56,7 +56,7 @@ def read_row_group(path: str, rg: int, src: str, dst: str):
     """Row group ``rg`` of one file -> ``(edges (k, 2), ChunkStats)`` (ids normalised, see relabel)."""
     import pyarrow.parquet as pq
 
-    from breadth.pipeline.relabel import normalize_ids
+    from .id_checks import normalize_ids
 
     t = pq.ParquetFile(path).read_row_group(rg, columns=[src, dst])
     s = _column_array(path, t.column(src), src, rg)
@@ -188,26 +188,3 @@ def _gpu_chunks(row_groups: list[tuple[str, int, int, int]], src: str, dst: str,
         rows += k
     flush()
     return out
-
-
-def read_parquet(paths, *, src: str | None = None, dst: str | None = None, directed: bool = False,
-                 relabel: bool = True, persist: bool = True, client=None, device: str = "cpu",
-                 spill_dir: str | None = None):
-    """Read Parquet edge lists into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids.
-
-    ``device="gpu"``: cuDF reads the files on the dask-cuda workers and the ids (integers or strings) are
-    relabeled on their GPUs; without cuDF, pyarrow reads them and integer ids are relabeled on the GPUs.
-    Prepare the result with ``prepare(..., device="gpu")``.  ``spill_dir``: where relabeling's id shuffle
-    writes when the workers' memory limit needs disk (:func:`~breadth.pipeline.relabel.edge_list_from_parts`).
-
-    >>> from breadth.io import read_parquet
-    >>> el = read_parquet("edges/", src="source", dst="target")     # doctest: +SKIP
-    """
-    from breadth.pipeline.relabel import edge_list_from_parts
-
-    files = expand_paths(paths, suffixes=(".parquet", ".pq", ".parq"))
-    meta: list = []
-    parts = parquet_parts(files, src=src, dst=dst, device=device, meta=meta)
-    known = meta if len(meta) == len(parts) and all(m is not None for m in meta) else None
-    return edge_list_from_parts(parts, client, directed=directed, relabel=relabel, persist=persist,
-                                source={"kind": "parquet", "path": ",".join(files)}, meta=known, spill_dir=spill_dir)

@@ -27,27 +27,3 @@ def snap_parts(paths, *, comments: str = "#%", extra_columns: str = "error", on_
     opts = TextOptions(sep=-1, max_fields=0 if extra_columns == "ignore" else 2,
                        comments=comments.encode(), on_bad_lines=on_bad_lines)
     return [c for p in expand_paths(paths) for c in read_text_file_chunks(p, opts, chunk_bytes)]
-
-
-def read_snap(paths, *, directed: bool = False, comments: str = "#%", extra_columns: str = "error",
-              on_bad_lines: str = "error", chunk_bytes: int = DEFAULT_CHUNK_BYTES, relabel: bool = True,
-              persist: bool = True, client=None, spill_dir: str | None = None):
-    """Read SNAP edge-list text files into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids.
-
-    ``paths``: a file, directory, glob or list (``.gz`` files streamed).  Vertices are the distinct ids
-    seen (``num_vertices``); ``id_map[dense]`` gives the original id.  ``num_edges`` counts the edge
-    lines (self-loops and duplicates included).  Bad lines raise an error naming file, line and text,
-    or are skipped (``on_bad_lines="skip"``/``"warn"``) and counted in ``source["skipped_lines"]``.
-
-    >>> from breadth.io import read_snap
-    >>> el = read_snap("/work/shared/data/Wiki-Vote.txt", directed=True)   # doctest: +SKIP
-    >>> el.num_vertices, el.num_edges                                      # doctest: +SKIP
-    (7115, 103689)
-    """
-    from breadth.pipeline.relabel import edge_list_from_parts
-
-    files = expand_paths(paths)
-    parts = snap_parts(files, comments=comments, extra_columns=extra_columns, on_bad_lines=on_bad_lines,
-                       chunk_bytes=chunk_bytes)
-    return edge_list_from_parts(parts, client, directed=directed, relabel=relabel, persist=persist,
-                                source={"kind": "snap", "path": ",".join(files)}, spill_dir=spill_dir)

@@ -16,6 +16,8 @@ _EXPORTS = {
     "connect": ".cluster", "local_cluster": ".cluster",
     "from_dask_dataframe": ".dataframe",
     "EdgeList": ".edges", "from_dask_array": ".edges",
+    "read_csv": ".file_sources", "read_edges": ".file_sources", "read_mtx": ".file_sources",
+    "read_parquet": ".file_sources", "read_snap": ".file_sources",
     "kronecker": ".kronecker",
     "prepare": ".prepare",
 }
@@ -26,5 +28,6 @@ if TYPE_CHECKING:
     from .cluster import connect, local_cluster
     from .dataframe import from_dask_dataframe
     from .edges import EdgeList, from_dask_array
+    from .file_sources import read_csv, read_edges, read_mtx, read_parquet, read_snap
     from .kronecker import kronecker
     from .prepare import prepare

@@ -137,7 +137,7 @@ def ingest(args) -> int:
     Rerunning it on a partial store resumes (the input is read and prepared again, complete shards
     are kept); the input files' sizes and modification times are part of the parameters, so a changed
     input is refused rather than mixed into a half-written store."""
-    from breadth.io import read_edges
+    from breadth.pipeline import read_edges
     from breadth.io.shard_store import write_store
 
     from .cluster import resolve_device

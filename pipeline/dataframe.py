@@ -43,7 +43,7 @@ def _partition_edges(df, src: str, dst: str, where: str):
     from breadth.io.errors import MissingColumnError, NegativeIdError, NonNumericIdError
     from breadth.io.chunk_stats import ChunkStats
 
-    from .relabel import normalize_ids
+    from breadth.io.id_checks import normalize_ids
 
     for c in (src, dst):
         if c not in df.columns:

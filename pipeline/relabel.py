@@ -25,10 +25,11 @@ import operator
 
 import numpy as np
 
+from breadth.io.id_checks import INT64_MAX, id_kind as _kind
+
 from .edges import EdgeList
 
 MERGE_FANIN = 8
-INT64_MAX = np.iinfo(np.int64).max
 DENSE_SPAN_FACTOR = 4  # lookup table (int32/int64 per id in the span; sent to every worker)
 DENSE_SPAN_MIN = 1 << 22
 BITMAP_SPAN_FACTOR = 16  # presence bytes (transient, one task)
@@ -58,41 +59,6 @@ def _unique_ids(a: np.ndarray) -> np.ndarray:
             _mark(seen, a, lo)
             return _collect(seen, lo)
     return np.unique(a)
-
-
-def _kind(a: np.ndarray) -> str:
-    if type(a).__module__.partition(".")[0] == "cudf":  # a GPU reader's frame of string ids
-        return "str"
-    if a.dtype == object or a.dtype.kind in "USO":
-        return "str"
-    if a.dtype.kind == "u":
-        return "uint"
-    if a.dtype.kind == "i":
-        return "int"
-    return "other"
-
-
-def normalize_ids(edges: np.ndarray, where: str) -> np.ndarray:
-    """Ids as int64 where they fit, uint64 beyond, object (str) for strings; negatives rejected."""
-    from breadth.io.errors import IdRangeError, NegativeIdError, NonNumericIdError
-
-    k = _kind(edges)
-    if k == "str":
-        return edges.astype(object, copy=False)
-    if k == "other":
-        raise NonNumericIdError(f"{where}: vertex ids must be integers or strings, got dtype {edges.dtype}",
-                                path=where)
-    if k == "int":
-        if edges.size and edges.min() < 0:
-            bad = np.argwhere(edges < 0)[0]
-            raise NegativeIdError(f"{where}: row {bad[0]} has negative vertex id {edges[tuple(bad)]}",
-                                  path=where, line=int(bad[0]))
-        return edges.astype(np.int64, copy=False)
-    if edges.dtype.itemsize > 8:
-        raise IdRangeError(f"{where}: ids of dtype {edges.dtype} exceed 64 bits", path=where)
-    if edges.size and edges.max() > INT64_MAX:
-        return edges.astype(np.uint64, copy=False)
-    return edges.astype(np.int64)
 
 
 def _chunk_unique(part) -> tuple[np.ndarray, int, object]:
@@ -208,7 +174,7 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
     tier (default: a temporary directory): the ids' pieces, removed once relabeled, and the relabeled
     chunks, removed when the edge list's graph goes.
 
-    >>> el = edge_list_from_parts(read_snap_parts("g.txt"), client)   # doctest: +SKIP
+    >>> el = edge_list_from_parts(snap_parts(["g.txt"]), client)   # doctest: +SKIP
     """
     import dask
     import dask.array as da

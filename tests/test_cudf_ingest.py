@@ -29,7 +29,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from breadth.bfs import bfs  # noqa: E402
-from breadth.io import read_parquet  # noqa: E402
+from breadth.pipeline import read_parquet  # noqa: E402
 from breadth.io.errors import NegativeIdError, NonNumericIdError  # noqa: E402
 from breadth.pipeline import from_dask_dataframe, prepare  # noqa: E402
 from breadth.pipeline.kronecker import KroneckerParams, generate_edges  # noqa: E402

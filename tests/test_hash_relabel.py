@@ -85,7 +85,7 @@ def _check_against_oracle(results, e, directed=False):
 def test_sparse_ids_hash_owners_match_oracle(tmp_path, lclient, kind):
     from breadth.bfs import bfs
     from breadth.bfs.id_map import PartitionedIdMap
-    from breadth.io import read_parquet
+    from breadth.pipeline import read_parquet
     from breadth.pipeline import prepare
 
     e = _sparse_edges(kind)
@@ -117,7 +117,7 @@ def test_id_shuffle_disk_tier_numbers_as_memory_does(tmp_path, lclient, kind):
     edges as in memory, and leave nothing in the spill folder."""
     import dask
 
-    from breadth.io import read_parquet
+    from breadth.pipeline import read_parquet
     from breadth.pipeline.shuffle import TIER_CONFIG
 
     e = _sparse_edges(kind, m=1 << 12, nids=1 << 12)
@@ -146,7 +146,7 @@ def test_results_stay_distributed_and_round_trip(tmp_path, lclient):
 
     from breadth.bfs import bfs
     from breadth.bfs.search import write_results_dataset
-    from breadth.io import read_parquet
+    from breadth.pipeline import read_parquet
     from breadth.pipeline import prepare
 
     e = _sparse_edges("uint64", seed=11)
@@ -188,7 +188,7 @@ def test_results_stay_distributed_and_round_trip(tmp_path, lclient):
 
 def test_store_round_trip_keeps_the_parts(tmp_path, lclient):
     from breadth.bfs import bfs
-    from breadth.io import read_parquet
+    from breadth.pipeline import read_parquet
     from breadth.io.shard_store import load_store, read_manifest, write_store
     from breadth.pipeline import prepare
 
@@ -213,7 +213,7 @@ def test_store_round_trip_keeps_the_parts(tmp_path, lclient):
 def test_real_graph_with_hashed_ids_matches_table_path(tmp_path, lclient):
     """p2p-Gnutella31 (directed), ids scattered over 64 bits: the hash path equals the table path."""
     from breadth.bfs import bfs
-    from breadth.io import read_parquet, read_snap
+    from breadth.pipeline import read_parquet, read_snap
     from breadth.pipeline import prepare
 
     raw = load_snap("p2p-Gnutella31.txt")

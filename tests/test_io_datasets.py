@@ -22,7 +22,7 @@ DATASETS = {
 @pytest.mark.parametrize("name", list(DATASETS))
 def test_counts_and_bfs_levels(name, lclient):
     from breadth.bfs import bfs
-    from breadth.io import read_edges
+    from breadth.pipeline import read_edges
     from breadth.pipeline import prepare
 
     m, n, directed = DATASETS[name]

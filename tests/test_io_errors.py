@@ -55,10 +55,11 @@ CORPUS = [
 @pytest.mark.parametrize("name,data,kw,err,needle", CORPUS, ids=[c[0] for c in CORPUS])
 def test_malformed_input_specific_error(tmp_path, lclient, name, data, kw, err, needle):
     import breadth.io as bio
+    import breadth.pipeline as bpl
 
     path = _write(tmp_path, name, data)
     with pytest.raises(getattr(bio, err)) as ei:
-        bio.read_edges(path, client=lclient, **kw)
+        bpl.read_edges(path, client=lclient, **kw)
     msg = str(ei.value)
     assert needle in msg
     assert type(ei.value).__name__ == err
@@ -71,34 +72,37 @@ def test_unknown_format_name_and_parquet_errors(tmp_path, lclient):
     import pyarrow.parquet as pq
 
     import breadth.io as bio
+    import breadth.pipeline as bpl
 
     with pytest.raises(bio.UnknownFormatError, match="unknown format 'xml'"):
-        bio.read_edges(_write(tmp_path, "g.txt", b"1 2\n"), format="xml")
+        bpl.read_edges(_write(tmp_path, "g.txt", b"1 2\n"), format="xml")
     pq.write_table(pa.table({"s": [1, 2], "t": [2, 3], "w": [0.5, 1.0]}), tmp_path / "p.parquet")
     with pytest.raises(bio.MissingColumnError, match="no target column 'dst'.*columns are"):
-        bio.read_parquet(str(tmp_path / "p.parquet"), src="s", dst="dst", client=lclient)
+        bpl.read_parquet(str(tmp_path / "p.parquet"), src="s", dst="dst", client=lclient)
     with pytest.raises(bio.MissingColumnError, match="cannot tell the source/target"):
-        bio.read_parquet(str(tmp_path / "p.parquet"), client=lclient)
+        bpl.read_parquet(str(tmp_path / "p.parquet"), client=lclient)
     with pytest.raises(bio.NonNumericIdError, match="column 'w' has type double"):
-        bio.read_parquet(str(tmp_path / "p.parquet"), src="s", dst="w", client=lclient)
+        bpl.read_parquet(str(tmp_path / "p.parquet"), src="s", dst="w", client=lclient)
     pq.write_table(pa.table({"src": [1, -2], "dst": [2, 3]}), tmp_path / "neg.parquet")
     with pytest.raises(bio.NegativeIdError, match="negative vertex id -2"):
-        bio.read_parquet(str(tmp_path / "neg.parquet"), client=lclient)
+        bpl.read_parquet(str(tmp_path / "neg.parquet"), client=lclient)
     with pytest.raises(FileNotFoundError, match="nothere.txt: no such file"):
-        bio.read_edges(str(tmp_path / "nothere.txt"))
+        bpl.read_edges(str(tmp_path / "nothere.txt"))
 
 
 def test_truncated_gzip(tmp_path, lclient):
     import breadth.io as bio
+    import breadth.pipeline as bpl
 
     data = data_file("facebook_combined.txt.gz").read_bytes()
     path = _write(tmp_path, "cut.txt.gz", data[: len(data) // 2])
     with pytest.raises(bio.TruncatedInputError, match="cut.txt.gz: compressed stream is damaged or truncated"):
-        bio.read_edges(path, client=lclient)
+        bpl.read_edges(path, client=lclient)
 
 
 def test_line_numbers_across_byte_ranges_and_gzip(tmp_path, lclient):
     import breadth.io as bio
+    import breadth.pipeline as bpl
 
     lines = [f"{i}\t{i + 1}\r\n" for i in range(5000)]
     lines[3776] = "3776\tbad\r\n"  # line 3778 of the file below (two header lines)
@@ -109,15 +113,15 @@ def test_line_numbers_across_byte_ranges_and_gzip(tmp_path, lclient):
         f.write(text)
     for path, cb in ((plain, 1000), (plain, 1 << 20), (str(gz), 1000)):
         with pytest.raises(bio.NonNumericIdError, match=r"l\.txt(\.gz)?:3779: non-numeric vertex id: '3776\\tbad'"):
-            bio.read_snap(path, client=lclient, chunk_bytes=cb)
+            bpl.read_snap(path, client=lclient, chunk_bytes=cb)
 
 
 @pytest.mark.parametrize("policy", ["skip", "warn"])
 def test_skip_and_warn_count_bad_lines(tmp_path, lclient, policy):
-    import breadth.io as bio
+    import breadth.pipeline as bpl
 
     path = _write(tmp_path, "s.txt", b"1 2\nfoo bar\n2 3\n-1 5\n3 4\n7\n")
-    el = bio.read_snap(path, client=lclient, on_bad_lines=policy)
+    el = bpl.read_snap(path, client=lclient, on_bad_lines=policy)
     assert el.num_edges == 3 and el.num_vertices == 4
     assert el.source["skipped_lines"] == 3
     assert [b[1] for b in el.source["bad_lines"]] == [2, 4, 6]

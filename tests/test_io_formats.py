@@ -31,7 +31,7 @@ def test_parquet_round_trip_identical_shards(tmp_path, lclient, dtype):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from breadth.io import read_parquet, read_snap
+    from breadth.pipeline import read_parquet, read_snap
     from breadth.pipeline import prepare
 
     raw = load_snap("Wiki-Vote.txt")
@@ -57,7 +57,7 @@ def test_parquet_huge_uint64_and_string_ids(tmp_path, lclient):
     import pyarrow.parquet as pq
 
     from breadth.bfs import bfs
-    from breadth.io import read_parquet
+    from breadth.pipeline import read_parquet
     from breadth.pipeline import prepare
 
     big = np.array([2**64 - 1, 2**63 + 5, 7, 2**63 + 5], np.uint64)
@@ -81,7 +81,7 @@ def test_parquet_huge_uint64_and_string_ids(tmp_path, lclient):
 
 
 def test_csv_header_no_header_and_string_ids(tmp_path, lclient):
-    from breadth.io import read_csv, read_edges
+    from breadth.pipeline import read_csv, read_edges
 
     raw = load_snap("CA-CondMat.txt")
     with open(tmp_path / "h.csv", "w") as f:
@@ -100,7 +100,7 @@ def test_csv_header_no_header_and_string_ids(tmp_path, lclient):
 
 
 def test_matrix_market_is_one_based_and_keeps_isolated_vertices(tmp_path, lclient):
-    from breadth.io import read_edges
+    from breadth.pipeline import read_edges
 
     p = tmp_path / "g.mtx"
     p.write_text("%%MatrixMarket matrix coordinate real general\n% a comment\n6 6 4\n1 2 0.5\n2 3 1\n"
@@ -112,7 +112,7 @@ def test_matrix_market_is_one_based_and_keeps_isolated_vertices(tmp_path, lclien
 
 
 def test_snap_variants_agree(tmp_path, lclient):
-    from breadth.io import read_snap
+    from breadth.pipeline import read_snap
 
     (tmp_path / "a.txt").write_bytes(b"# c\r\n% c2\r\n10\t20\r\n20 30\r\n  30,10\r\n\r\n10   30")
     (tmp_path / "b.txt").write_bytes(b"10 20 1234567\n20 30 99\n30 10 0\n10 30 5\n")
@@ -124,7 +124,7 @@ def test_snap_variants_agree(tmp_path, lclient):
 
 
 def test_byte_ranges_split_lines_exactly_once(tmp_path, lclient):
-    from breadth.io import read_snap
+    from breadth.pipeline import read_snap
 
     rng = np.random.default_rng(0)
     e = rng.integers(0, 10**9, size=(6_000, 2))

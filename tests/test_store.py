@@ -26,7 +26,7 @@ def cluster3():
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, cluster3):
-    from breadth.io import read_edges
+    from breadth.pipeline import read_edges
     from breadth.io.shard_store import write_store
     from breadth.pipeline import prepare
 

@@ -27,7 +27,7 @@ PARAMS = {"input": "Wiki-Vote.txt", "directed": True}
 @pytest.fixture(scope="module")
 def graph4(lclient):
     """Wiki-Vote (directed, with an integer id map) in 4 shards on the 2 in-process workers."""
-    from breadth.io import read_edges
+    from breadth.pipeline import read_edges
     from breadth.pipeline import prepare
 
     g = prepare(read_edges(str(data_file("Wiki-Vote.txt")), directed=True, client=lclient), lclient, nparts=4)

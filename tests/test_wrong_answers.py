@@ -223,7 +223,7 @@ def _orig_edges(el) -> list[tuple]:
 def test_csv_first_row_of_ids_is_an_edge(lclient, tmp_path, text, kw, want, gz):
     import gzip
 
-    from breadth.io import read_csv
+    from breadth.pipeline import read_csv
 
     p = tmp_path / ("e.csv.gz" if gz else "e.csv")
     (gzip.open if gz else open)(p, "wt").write(text)
@@ -232,7 +232,7 @@ def test_csv_first_row_of_ids_is_an_edge(lclient, tmp_path, text, kw, want, gz):
 
 
 def test_csv_first_row_out_of_range_is_reported_not_taken_for_a_header(lclient, tmp_path):
-    from breadth.io import read_csv
+    from breadth.pipeline import read_csv
     from breadth.io.errors import IdRangeError
 
     p = tmp_path / "e.csv"
@@ -258,7 +258,7 @@ BIG = [2**63, 2**63 + 1, 2**64 - 1, 7]
 def test_text_ids_above_int64_are_read_as_uint64(lclient, tmp_path, name, sep):
     import gzip
 
-    from breadth.io import read_edges
+    from breadth.pipeline import read_edges
 
     pairs = [(BIG[0], BIG[1]), (BIG[1], BIG[2]), (BIG[3], BIG[0])]
     text = "".join(f"{a}{sep}{b}\n" for a, b in pairs)
