@@ -20,13 +20,25 @@ def cpu_backend() -> SimpleNamespace:
 
     from . import bottom_up, frontier, top_down
 
+    ordered: dict = {}  # the shard's degree-ordered bottom-up rows, see use_bottom_up_columns
     return SimpleNamespace(
         name="cpu", xp=np, parent_dtype=_parent_dtype, start_search=top_down.start_search,
         top_down_step=partial(top_down.top_down_step, workspace={}), claim_remote=top_down.claim_remote,
-        degree_sum=top_down.degree_sum, bottom_up_step=bottom_up.bottom_up_step,
+        degree_sum=top_down.degree_sum, bottom_up_step=partial(_bottom_up_step, ordered, bottom_up.bottom_up_step),
+        use_bottom_up_columns=partial(_use_bottom_up_columns, ordered),
         queue_to_bits=frontier.queue_to_bits, bits_to_queue=frontier.bits_to_queue,
         pairs_by_owner=frontier.pairs_by_owner, to_host=np.asarray, mark_visited=_visited_is_parent,
     )
+
+
+def _use_bottom_up_columns(ordered: dict, cols, bu_cols) -> None:
+    """Engine hook: bottom-up scans ``bu_cols`` (the same rows as ``cols``, neighbours by decreasing
+    degree; built during preparation, see :mod:`breadth.pipeline.bottom_up_order`) when asked for ``cols``."""
+    ordered["cols"], ordered["ordered"] = cols, bu_cols
+
+
+def _bottom_up_step(ordered: dict, step, offsets, cols, *args):
+    return step(offsets, ordered["ordered"] if ordered.get("cols") is cols else cols, *args)
 
 
 def _visited_is_parent(local_ids) -> None:

@@ -47,3 +47,64 @@ def bottom_up_step(offsets, cols, frontier_bits, parent, level, depth, next_bits
             i += one
         next_bits[w] = word
     return awake, awake_edges
+
+
+@numba.njit(parallel=True, nogil=True, cache=True)
+def degree_buckets(offsets):
+    """uint8 ``63 - bitlength(degree)`` per row of ``offsets`` (``(num_local,)``): the sort key that puts
+    high-degree neighbours first (the GPU's :func:`~breadth.bfs.gpu_kernels.degree_buckets`, on the CPU);
+    owners exchange theirs so that every rank orders by global degree."""
+    n = offsets.size - 1
+    out = np.empty(n, np.uint8)
+    for i in numba.prange(n):
+        d = offsets[i + 1] - offsets[i]
+        bits = 0
+        while d > 0:
+            d >>= 1
+            bits += 1
+        out[i] = 63 - bits
+    return out
+
+
+@numba.njit(parallel=True, nogil=True, cache=True)
+def _order_rows(offsets, cols, buckets, out, nchunks):
+    # A counting sort per row over the buckets it holds (a row of a few dozen ids holds a handful of the
+    # 64 buckets): two passes over the row, counters zeroed only where used; one counter block per chunk.
+    nrows = offsets.size - 1
+    for c in numba.prange(nchunks):
+        start = np.zeros(66, np.int64)
+        for i in range(c * nrows // nchunks, (c + 1) * nrows // nchunks):
+            a = offsets[i]
+            b = offsets[i + 1]
+            lo = 64
+            hi = 0
+            for k in range(a, b):
+                t = buckets[cols[k]]
+                start[t + 1] += 1
+                lo = min(lo, t)
+                hi = max(hi, t)
+            if lo > hi:
+                continue
+            start[lo] = a
+            for t in range(lo, hi + 1):
+                start[t + 1] += start[t]
+            for k in range(a, b):
+                v = cols[k]
+                t = buckets[v]
+                out[start[t]] = v
+                start[t] += 1
+            for t in range(lo, hi + 2):
+                start[t] = 0
+
+
+def degree_ordered_columns(offsets: np.ndarray, cols: np.ndarray, buckets: np.ndarray | None = None) -> np.ndarray:
+    """A copy of ``cols`` with each row's neighbours by decreasing degree (ties in id order): bottom-up then
+    meets a frontier neighbour after fewer probes -- any frontier neighbour is a valid parent, so the order
+    changes which one is found, never the levels.  The shard's sorted rows stay as they are (validation
+    and the batch search read them).  ``buckets``: :func:`degree_buckets` of every global id (uint8
+    ``(num_vertices,)``); ``None`` for a one-rank shard, whose rows are all the ids."""
+    if buckets is None:
+        buckets = degree_buckets(offsets)
+    out = np.empty_like(cols)
+    _order_rows(offsets, cols, buckets, out, max(1, min(1024, (offsets.size - 1) // 64)))
+    return out
