@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from .gpu_kernels import GpuBackend
 
 
 def _parent_dtype(num_vertices: int) -> np.dtype:
@@ -74,7 +79,7 @@ def cpu_backend() -> CpuBackend:
     return CpuBackend()
 
 
-def get_backend(name: str = "cpu"):
+def get_backend(name: str = "cpu") -> CpuBackend | GpuBackend:
     """``"cpu"`` or ``"gpu"`` (CuPy kernels; imported only when asked for)."""
     if name == "cpu":
         return cpu_backend()
