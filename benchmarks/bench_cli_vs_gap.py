@@ -11,7 +11,8 @@ For every scale, interleaved so that the machine's slow and fast phases hit both
 harmonic-mean TEPS over the faster of the two GAP runs (both in the Graph500 convention: input edge tuples
 in the root's component over the search time).  Construction is compared too: breadth's
 ``graph_generation + construction_time`` against GAP's generation (breadth's generator, timed by the
-script) plus GAP's own ``Build Time``.
+script) plus GAP's own ``Build Time``, the faster run's sum (``gap_generate_plus_build_s``) and the
+fastest of each part (``gap_best_parts_s``).
 """
 
 from __future__ import annotations
@@ -81,13 +82,16 @@ def main(argv=None) -> int:
             best = max(g["harmonic_mean_gteps"] for g in run["gap"]) * 1e9
             gap_build = min(g["generate_s"] + g["gap_build_s"] for g in run["gap"] if g["gap_build_s"])
             run["gap_best_teps"], run["gap_generate_plus_build_s"] = best, gap_build
+            # the stricter reference: GAP's fastest generation and fastest build, from either run
+            run["gap_best_parts_s"] = min(g["generate_s"] for g in run["gap"]) + \
+                min(g["gap_build_s"] for g in run["gap"] if g["gap_build_s"])
             for w, b in run["breadth"].items():
                 b["ratio_to_gap"] = b["harmonic_mean_teps"] / best
                 b["construction_total_s"] = b["construction_s"] + (b["graph_generation_s"] or 0.0)
                 print(f"scale {scale} workers {w}: breadth {b['harmonic_mean_teps'] / 1e9:.3f} GTEPS "
                       f"(median {b['median_time_s'] * 1e3:.1f} ms), GAP {[round(g['harmonic_mean_gteps'], 3) for g in run['gap']]}"
                       f" GTEPS -> {b['ratio_to_gap']:.2f}x; construction {b['construction_total_s']:.2f} s vs GAP "
-                      f"generate+build {gap_build:.2f} s", flush=True)
+                      f"generate+build {gap_build:.2f} s (best parts {run['gap_best_parts_s']:.2f} s)", flush=True)
             for g in run["gap"]:
                 g.pop("roots", None), g.pop("nedge", None)
             doc["runs"].append(run)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .gpu_kernels import GpuBackend
 
 
 def _parent_dtype(num_vertices: int) -> np.dtype:
@@ -12,29 +15,71 @@ def _parent_dtype(num_vertices: int) -> np.dtype:
     return np.dtype(np.int32) if num_vertices <= np.iinfo(np.int32).max else np.dtype(np.int64)
 
 
-def cpu_backend() -> SimpleNamespace:
-    """NumPy arrays, Numba kernels.  Each call makes a new instance: its top-down workspace (buffers that
-    grow to the largest level seen and are then reused, so no level page-faults fresh memory) belongs to
-    one engine."""
-    from functools import partial
+class CpuBackend:
+    """NumPy arrays, Numba kernels, and the per-engine state they keep between levels (one instance per
+    :class:`~breadth.bfs.engine.Engine`): the top-down workspace (buffers that grow to the largest level
+    seen and are then reused, so no level page-faults fresh memory), bottom-up's words of unvisited
+    vertices with edges (rebuilt from the parents at the first bottom-up level after a search starts or a
+    top-down level, then kept by the bottom-up kernel itself) and the shard's degree-ordered rows."""
 
-    from . import bottom_up, frontier, top_down
+    name = "cpu"
+    xp = np
+    parent_dtype = staticmethod(_parent_dtype)
 
-    return SimpleNamespace(
-        name="cpu", xp=np, parent_dtype=_parent_dtype, start_search=top_down.start_search,
-        top_down_step=partial(top_down.top_down_step, workspace={}), claim_remote=top_down.claim_remote,
-        degree_sum=top_down.degree_sum, bottom_up_step=bottom_up.bottom_up_step,
-        queue_to_bits=frontier.queue_to_bits, bits_to_queue=frontier.bits_to_queue,
-        pairs_by_owner=frontier.pairs_by_owner, to_host=np.asarray, mark_visited=_visited_is_parent,
-    )
+    def __init__(self):
+        from . import bottom_up, frontier, top_down
+
+        self._td, self._bu = top_down, bottom_up
+        self.degree_sum = top_down.degree_sum
+        self.queue_to_bits, self.bits_to_queue = frontier.queue_to_bits, frontier.bits_to_queue
+        self.pairs_by_owner = frontier.pairs_by_owner
+        self.to_host = np.asarray
+        self._workspace: dict = {}
+        self._ordered: tuple | None = None  # (cols, the same rows with neighbours by decreasing degree)
+        self._unvisited = None  # uint64 words over the local ids, valid while _fresh
+        self._fresh = False
+
+    def start_search(self, parent, level, root_local: int) -> None:
+        """Engine hook: ``parent = level = -1`` on all threads (the engine then writes the root)."""
+        self._fresh = False
+        self._td.start_search(parent, level, root_local)
+
+    def mark_visited(self, local_ids) -> None:
+        """Nothing to do: the unvisited words are rebuilt from the parent array, which the engine sets for
+        every source, before the next bottom-up level."""
+
+    def top_down_step(self, offsets, cols, lo, hi, queue, parent, level, depth, sent, nchunks):
+        self._fresh = False
+        return self._td.top_down_step(offsets, cols, lo, hi, queue, parent, level, depth, sent, nchunks,
+                                      workspace=self._workspace)
+
+    def claim_remote(self, v, p, lo, parent, level, depth):
+        self._fresh = False
+        return self._td.claim_remote(v, p, lo, parent, level, depth)
+
+    def use_bottom_up_columns(self, cols, ordered) -> None:
+        """Engine hook: bottom-up scans ``ordered`` (the same rows as ``cols``, neighbours by decreasing
+        degree; built during preparation, see :mod:`breadth.pipeline.bottom_up_order`) when given ``cols``."""
+        self._ordered = (cols, ordered)
+
+    def bottom_up_step(self, offsets, cols, frontier_bits, parent, level, depth, next_bits):
+        if self._ordered is not None and self._ordered[0] is cols:
+            cols = self._ordered[1]
+        if not self._fresh:
+            if self._unvisited is None or self._unvisited.size != next_bits.size:
+                self._unvisited = np.empty(next_bits.size, np.uint64)
+            self._bu.unvisited_words(offsets, parent, self._unvisited)
+            self._fresh = True
+        return self._bu.bottom_up_step(offsets, cols, frontier_bits, parent, level, depth, next_bits,
+                                       self._unvisited)
 
 
-def _visited_is_parent(local_ids) -> None:
-    """The CPU backend's ``mark_visited``: nothing to do, its kernels read "visited" from the parent array,
-    which the engine sets for every source (the GPU backend keeps a bitmap of its own)."""
+def cpu_backend() -> CpuBackend:
+    """NumPy arrays, Numba kernels.  Each call makes a new instance, whose state belongs to one engine."""
+    return CpuBackend()
 
 
-def get_backend(name: str = "cpu") -> SimpleNamespace:
+def get_backend(name: str = "cpu") -> CpuBackend | GpuBackend:
     """``"cpu"`` or ``"gpu"`` (CuPy kernels; imported only when asked for)."""
     if name == "cpu":
         return cpu_backend()

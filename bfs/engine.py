@@ -67,8 +67,7 @@ class Engine:
         xp = self.b.xp
         self.shard = shard.to(xp) if backend != "cpu" else shard
         # BREADTH_DEGREE_ORDER=0 ignores the shard's degree-ordered bottom-up rows (for A/B measurements)
-        if "bu_columns" in self.shard.meta and hasattr(self.b, "use_bottom_up_columns") and \
-                os.environ.get("BREADTH_DEGREE_ORDER", "1") != "0":
+        if "bu_columns" in self.shard.meta and os.environ.get("BREADTH_DEGREE_ORDER", "1") != "0":
             s = self.shard
             self.b.use_bottom_up_columns(s.in_columns if s.directed else s.columns, s.meta["bu_columns"])
         self.comm = comm or SelfCommunicator()

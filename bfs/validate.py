@@ -68,27 +68,58 @@ def _row_rules(offsets, cols, in_offsets, in_cols, lo, parent, level_g, root, di
     return r2, r3, r4, r5
 
 
+@numba.njit(nogil=True, cache=True)
+def _tree_violations(parent, root):
+    # Each reached vertex's chain is walked until it meets a vertex already decided (the root is decided
+    # good), then walked again to record the outcome on the path: every vertex is decided once, O(n), with a
+    # byte of state per vertex and no other array (the search's caches stay warm for the next root).
+    n = parent.size
+    state = np.zeros(n, np.uint8)  # 0 unknown, 1 ends at the root, 2 does not, 3 on the current path
+    state[root] = 1
+    bad = 1 if parent[root] != root else 0
+    for v in range(n):
+        if parent[v] < 0:
+            continue
+        if parent[v] >= n:
+            bad += 1
+        if state[v] != 0:
+            continue
+        u = v
+        dangling = False
+        while state[u] == 0:
+            state[u] = 3
+            p = parent[u]
+            if p < 0 or p >= n:
+                dangling = True
+                break
+            u = p
+        outcome = 1 if not dangling and state[u] == 1 else 2
+        u = v
+        while state[u] == 3:
+            state[u] = outcome
+            p = parent[u]
+            if p < 0 or p >= n:
+                break
+            u = p
+    for v in range(n):
+        if parent[v] >= 0 and state[v] == 2:
+            bad += 1
+    return bad
+
+
 def tree_violations(parent_g: np.ndarray, root: int) -> int:
-    """Rule 1 on the global parent array: reached vertices whose parent chain does not end at ``root``."""
-    n = parent_g.size
-    reached = parent_g >= 0
-    bad = int((parent_g[reached] >= n).sum()) + int(parent_g[root] != root)
-    anc = np.where(reached & (parent_g < n), parent_g, -1)
-    anc[root] = root
-    for _ in range(max(1, int(np.ceil(np.log2(max(n, 2))))) + 1):
-        nxt = np.where(anc >= 0, anc[np.maximum(anc, 0)], -1)
-        if np.array_equal(nxt, anc):
-            break
-        anc = nxt
-    return bad + int((reached & (anc != root)).sum())
+    """Rule 1 on the global parent array: reached vertices whose parent chain does not end at ``root``
+    (plus parents outside the graph, and a root that is not its own parent)."""
+    return int(_tree_violations(np.ascontiguousarray(parent_g), root))
 
 
 def row_violations(shard, parent_local: np.ndarray, level_g: np.ndarray, root: int) -> tuple[int, int, int, int]:
     """Rules 2-5 over ``shard``'s rows (``parent_local`` covers its owned vertices)."""
     in_off = shard.in_offsets if shard.directed else shard.offsets
     in_col = shard.in_columns if shard.directed else shard.columns
+    # parents as the search keeps them (int32 or int64): a widened copy would only cost memory traffic
     return tuple(int(x) for x in _row_rules(shard.offsets, shard.columns, in_off, in_col, shard.lo,
-                                            np.ascontiguousarray(parent_local, np.int64),
+                                            np.ascontiguousarray(parent_local),
                                             np.ascontiguousarray(level_g, np.int32), root, shard.directed))
 
 
@@ -119,7 +150,8 @@ def validate_rank(engine, root: int) -> dict[str, int]:
     rows_fn = b.row_violations if on_device else row_violations
     tree_fn = b.tree_violations if on_device else tree_violations
     parent_local = to_host(engine.parent)
-    level_g = xp.concatenate([to_host(x) for x in comm.allgather(engine.level)])
+    level_g = to_host(engine.level) if comm.size == 1 else \
+        xp.concatenate([to_host(x) for x in comm.allgather(engine.level)])
     shard = engine.shard if b.name == "cpu" or on_device else engine.shard.to(np)
     counts = np.array(rows_fn(shard, parent_local, level_g, root), np.int64)
     tree = 0

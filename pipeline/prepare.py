@@ -86,15 +86,23 @@ def _summary(shard) -> tuple[int, int, int, int]:
     return shard.num_local_edges, sums["self_loops"], sums["tuple_degree"], shard.nbytes()
 
 
-def _add_bottom_up_order(client, shards, workers, token):
-    """GPU shards of a several-rank graph: every owner gathers all owners' degree buckets (a byte per
-    vertex) and builds bottom-up's degree-ordered rows, which one rank builds alone."""
+def _add_bottom_up_order(client, shards, workers, token, device: str):
+    """Bottom-up's degree-ordered rows on every shard: each owner of a several-rank graph gathers all
+    owners' degree buckets (a byte per vertex); one rank orders by its own rows.  GPU shards of one rank
+    have them from their build already."""
     from distributed import wait
 
-    from .build_csr_gpu import shard_degree_buckets, with_bottom_up_order
+    if device == "gpu":
+        from .build_csr_gpu import shard_degree_buckets, with_bottom_up_order
+    else:
+        from .bottom_up_order import shard_degree_buckets, with_bottom_up_order
 
     where = [dict(workers=[workers[r % len(workers)]], allow_other_workers=False, pure=False)
              for r in range(len(shards))]
+    if len(shards) == 1:
+        ordered = [client.submit(with_bottom_up_order, shards[0], key=f"bu-shard-{token}-0", **where[0])]
+        wait(ordered)
+        return ordered
     buckets = [client.submit(shard_degree_buckets, s, key=f"buckets-{token}-{r}", **where[r])
                for r, s in enumerate(shards)]
     ordered = [client.submit(with_bottom_up_order, s, buckets, key=f"bu-shard-{token}-{r}", **where[r])
@@ -210,8 +218,9 @@ def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], pro
     ours = sent.keys | {f.key for f in shards}
     chunk_records = client.gather(sent.stages) if stages is not None else []
     del sent
-    if spec.device == "gpu" and spec.nparts > 1:
-        shards = _add_bottom_up_order(client, shards, workers, token)
+    # CPU shards get theirs in the memory tier only (see breadth.pipeline.bottom_up_order)
+    if (spec.device == "gpu" and spec.nparts > 1) or (spec.device == "cpu" and spec.tier == "memory"):
+        shards = _add_bottom_up_order(client, shards, workers, token, spec.device)
     summaries = client.gather([client.submit(_summary, s, workers=[workers[r % len(workers)]], pure=False)
                                for r, s in enumerate(shards)])
     construction = time.perf_counter() - t0

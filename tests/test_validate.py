@@ -71,3 +71,15 @@ def test_engine_results_pass_on_many_roots():
     for root in np.flatnonzero(np.diff(shards[0].offsets))[:20]:
         eng.search(int(root))
         assert not any(validate(shards, eng.parent, eng.level, int(root)).values())
+
+
+def test_tree_violations_counts_each_bad_chain():
+    from breadth.bfs.validate import tree_violations
+
+    # 0 is the root; 1 -> 0 and 2 -> 1 are good; 3 <-> 4 is a cycle; 5 -> 6 -> (unreached 7) dangles;
+    # 8's parent is outside the graph (counted once as outside and once as not ending at the root)
+    parent = np.array([0, 0, 1, 4, 3, 6, 7, -1, 99, -1], np.int32)
+    assert tree_violations(parent, 0) == 2 + 2 + 2
+    assert tree_violations(parent.astype(np.int64)[:8], 0) == 4
+    parent[0] = 1  # a root that is not its own parent counts once; chains that reach it still end there
+    assert tree_violations(parent[:3], 0) == 1
