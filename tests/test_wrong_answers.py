@@ -175,7 +175,10 @@ def test_interrupted_spilled_prepare_removes_its_spill_tree(lclient, tmp_path):
     from breadth.pipeline import from_dask_array, prepare
 
     good = np.array([[0, 1], [1, 2], [2, 3]] * 400, np.int64)
-    slow = da.from_delayed(dask.delayed(_slow_chunk, pure=False)(good, 3.0), shape=good.shape, dtype=np.int64)
+    # the slow chunk must outlast the fast chunks' sends, which a loaded CI machine with a cold Numba cache
+    # once stretched past 3 s (no spill file before the end, so nothing to interrupt)
+    slow_s = 8.0
+    slow = da.from_delayed(dask.delayed(_slow_chunk, pure=False)(good, slow_s), shape=good.shape, dtype=np.int64)
     arr = da.concatenate([da.from_array(good, chunks=(600, 2)), slow])
     spill = tmp_path / "spill"
     spill.mkdir()
@@ -183,7 +186,7 @@ def test_interrupted_spilled_prepare_removes_its_spill_tree(lclient, tmp_path):
 
     def interrupt():  # Ctrl-C once the fast chunks' bucket files are on disk, while the slow one runs
         t0 = time.monotonic()
-        while time.monotonic() - t0 < 10:
+        while time.monotonic() - t0 < slow_s:
             files = [f for _, _, fs in os.walk(spill) for f in fs]
             if files:
                 seen.extend(files)
@@ -196,7 +199,7 @@ def test_interrupted_spilled_prepare_removes_its_spill_tree(lclient, tmp_path):
         prepare(from_dask_array(arr, num_vertices=4), lclient, spill_dir=str(spill), batch_entries=64)
     assert seen  # the run was interrupted with spill files written
     assert os.listdir(spill) == []
-    time.sleep(3.5)  # the slow chunk's task ends meanwhile: nothing may reappear
+    time.sleep(slow_s + 0.5)  # the slow chunk's task ends meanwhile: nothing may reappear
     assert os.listdir(spill) == []
 
 
