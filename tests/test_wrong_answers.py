@@ -194,9 +194,15 @@ def test_interrupted_spilled_prepare_removes_its_spill_tree(lclient, tmp_path):
             time.sleep(0.01)
         os.kill(os.getpid(), signal.SIGINT)
 
-    threading.Thread(target=interrupt, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt), _disk_tier():
-        prepare(from_dask_array(arr, num_vertices=4), lclient, spill_dir=str(spill), batch_entries=64)
+    # Python's own Ctrl-C handler, whatever an earlier test of the session left installed
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt), _disk_tier():
+            prepare(from_dask_array(arr, num_vertices=4), lclient, spill_dir=str(spill), batch_entries=64)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert previous is signal.default_int_handler, f"an earlier test left SIGINT handled by {previous!r}"
     assert seen  # the run was interrupted with spill files written
     assert os.listdir(spill) == []
     time.sleep(slow_s + 0.5)  # the slow chunk's task ends meanwhile: nothing may reappear
