@@ -485,8 +485,8 @@ extern "C" __global__ void scan_tiles_g(const i64* __restrict__ offsets, const i
     }
 }
 
-extern "C" __global__ void scan_tile_sums_g(const i64* __restrict__ prm, i64* __restrict__ tiles) {
-    const i64 nt = (prm[1] + SCAN_TILE - 1) / SCAN_TILE;
+// tiles[0..nt) -> their exclusive prefix sums, in one block of SCAN_TILE threads; returns the total.
+__device__ __forceinline__ i64 exclusive_tile_scan(i64* __restrict__ tiles, i64 nt) {
     i64 carry = 0;
     for (i64 base = 0; base < nt; base += SCAN_TILE) {
         const i64 i = base + threadIdx.x;
@@ -496,6 +496,11 @@ extern "C" __global__ void scan_tile_sums_g(const i64* __restrict__ prm, i64* __
         if (i < nt) tiles[i] = carry + inc - x;
         carry += tot;
     }
+    return carry;
+}
+
+extern "C" __global__ void scan_tile_sums_g(const i64* __restrict__ prm, i64* __restrict__ tiles) {
+    exclusive_tile_scan(tiles, (prm[1] + SCAN_TILE - 1) / SCAN_TILE);
 }
 
 extern "C" __global__ void scan_add_g(const i64* __restrict__ prm, i64* __restrict__ pre,
@@ -519,16 +524,8 @@ extern "C" __global__ void popcount_tiles(const u64* __restrict__ bits, i64 nwor
 }
 
 extern "C" __global__ void scan_tile_sums(i64* __restrict__ tiles, i64 nt) {
-    i64 carry = 0;
-    for (i64 base = 0; base < nt; base += SCAN_TILE) {
-        const i64 i = base + threadIdx.x;
-        const i64 x = i < nt ? tiles[i] : 0;
-        i64 tot;
-        const i64 inc = block_scan(x, &tot);
-        if (i < nt) tiles[i] = carry + inc - x;
-        carry += tot;
-    }
-    if (threadIdx.x == 0) tiles[nt] = carry;
+    const i64 total = exclusive_tile_scan(tiles, nt);
+    if (threadIdx.x == 0) tiles[nt] = total;
 }
 
 extern "C" __global__ void tile_bits_to_ids(const u64* __restrict__ bits, i64 nwords, const i64* __restrict__ tiles,
