@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import os
 import sys
 import time
@@ -28,8 +29,8 @@ LARGE_WARM_UP_BYTES = 64 << 30
 LARGE_WARM_UP_SCALE = 26
 
 #: files whose CUDA sources (and the CuPy kernels they call) the warm-up compiles
-KERNEL_SOURCES = ("bfs/gpu_kernels.py", "bfs/batch_gpu.py", "bfs/level_graphs.py", "pipeline/kronecker_gpu.py",
-                  "pipeline/build_csr_gpu.py", "pipeline/array_backend.py")
+KERNEL_SOURCES = ("bfs/gpu_kernels.py", "bfs/batch_gpu.py", "bfs/level_graphs.py", "bfs/peer_memory.py",
+                  "pipeline/kronecker_gpu.py", "pipeline/build_csr_gpu.py", "pipeline/array_backend.py")
 
 
 def cache_dir() -> str:
@@ -49,8 +50,6 @@ def kernels_digest(sources: dict[str, bytes], toolchain: str) -> str:
 def marker_path() -> str:
     """The marker that says this machine's cache holds the kernels of this breadth for this GPU."""
     import cupy
-
-    import importlib
 
     sources = {}
     for rel in KERNEL_SOURCES:  # read through the installed modules (package-dir maps the folders)
