@@ -403,22 +403,34 @@ def plan_numpy_path(limit: int, num_vertices: int, num_tuples: int, workers: int
                                                               DEFAULT_CHUNK_EDGES.bit_length())])
     c_min = min(sizes, key=lambda c: max(phases_at(c).values()))
     smallest = phases_at(c_min)
-    largest = max(smallest, key=smallest.get)
-    minimum = B + smallest[largest]
-    if limit < minimum:
-        graph = f" for {what}" if what else ""
-        chunk = f" with --chunk-edges {chunk_edges}" if chunk_edges else ""
-        raise MemoryLimitError(
-            f"--memory-limit {format_bytes(limit)} is below the minimum of {format_bytes(minimum)}{graph} on "
-            f"{workers} worker(s){chunk} (worker baseline without Numba ~{format_bytes(B)} + {largest}); raise it"
-            + ((" or lower --chunk-edges" if "+ chunk" in largest else " or raise --chunk-edges") if chunk_edges
-               else " or add --workers"), minimum)
+    minimum = _minimum_or_refuse(
+        limit, B, smallest, what, workers, chunk_edges, " without Numba",
+        lambda largest: ((" or lower --chunk-edges" if "+ chunk" in largest else " or raise --chunk-edges")
+                         if chunk_edges else " or add --workers"))
     room = limit - B
     c = max((v for v in sizes if max(phases_at(v).values()) <= room), default=c_min)
     b = _largest_pow2(MIN_BATCH_ENTRIES, DEFAULT_BATCH_ENTRIES, lambda v: build_phase(c, v) <= room)
     phases = {"chunk": B + chunk_phase(c), "build": B + build_phase(c, b), "store": B + NUMPY_STORE_BYTES}
     return MemoryPlan(limit=limit, minimum=minimum, chunk_edges=c, batch_entries=b, tier="disk", phases=phases,
                       jit=False)
+
+
+def _minimum_or_refuse(limit: int, baseline: int, smallest: dict[str, int], what: str, workers: int,
+                       chunk_edges: int | None, path: str, hint) -> int:
+    """The smallest working limit: the worker ``baseline`` plus the largest of the phases at their smallest
+    (``smallest``: bytes by a name the message shows).  A ``limit`` below it raises
+    :class:`MemoryLimitError` naming that phase, ``path`` (how the baseline is reached) and ``hint(name)``
+    (what to change)."""
+    largest = max(smallest, key=smallest.get)
+    minimum = baseline + smallest[largest]
+    if limit < minimum:
+        graph = f" for {what}" if what else ""
+        chunk = f" with --chunk-edges {chunk_edges}" if chunk_edges else ""
+        raise MemoryLimitError(
+            f"--memory-limit {format_bytes(limit)} is below the minimum of {format_bytes(minimum)}{graph} on "
+            f"{workers} worker(s){chunk} (worker baseline{path} ~{format_bytes(baseline)} + {largest}); raise it"
+            + hint(largest), minimum)
+    return minimum
 
 
 def _plan_numba_path(limit: int, num_vertices: int, num_tuples: int, workers: int, threads: int, directed: bool,
@@ -450,16 +462,10 @@ def _plan_numba_path(limit: int, num_vertices: int, num_tuples: int, workers: in
         smallest[f"{shard} + write"] = after[0]
     if search:
         smallest[f"{shard} + search"] = after[-1]
-    largest = max(smallest, key=smallest.get)
-    minimum = B + smallest[largest]
-    if limit < minimum:
-        graph = f" for {what}" if what else ""
-        chunk = f" with --chunk-edges {chunk_edges}" if chunk_edges else ""
-        raise MemoryLimitError(
-            f"--memory-limit {format_bytes(limit)} is below the minimum of {format_bytes(minimum)}{graph} on "
-            f"{workers} worker(s){chunk} (worker baseline ~{format_bytes(B)} + {largest}); raise it"
-            + (" or lower --chunk-edges" if chunk_edges and largest.startswith("chunk") else " or add --workers"),
-            minimum)
+    minimum = _minimum_or_refuse(
+        limit, B, smallest, what, workers, chunk_edges, "",
+        lambda largest: (" or lower --chunk-edges" if chunk_edges and largest.startswith("chunk")
+                         else " or add --workers"))
     room = limit - B
     c = chunk_edges or _largest_pow2(MIN_CHUNK_EDGES, DEFAULT_CHUNK_EDGES, lambda v: chunk_phase(v) <= room)
     b = _largest_pow2(MIN_BATCH_ENTRIES, DEFAULT_BATCH_ENTRIES, lambda v: build_phase(v) <= room)
