@@ -15,6 +15,7 @@ import numpy as np
 
 from breadth.bfs.shard import Shard, block_size, column_dtype
 
+from .build_csr_numpy import packed_csr
 from .piece import Piece
 
 _pack = cp.ElementwiseKernel(
@@ -80,32 +81,16 @@ def split_by_owner_gpu(edges, num_vertices: int, block: int, nparts: int, direct
 
 def csr_from_entries_gpu(entries: list, lo: int, num_local: int, num_vertices: int):
     """:func:`breadth.pipeline.build_csr.csr_from_entries` on the device: ``(offsets int64[num_local + 1],
-    columns int32|int64[nnz], multiplicity int64[num_local])`` as CuPy arrays."""
+    columns int32|int64[nnz], multiplicity int64[num_local])`` as CuPy arrays (the one sort of packed keys of
+    :func:`~breadth.pipeline.build_csr_numpy.packed_csr`, with fused kernels for its steps; a device radix
+    sort)."""
     entries = [cp.asarray(e) for e in entries if e is not None and e.shape[0]]
-    m = sum(int(e.shape[0]) for e in entries)
-    cdt = column_dtype(num_vertices)
-    cbits = max(1, int(num_vertices - 1).bit_length())
-    rbits = max(1, int(num_local - 1).bit_length()) if num_local > 1 else 1
-    if cbits + rbits > 64:
-        raise NotImplementedError(f"GPU build packs (row, column) into 64 bits: {rbits} + {cbits} bits do not fit; "
-                                  "use more shards (smaller num_local)")
-    keys = cp.empty(m, cp.uint64)
-    pos = 0
-    for e in entries:  # pack each piece in place: no concatenated copy of the entries
-        k = int(e.shape[0])
-        _pack(e[:, 0], e[:, 1], np.int64(lo), np.int32(cbits), keys[pos:pos + k])
-        pos += k
-    del entries
-    keys.sort()  # device radix sort
-    # Row starts before and after dedup by binary search of the packed row boundaries.
-    starts = cp.arange(num_local + 1, dtype=cp.uint64) << np.uint64(cbits)
-    deg = cp.diff(cp.searchsorted(keys, starts)).astype(cp.int64)
-    flag = _neq_prev(keys, size=m) if m else cp.empty(0, bool)
-    keys = keys[flag]
-    del flag
-    offsets = cp.searchsorted(keys, starts).astype(cp.int64)
-    columns = _unpack_col(keys, np.uint64((1 << cbits) - 1), cp.empty(keys.size, cdt))
-    return offsets, columns, deg
+    return packed_csr(cp, entries, lo, num_local, num_vertices,
+                      lambda e, lo, cbits, out: _pack(e[:, 0], e[:, 1], np.int64(lo), np.int32(cbits), out),
+                      lambda keys: _neq_prev(keys, size=keys.size) if keys.size else cp.empty(0, bool),
+                      lambda keys, cbits, dtype: _unpack_col(keys, np.uint64((1 << cbits) - 1),
+                                                             cp.empty(keys.size, dtype)),
+                      "GPU build")
 
 
 def build_shard_gpu(rank: int, nparts: int, num_vertices: int, pieces: list[Piece], directed: bool = False) -> Shard:

@@ -56,37 +56,60 @@ def split_by_owner_numpy(edges: np.ndarray, num_vertices: int, block: int, npart
     return [Piece(outs[p], incs[p], lps[p]) for p in range(nparts)]
 
 
-def csr_from_entries_numpy(entries: list[np.ndarray], lo: int, num_local: int, num_vertices: int):
-    """:func:`breadth.pipeline.build_csr.csr_from_entries` with array operations: ``(offsets
-    int64[num_local + 1], columns int32|int64[nnz], multiplicity int64[num_local])`` of rows
-    ``lo..lo+num_local-1`` from ``(k, 2)`` ``[row, column]`` entry arrays."""
-    entries = [e for e in entries if e is not None and e.shape[0]]
+def packed_csr(xp, entries: list, lo: int, num_local: int, num_vertices: int, pack, distinct, unpack,
+               who: str):
+    """CSR of rows ``lo..lo+num_local-1`` from ``(k, 2)`` ``[row, column]`` entry arrays of module ``xp``
+    (NumPy or CuPy), by one sort of ``(row - lo) << cbits | column`` keys: ``(offsets int64[num_local + 1],
+    columns int32|int64[nnz], multiplicity int64[num_local])``.  The backend gives three steps:
+    ``pack(entries, lo, cbits, out)`` writes a piece's keys into ``out``, ``distinct(keys)`` flags each key
+    unlike the one before, ``unpack(keys, cbits, dtype)`` returns the keys' columns.  ``who`` names the
+    build in the error when the keys would not fit 64 bits."""
     m = sum(int(e.shape[0]) for e in entries)
     cbits = max(1, int(num_vertices - 1).bit_length())
     rbits = max(1, int(num_local - 1).bit_length()) if num_local > 1 else 1
     if cbits + rbits > 64:
-        raise NotImplementedError(f"the NumPy build packs (row, column) into 64 bits: {rbits} + {cbits} bits do "
+        raise NotImplementedError(f"{who} packs (row, column) into 64 bits: {rbits} + {cbits} bits do "
                                   "not fit; use more shards (smaller num_local)")
-    keys = np.empty(m, np.uint64)
+    keys = xp.empty(m, xp.uint64)
     pos = 0
     for e in entries:  # pack each piece in place: no concatenated copy of the entries
         k = int(e.shape[0])
-        part = keys[pos:pos + k]
-        np.subtract(e[:, 0], lo, out=part, casting="unsafe")
-        part <<= np.uint64(cbits)
-        part |= e[:, 1].astype(np.uint64)
+        pack(e, lo, cbits, keys[pos:pos + k])
         pos += k
-    del entries
+    entries.clear()
     keys.sort()
-    starts = np.arange(num_local + 1, dtype=np.uint64) << np.uint64(cbits)
-    deg = np.diff(np.searchsorted(keys, starts)).astype(np.int64)
-    flag = np.empty(m, bool)
-    if m:
+    # row starts before and after deduplication by binary search of the packed row boundaries
+    starts = xp.arange(num_local + 1, dtype=xp.uint64) << np.uint64(cbits)
+    deg = xp.diff(xp.searchsorted(keys, starts)).astype(xp.int64)
+    keys = keys[distinct(keys)]
+    offsets = xp.searchsorted(keys, starts).astype(xp.int64)
+    del starts
+    return offsets, unpack(keys, cbits, column_dtype(num_vertices)), deg
+
+
+def _pack_numpy(e: np.ndarray, lo: int, cbits: int, out: np.ndarray) -> None:
+    np.subtract(e[:, 0], lo, out=out, casting="unsafe")
+    out <<= np.uint64(cbits)
+    out |= e[:, 1].astype(np.uint64)
+
+
+def _distinct_numpy(keys: np.ndarray) -> np.ndarray:
+    flag = np.empty(keys.size, bool)
+    if keys.size:
         flag[0] = True
         np.not_equal(keys[1:], keys[:-1], out=flag[1:])
-    keys = keys[flag]
-    del flag
-    offsets = np.searchsorted(keys, starts).astype(np.int64)
-    del starts
+    return flag
+
+
+def _unpack_numpy(keys: np.ndarray, cbits: int, dtype) -> np.ndarray:
     keys &= np.uint64((1 << cbits) - 1)
-    return offsets, keys.astype(column_dtype(num_vertices)), deg
+    return keys.astype(dtype)
+
+
+def csr_from_entries_numpy(entries: list[np.ndarray], lo: int, num_local: int, num_vertices: int):
+    """:func:`breadth.pipeline.build_csr.csr_from_entries` with array operations: ``(offsets
+    int64[num_local + 1], columns int32|int64[nnz], multiplicity int64[num_local])`` of rows
+    ``lo..lo+num_local-1`` from ``(k, 2)`` ``[row, column]`` entry arrays (:func:`packed_csr`)."""
+    entries = [e for e in entries if e is not None and e.shape[0]]
+    return packed_csr(np, entries, lo, num_local, num_vertices, _pack_numpy, _distinct_numpy, _unpack_numpy,
+                      "the NumPy build")
