@@ -13,9 +13,9 @@ from __future__ import annotations
 import cupy as cp
 import numpy as np
 
-from breadth.bfs.shard import Shard, block_size, column_dtype
+from breadth.bfs.shard import Shard, block_size
 
-from .build_csr_numpy import packed_csr
+from .build_csr_numpy import packed_csr, split_pieces
 from .piece import Piece
 
 _pack = cp.ElementwiseKernel(
@@ -39,16 +39,6 @@ def _check_ids(edges: cp.ndarray, num_vertices: int, where: str = "edge chunk") 
                          f"[0, {num_vertices}); relabel the ids or pass num_vertices")
 
 
-def _by_owner(entries: cp.ndarray, block: int, nparts: int) -> list[cp.ndarray]:
-    if nparts == 1:
-        return [entries]
-    owner = entries[:, 0] // block
-    order = cp.argsort(owner, kind="stable")
-    entries = entries[order]
-    bounds = np.concatenate(([0], np.cumsum(cp.bincount(owner, minlength=nparts).get())))
-    return [entries[bounds[p]:bounds[p + 1]] for p in range(nparts)]
-
-
 def split_by_owner_gpu(edges, num_vertices: int, block: int, nparts: int, directed: bool = False) -> list[Piece]:
     """:func:`breadth.pipeline.partition.split_by_owner` on the device.
 
@@ -58,25 +48,7 @@ def split_by_owner_gpu(edges, num_vertices: int, block: int, nparts: int, direct
     """
     edges = cp.ascontiguousarray(cp.asarray(edges), dtype=cp.int64)
     _check_ids(edges, num_vertices)
-    dt = column_dtype(num_vertices)
-    u, v = edges[:, 0], edges[:, 1]
-    loop = u == v
-    keep = ~loop
-    uu, vv = u[keep].astype(dt), v[keep].astype(dt)
-    loops = u[loop]
-    if directed:
-        out, inc = cp.stack([uu, vv], axis=1), cp.stack([vv, uu], axis=1)
-    else:
-        out, inc = cp.stack([cp.concatenate([uu, vv]), cp.concatenate([vv, uu])], axis=1), None
-    del uu, vv
-    outs = _by_owner(out, block, nparts)
-    incs = _by_owner(inc, block, nparts) if directed else [None] * nparts
-    if nparts == 1:
-        lps = [loops]
-    else:
-        lo_owner = loops // block
-        lps = [loops[lo_owner == p] for p in range(nparts)]
-    return [Piece(outs[p], incs[p], lps[p]) for p in range(nparts)]
+    return split_pieces(cp, edges, num_vertices, block, nparts, directed)
 
 
 def csr_from_entries_gpu(entries: list, lo: int, num_local: int, num_vertices: int):

@@ -20,23 +20,23 @@ from breadth.bfs.shard import column_dtype
 from .piece import Piece, check_ids
 
 
-def _by_owner(entries: np.ndarray, block: int, nparts: int) -> list[np.ndarray]:
+def _by_owner(xp, entries, block: int, nparts: int) -> list:
+    """``entries`` (``(k, 2)``, module ``xp``) grouped by the owner of their row, in order, one array each."""
     if nparts == 1:
         return [entries]
     owner = entries[:, 0] // entries.dtype.type(block)
-    order = np.argsort(owner, kind="stable")
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(owner, minlength=nparts))))
+    order = xp.argsort(owner, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(xp.bincount(owner, minlength=nparts).tolist())))
     del owner
     entries = entries[order]
     return [entries[bounds[p]:bounds[p + 1]] for p in range(nparts)]
 
 
-def split_by_owner_numpy(edges: np.ndarray, num_vertices: int, block: int, nparts: int,
-                         directed: bool = False) -> list[Piece]:
-    """:func:`breadth.pipeline.partition.split_by_owner` with array operations: one :class:`Piece` per owner,
-    its ``(k, 2)`` entries in the graph's column dtype (int32 when ids fit) and int64 self-loop ids."""
-    edges = np.asarray(edges, dtype=np.int64)
-    check_ids(edges, num_vertices)
+def split_pieces(xp, edges, num_vertices: int, block: int, nparts: int, directed: bool) -> list[Piece]:
+    """Checked int64 ``(k, 2)`` tuples ``edges`` of module ``xp`` (NumPy or CuPy) -> one :class:`Piece` per
+    owner: its out- (and for directed graphs in-) entries in the graph's column dtype (int32 when ids fit,
+    which halves the shuffle's memory) and its int64 self-loop ids.  Undirected tuples give both
+    directions."""
     dt = column_dtype(num_vertices)
     u, v = edges[:, 0], edges[:, 1]
     loop = u == v
@@ -46,14 +46,26 @@ def split_by_owner_numpy(edges: np.ndarray, num_vertices: int, block: int, npart
     uu, vv = u[keep].astype(dt), v[keep].astype(dt)
     del keep, u, v, edges
     if directed:
-        out, inc = np.stack([uu, vv], axis=1), np.stack([vv, uu], axis=1)
+        out, inc = xp.stack([uu, vv], axis=1), xp.stack([vv, uu], axis=1)
     else:
-        out, inc = np.stack([np.concatenate([uu, vv]), np.concatenate([vv, uu])], axis=1), None
+        out, inc = xp.stack([xp.concatenate([uu, vv]), xp.concatenate([vv, uu])], axis=1), None
     del uu, vv
-    outs = _by_owner(out, block, nparts)
-    incs = _by_owner(inc, block, nparts) if directed else [None] * nparts
-    lps = [loops] if nparts == 1 else [loops[loops // block == p] for p in range(nparts)]
+    outs = _by_owner(xp, out, block, nparts)
+    incs = _by_owner(xp, inc, block, nparts) if directed else [None] * nparts
+    if nparts == 1:
+        lps = [loops]
+    else:
+        loop_owner = loops // block
+        lps = [loops[loop_owner == p] for p in range(nparts)]
     return [Piece(outs[p], incs[p], lps[p]) for p in range(nparts)]
+
+
+def split_by_owner_numpy(edges: np.ndarray, num_vertices: int, block: int, nparts: int,
+                         directed: bool = False) -> list[Piece]:
+    """:func:`breadth.pipeline.partition.split_by_owner` with array operations (:func:`split_pieces`)."""
+    edges = np.asarray(edges, dtype=np.int64)
+    check_ids(edges, num_vertices)
+    return split_pieces(np, edges, num_vertices, block, nparts, directed)
 
 
 def packed_csr(xp, entries: list, lo: int, num_local: int, num_vertices: int, pack, distinct, unpack,
