@@ -229,11 +229,13 @@ def test_interrupted_generate_leaves_a_store_that_the_same_command_finishes(tmp_
 
 def test_a_killed_worker_is_one_line_naming_the_rank(tmp_path):
     psutil = pytest.importorskip("psutil")
-    p = subprocess.Popen([*CLI, "bench", "--scale", "15", "--workers", "2"], stdout=subprocess.PIPE,
+    # scale 18: 64 searches with validation take seconds, so the kill lands inside them (at scale 15 the
+    # searches ended within the 0.5 s wait on a fast machine and the run exited 0)
+    p = subprocess.Popen([*CLI, "bench", "--scale", "18", "--workers", "2"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, start_new_session=True)
     first = p.stderr.readline()  # "ShardedGraph(...); construction ... s": the searches start now
     assert "construction" in first, first
-    time.sleep(0.5)
+    time.sleep(0.2)
     workers = [c for c in psutil.Process(p.pid).children(recursive=True) if "spawn_main" in " ".join(c.cmdline())]
     assert len(workers) == 2
     workers[-1].kill()
