@@ -3,7 +3,7 @@ time counts them (the GPU builds its own in :mod:`breadth.pipeline.build_csr_gpu
 
 A rank's bottom-up step scans each unvisited vertex's in-neighbours until one is in the frontier; with the
 neighbours of highest degree first it meets one sooner (Kronecker scale 20, one rank: the bottom-up levels
-about a fifth faster).  The copy costs 4 bytes per adjacency entry (8 for 64-bit ids), next to the 28 that
+about a fifth faster).  The copy costs 4 bytes per adjacency entry (8 for 64-bit ids), next to the 12 that
 the memory tier's build holds at its peak, so it is built for shards prepared in that tier only.
 """
 

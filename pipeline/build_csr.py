@@ -1,9 +1,9 @@
 """Per-owner CSR construction: count rows, scatter, sort and deduplicate each row in parallel.
 
 This is gapbs' builder in three passes over the owner's entries, which arrive as pieces from every edge
-chunk; no piece is concatenated with another, so peak memory is the pieces plus one column array.
-Scattering is split among threads by row range (each thread reads every entry and writes only its
-rows), which needs no atomics.
+chunk; no piece is concatenated with another, so peak memory is the pieces plus one column array (of the
+shard's column dtype, shrunk in place after deduplication).  Counting and scattering are split among
+threads by row range (each thread reads every entry and writes only its rows), which needs no atomics.
 """
 
 from __future__ import annotations
@@ -19,11 +19,15 @@ from .partition import Piece
 
 
 @numba.njit(nogil=True, cache=True)
-def _count_rows(entries, lo, deg):
+def _count_rows(entries, lo, r0, r1, deg):
+    """Count the entries whose local row is in ``[r0, r1)``; threads own disjoint row ranges."""
     # unsigned indices: Numba checks signed ones for wraparound on every access (see bfs/bottom_up.py)
-    ulo = np.uint64(lo)
+    base = np.uint64(lo) + np.uint64(r0)
+    nrows = np.uint64(r1 - r0)
     for i in range(entries.shape[0]):
-        deg[np.uint64(entries[i, 0]) - ulo] += 1
+        r = np.uint64(entries[i, 0]) - base  # rows below the range wrap to huge values
+        if r < nrows:
+            deg[r + np.uint64(r0)] += 1
 
 
 @numba.njit(nogil=True, cache=True)
@@ -32,21 +36,22 @@ def _scatter_rows(entries, lo, r0, r1, cursor, cols):
     base = np.uint64(lo) + np.uint64(r0)
     nrows = np.uint64(r1 - r0)
     for i in range(entries.shape[0]):
-        r = np.uint64(entries[i, 0]) - base  # rows below the range wrap to huge values
+        r = np.uint64(entries[i, 0]) - base
         if r < nrows:
             r += np.uint64(r0)
             cols[np.uint64(cursor[r])] = entries[i, 1]
             cursor[r] += 1
 
 
-def _scatter_parallel(entries: list[np.ndarray], lo: int, nrows: int, cursor: np.ndarray, cols: np.ndarray) -> None:
-    """Each thread reads every entry and writes only its own rows: no atomics, no per-thread copies."""
+def _by_row_range(kernel, entries: list[np.ndarray], lo: int, nrows: int, *arrays: np.ndarray) -> None:
+    """Run ``kernel(e, lo, r0, r1, *arrays)`` over every entry array, one thread per row range: each
+    thread reads every entry and writes only its own rows, so no atomics and no per-thread copies."""
     nt = max(1, min(numba.get_num_threads(), nrows))
     cuts = np.linspace(0, nrows, nt + 1).astype(np.int64)
 
     def work(t: int) -> None:
         for e in entries:
-            _scatter_rows(e, lo, cuts[t], cuts[t + 1], cursor, cols)
+            kernel(e, lo, cuts[t], cuts[t + 1], *arrays)
 
     if nt == 1:
         work(0)
@@ -68,15 +73,50 @@ def _insertion_sort(a, lo, hi):
         i += np.uint64(1)
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def _radix_sort(row, scratch, width, passes):
+    """LSD radix sort of the non-negative ``row`` in ``passes`` digits of ``width`` bits, through
+    ``scratch`` (as long as ``row``): linear in the row's length, where a comparison sort of a hub's
+    hundred thousand columns is not."""
+    mask = (1 << width) - 1
+    cnt = np.empty(1 << width, np.int64)
+    src, dst = row, scratch
+    for p in range(passes):
+        shift = p * width
+        cnt[:] = 0
+        for x in src:
+            cnt[(x >> shift) & mask] += 1
+        total = 0
+        for d in range(cnt.size):
+            c = cnt[d]
+            cnt[d] = total
+            total += c
+        for x in src:
+            d = (x >> shift) & mask
+            dst[cnt[d]] = x
+            cnt[d] += 1
+        src, dst = dst, src
+    if passes % 2:
+        row[:] = scratch
+
+
+#: rows at least this long are radix sorted (shorter ones: insertion sort up to 16, else quicksort)
+RADIX_MIN_ROW = 64
+
+
 @numba.njit(parallel=True, nogil=True, cache=True)
-def _sort_unique_rows(offsets, cols, uniq):
+def _sort_unique_rows(offsets, cols, uniq, id_bits):
     one = np.uint64(1)
+    passes = max(1, (id_bits + 10) // 11)  # digits of at most 11 bits: 2048 counters stay in L1
+    width = (id_bits + passes - 1) // passes
     for r in numba.prange(offsets.size - 1):
         a, b = np.uint64(offsets[r]), np.uint64(offsets[r + 1])
         if b - a <= np.uint64(16):  # most rows are short: sort in place, nothing allocated
             _insertion_sort(cols, a, b)
-        else:
+        elif b - a < np.uint64(RADIX_MIN_ROW):
             cols[a:b].sort()
+        else:
+            _radix_sort(cols[a:b], np.empty(b - a, cols.dtype), width, passes)
         k = a
         j = a
         while j < b:
@@ -87,14 +127,16 @@ def _sort_unique_rows(offsets, cols, uniq):
         uniq[r] = k - a
 
 
-@numba.njit(parallel=True, nogil=True, cache=True)
-def _compact(offsets, cols, new_offsets, out):
-    n = offsets.size - 1
-    for r in numba.prange(n):
-        a = offsets[r]
-        s = new_offsets[r]
-        for j in range(new_offsets[r + 1] - s):
-            out[s + j] = cols[a + j]
+@numba.njit(nogil=True, cache=True)
+def _compact_in_place(offsets, cols, new_offsets):
+    # forward, one row after another: a row's unique head only ever moves down (new_offsets[r] <=
+    # offsets[r]), onto entries already read; in parallel a row could overwrite a lower row's unread ones
+    for r in range(offsets.size - 1):
+        a = np.uint64(offsets[r])
+        s = np.uint64(new_offsets[r])
+        if a != s:
+            for j in range(np.uint64(new_offsets[r + 1]) - s):
+                cols[s + j] = cols[a + j]
 
 
 def csr_from_entries(entries: list[np.ndarray], lo: int, num_local: int, num_vertices: int):
@@ -104,20 +146,23 @@ def csr_from_entries(entries: list[np.ndarray], lo: int, num_local: int, num_ver
     where ``multiplicity`` counts entries per row before deduplication.
     """
     deg = np.zeros(num_local, np.int64)
-    for e in entries:
-        _count_rows(e, lo, deg)
+    _by_row_range(_count_rows, entries, lo, num_local, deg)
     offsets = np.zeros(num_local + 1, np.int64)
     np.cumsum(deg, out=offsets[1:])
-    cols = np.empty(int(offsets[-1]), np.int64)
+    # the columns are scattered, deduplicated and compacted in one array of the final dtype, which then
+    # shrinks in place: no int64 scratch and no second column array (fresh memory is what a build pays for)
+    cols = np.empty(int(offsets[-1]), column_dtype(num_vertices))
     cursor = offsets[:-1].copy()
-    _scatter_parallel(entries, lo, num_local, cursor, cols)
+    _by_row_range(_scatter_rows, entries, lo, num_local, cursor, cols)
+    del cursor
     uniq = np.empty(num_local, np.int64)
-    _sort_unique_rows(offsets, cols, uniq)
+    _sort_unique_rows(offsets, cols, uniq, max(1, (num_vertices - 1).bit_length()))
     new_offsets = np.zeros(num_local + 1, np.int64)
     np.cumsum(uniq, out=new_offsets[1:])
-    out = np.empty(int(new_offsets[-1]), column_dtype(num_vertices))
-    _compact(offsets, cols, new_offsets, out)
-    return new_offsets, out, deg
+    del uniq
+    _compact_in_place(offsets, cols, new_offsets)
+    cols.resize(int(new_offsets[-1]), refcheck=False)  # realloc shrinks without copying
+    return new_offsets, cols, deg
 
 
 def build_shard(rank: int, nparts: int, num_vertices: int, pieces: list[Piece], directed: bool = False) -> Shard:

@@ -9,7 +9,8 @@ import numpy as np
 
 
 class Piece(NamedTuple):
-    """What one chunk sends to one owner: ``(k, 2)`` int64 ``[row, column]`` entries in global ids."""
+    """What one chunk sends to one owner: ``(k, 2)`` ``[row, column]`` entries in global ids, int32 when every
+    id fits (the shard's column dtype), else int64."""
 
     out: np.ndarray
     inc: np.ndarray | None  # directed graphs only: in-entries [row, column] (row = head of the edge)
