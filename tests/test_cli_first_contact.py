@@ -177,6 +177,42 @@ def test_workers_get_one_numba_thread_each():
         client.cluster.close()
 
 
+_USER_SCRIPT = """
+import os
+
+import numba  # a user's script imports Numba and breadth at its top: spawned workers import it again first
+from breadth.pipeline import local_cluster
+
+
+def threads():
+    import numba
+
+    return numba.config.NUMBA_NUM_THREADS
+
+
+if __name__ == "__main__":
+    before = os.environ.get("NUMBA_NUM_THREADS")
+    client = local_cluster(workers=2)
+    print(sorted(client.run(threads).values()), os.environ.get("NUMBA_NUM_THREADS") == before)
+    client.close()
+    client.cluster.close()
+"""
+
+
+def test_workers_of_a_script_that_imports_breadth_at_its_top_get_their_threads(tmp_path):
+    """The worker processes re-import the caller's main module before their nanny's ``env`` applies; the
+    thread count must be in their environment from the spawn on (it was not: two workers ran two Numba
+    threads each on two cores, and a scale-20 search took 87 ms instead of 14), and the caller's own
+    environment is left as it was."""
+    script = tmp_path / "user_job.py"
+    script.write_text(_USER_SCRIPT)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                       stdin=subprocess.DEVNULL, env={k: v for k, v in os.environ.items() if k != "NUMBA_NUM_THREADS"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    per_worker = max(1, (os.cpu_count() or 1) // 2)
+    assert r.stdout.split("\n")[0] == f"{[per_worker] * 2} True", r.stdout + r.stderr[-3000:]
+
+
 #: what a shell reports as 130 / 143: the command's own exit status, or its end by SIGINT / SIGTERM (Python
 #: ends that way when a second signal of the same interruption arrives while the interpreter exits)
 _SHELL_STATUS = {130: (130, -signal.SIGINT), 143: (143, -signal.SIGTERM)}
