@@ -47,22 +47,25 @@ def fetch_or(typingctx, arr, idx, val):
     return sig, codegen
 
 
+def _word_op(name: str, *flags: int):
+    """Codegen of a call to LLVM's ``name`` on the argument as a 64-bit word (then ``flags`` as i1
+    constants), returning the intrinsic's 64-bit result."""
+    i64, i1 = ir.IntType(64), ir.IntType(1)
+
+    def codegen(context, builder, signature, args):
+        x64 = context.cast(builder, args[0], signature.args[0], types.uint64)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, [i64] + [i1] * len(flags)), name)
+        return builder.call(fn, [x64] + [ir.Constant(i1, f) for f in flags])
+
+    return codegen
+
+
 @intrinsic
 def ctz(typingctx, x):
     """Index of the lowest set bit of a 64-bit word (64 for zero), as int64."""
     if not isinstance(x, types.Integer):
         return None
-    sig = types.int64(x)
-
-    def codegen(context, builder, signature, args):
-        (x_v,) = args
-        x64 = context.cast(builder, x_v, signature.args[0], types.uint64)
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(64),
-                                                                             [ir.IntType(64), ir.IntType(1)]),
-                                            "llvm.cttz.i64")
-        return builder.call(fn, [x64, ir.Constant(ir.IntType(1), 0)])
-
-    return sig, codegen
+    return types.int64(x), _word_op("llvm.cttz.i64", 0)  # 0: zero is defined (64), not poison
 
 
 @intrinsic
@@ -70,16 +73,7 @@ def popcount(typingctx, x):
     """Number of set bits of a 64-bit word, as int64 (LLVM's ``ctpop``: one ``popcnt``)."""
     if not isinstance(x, types.Integer):
         return None
-    sig = types.int64(x)
-
-    def codegen(context, builder, signature, args):
-        (x_v,) = args
-        x64 = context.cast(builder, x_v, signature.args[0], types.uint64)
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(64), [ir.IntType(64)]),
-                                            "llvm.ctpop.i64")
-        return builder.call(fn, [x64])
-
-    return sig, codegen
+    return types.int64(x), _word_op("llvm.ctpop.i64")
 
 
 @intrinsic
