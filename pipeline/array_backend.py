@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from breadth.bfs.shard import block_size
+from breadth.bfs.shard import block_size, column_dtype
 
 
 def owner_range(rank: int, nparts: int, n: int) -> tuple[int, int]:
@@ -32,8 +32,9 @@ def owner_range(rank: int, nparts: int, n: int) -> tuple[int, int]:
 
 
 def local_dtype(n: int) -> np.dtype:
-    """Dtype of local ``[row - lo, column]`` pairs: int32 when every id of ``n`` vertices fits."""
-    return np.dtype(np.int32) if n <= np.iinfo(np.int32).max else np.dtype(np.int64)
+    """Dtype of local ``[row - lo, column]`` pairs: the shard's column dtype (int32 when every id of ``n``
+    vertices fits), since a pair holds a column id."""
+    return column_dtype(n)
 
 
 def sort_by_batch_xp(entries, lo: int, batch_rows: int, nbatches: int, dtype, xp) -> tuple[Any, np.ndarray]:
