@@ -17,7 +17,11 @@ range reported):
   process (``breadth_second``: a long-lived cluster's next input); device memory in use and peak RSS of
   the worker and the client;
 * ``cli``: ``breadth ingest DIR --device gpu --out STORE`` as a user types it (wall time, cluster start and
-  the store's write included).
+  the store's write included; a digest of the shards' sha256s, to compare runs).
+
+Each run records the GPU's peak memory in use (``nvidia-smi``, every process on it).
+``--device-memory-limit 8GB`` gives breadth's worker that limit (``breadth`` and ``cli``): an input larger
+than it streams through host memory, and the shards' digest must equal an unlimited run's.
 """
 
 from __future__ import annotations
@@ -120,7 +124,34 @@ def _ingest(client, inp: str):
     return g, el, t1 - t0, t2 - t1
 
 
-def run_breadth(inp: str, roots: int) -> dict:
+def _shards_digest(store: str) -> str:
+    """One sha256 over every shard file's sha256 in the store's manifest: equal digests, equal shards."""
+    import hashlib
+
+    from breadth.io.shard_store import read_manifest
+
+    m = read_manifest(store)
+    return hashlib.sha256("".join(rec["files"][k]["sha256"] for rec in m["shards"]
+                                  for k in sorted(rec["files"])).encode()).hexdigest()
+
+
+class DeviceMemorySampler:
+    """The GPU's peak memory in use (bytes, every process on it) while a block runs, from ``nvidia-smi``
+    sampled every 50 ms: CuPy's pool and cuDF's allocations alike."""
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits",
+                                      "-lms", "50"], stdout=subprocess.PIPE, text=True)
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        out, _ = self.proc.communicate()
+        mib = [int(x.split(",")[0]) for x in out.split() if x.strip().isdigit()]
+        self.peak_bytes = max(mib, default=0) << 20
+
+
+def run_breadth(inp: str, roots: int, device_memory_limit: str | None = None) -> dict:
     import dask.array  # noqa: F401  the client's imports are not timed, as the peer's are not
     import pyarrow.parquet  # noqa: F401
     from distributed import get_task_stream
@@ -128,7 +159,8 @@ def run_breadth(inp: str, roots: int) -> dict:
     from breadth.bfs import graph500
     from breadth.pipeline.cluster import local_cuda_cluster
 
-    client = local_cuda_cluster(workers=1)
+    client = local_cuda_cluster(workers=1, **({"device_memory_limit": device_memory_limit}
+                                               if device_memory_limit else {}))
     try:
         # not timed, as the peer's own imports are not: the worker imports cuDF (about a second), as a
         # dask_cudf user's workers already have
@@ -138,6 +170,7 @@ def run_breadth(inp: str, roots: int) -> dict:
             g, el, t_read, t_prep = _ingest(client, inp)
         res = graph500(g, nroots=roots, seed=2, validate=True)
         out = {"tuples": g.num_input_edges, "vertices": g.num_vertices, "relabel": el.source.get("relabel"),
+               "tier": g.stages.get("tier", {}).get("tier"),
                "read_relabel_s": t_read, "prepare_s": t_prep, "total_s": t_read + t_prep,
                "roots": roots, "harmonic_mean_teps": res.harmonic_mean_teps, "validated": res.valid,
                "task_seconds": _by_prefix(ts.data), "tasks": len(ts.data), "timeline": _timeline(ts.data, wall0)}
@@ -177,27 +210,35 @@ def _timeline(records: list[dict], wall0: float) -> list:
     return sorted(rows, key=lambda x: x[2])
 
 
-def run_cli(inp: str) -> dict:
+def run_cli(inp: str, device_memory_limit: str | None = None) -> dict:
     store = tempfile.mkdtemp(prefix="bench-store-")
+    cmd = [breadth_command(), "ingest", inp, "--device", "gpu", "--out", os.path.join(store, "s")]
+    cmd += ["--device-memory-limit", device_memory_limit] if device_memory_limit else []
     try:
-        t0 = time.perf_counter()
-        r = subprocess.run([breadth_command(), "ingest", inp, "--device", "gpu", "--out", os.path.join(store, "s")],
-                           capture_output=True, text=True)
-        wall = time.perf_counter() - t0
+        with DeviceMemorySampler() as dev:
+            t0 = time.perf_counter()
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            wall = time.perf_counter() - t0
         if r.returncode:
             raise RuntimeError(r.stderr[-2000:])
-        return {"wall_s": wall, "stdout": r.stdout.strip()[-500:]}
+        return {"wall_s": wall, "stdout": r.stdout.strip()[-500:], "command": " ".join(cmd[1:]),
+                "gpu_memory_peak_bytes": dev.peak_bytes, "shards_sha256": _shards_digest(os.path.join(store, "s"))}
     finally:
         shutil.rmtree(store, ignore_errors=True)
 
 
-def _fresh(kind: str, inp: str, roots: int) -> dict:
-    """One measurement in a new Python process (what a user's job gets: nothing warm but the disk cache)."""
-    r = subprocess.run([sys.executable, __file__, "--one", kind, "--input", inp, "--roots", str(roots)],
-                       capture_output=True, text=True)
+def _fresh(kind: str, inp: str, roots: int, device_memory_limit: str | None = None) -> dict:
+    """One measurement in a new Python process (what a user's job gets: nothing warm but the disk cache),
+    with the GPU's peak memory in use meanwhile."""
+    cmd = [sys.executable, __file__, "--one", kind, "--input", inp, "--roots", str(roots)]
+    cmd += ["--device-memory-limit", device_memory_limit] if device_memory_limit else []
+    with DeviceMemorySampler() as dev:
+        r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError(f"{kind}: {r.stderr[-3000:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    out.setdefault("gpu_memory_peak_bytes", dev.peak_bytes)
+    return out
 
 
 def _median_range(xs: list[float]) -> dict:
@@ -216,6 +257,8 @@ def main() -> None:
     p.add_argument("--roots", type=int, default=8)
     p.add_argument("--kinds", default="peer,breadth,cli")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--device-memory-limit", default=None,
+                   help="breadth's GPU worker limit (dask-cuda device_memory_limit), e.g. 8GB, for breadth and cli")
     p.add_argument("--json", default=None)
     a = p.parse_args()
     if a.make:
@@ -224,14 +267,15 @@ def main() -> None:
         print(json.dumps(dict(info, seconds=time.perf_counter() - t0)))
         return
     if a.one:
-        fn = {"peer": lambda: run_peer(a.input), "breadth": lambda: run_breadth(a.input, a.roots),
-              "cli": lambda: run_cli(a.input)}[a.one]
+        fn = {"peer": lambda: run_peer(a.input),
+              "breadth": lambda: run_breadth(a.input, a.roots, a.device_memory_limit),
+              "cli": lambda: run_cli(a.input, a.device_memory_limit)}[a.one]
         print(json.dumps(fn()))
         return
     runs: dict = {k: [] for k in a.kinds.split(",")}
     for i in range(a.repeat):  # interleaved: the peer and breadth see the same machine phases
         for k in runs:
-            runs[k].append(_fresh(k, a.input, a.roots))
+            runs[k].append(_fresh(k, a.input, a.roots, a.device_memory_limit))
             print(k, i, json.dumps(runs[k][-1])[:400], file=sys.stderr, flush=True)
     if "breadth" in runs:  # the second ingest of each process, as a kind of its own
         runs["breadth_second"] = [{"total_s": r["second_total_s"], "tuples": r["tuples"]} for r in runs["breadth"]]
@@ -245,6 +289,7 @@ def main() -> None:
         summary["breadth_over_peer_time"] = summary["breadth"]["seconds"]["median"] / summary["peer"]["seconds"]["median"]
     doc = {"benchmark": "ingest_gpu", "machine": platform.node(), "python": platform.python_version(),
            "gpu": _gpu_name(), "versions": versions("cupy", "cudf", "dask_cuda"), "input": a.input, "repeat": a.repeat,
+           "device_memory_limit": a.device_memory_limit,
            "summary": summary, "runs": runs}
     print(json.dumps(summary, indent=1))
     if a.json:

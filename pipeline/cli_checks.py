@@ -118,6 +118,18 @@ def device(name: str) -> None:
         raise UsageError("--device gpu: no CUDA device is visible")
 
 
+def device_memory_limit(args) -> None:
+    """``--device-memory-limit`` sizes the GPU workers of the local cluster this command starts."""
+    if getattr(args, "device_memory_limit", None) is None:
+        return
+    if getattr(args, "device", "cpu") == "cpu":
+        raise UsageError("--device-memory-limit limits GPU workers: add --device gpu (or use --memory-limit "
+                         "for CPU workers)")
+    if getattr(args, "scheduler", None):
+        raise UsageError("--device-memory-limit sizes the local cluster's workers; with --scheduler, give it to "
+                         "your workers instead (dask cuda worker --device-memory-limit ...)")
+
+
 def protocol(name: str, device: str | None = None) -> None:
     """``--protocol ucx`` needs the ``ucx`` extra (``ucxx`` and ``distributed-ucxx``); ``--protocol nccl``
     needs GPU ranks and CuPy's NCCL."""

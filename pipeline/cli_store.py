@@ -341,7 +341,7 @@ def add_store_commands(sub, int_in, cluster_args, memory_args) -> None:
                         "is the same for any value")
     _store_out_args(g)
     cluster_args(g)
-    memory_args(g)
+    memory_args(g, gpu=False)
 
     i = sub.add_parser("ingest", help="read edge files (SNAP text, CSV, Matrix Market, Parquet) into a shard store")
     i.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or globs (gzip allowed)")

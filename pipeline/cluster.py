@@ -70,7 +70,10 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
                        local_directory: str | None = None, **kw):
     """One Dask worker per GPU (dask-cuda ``LocalCUDACluster``) and a connected Client.
 
-    ``workers`` (default: every visible GPU) limits the GPUs used.  Each worker sees only its own GPU
+    ``workers`` (default: every visible GPU) limits the GPUs used.  ``device_memory_limit`` (bytes, or a
+    string such as ``"8GB"``; default dask-cuda's 80 % of the GPU) is where a worker starts moving task
+    outputs to host memory; preparation also sizes its shuffle to it (:func:`~breadth.pipeline.shuffle.cluster_memory`).
+    Each worker sees only its own GPU
     (``CUDA_VISIBLE_DEVICES`` rotated), so CuPy's device 0 on worker ``r`` is GPU ``r``.  CuPy allocates
     from its own pool on the workers even where RMM is installed (see
     :func:`breadth.bfs.gpu_kernels.use_cupy_pool`).  Install with the ``gpu`` extra (CUDA 12) or
@@ -123,6 +126,7 @@ def connect(scheduler: str | None = None, workers: int = 1, device: str = "cpu",
             raise ConnectionError(f"no Dask scheduler answered at {scheduler} within {timeout:g} s "
                                   f"({type(e).__name__})") from None
     if resolve_device(device) == "gpu":
+        limits = {k: kw[k] for k in ("memory_limit", "device_memory_limit", "local_directory") if kw.get(k)}
         return local_cuda_cluster(workers=workers, protocol=kw.get("protocol", "tcp"),
-                                  silence_logs=kw.get("silence_logs", logging.WARNING))
+                                  silence_logs=kw.get("silence_logs", logging.WARNING), **limits)
     return local_cluster(workers=workers, **kw)

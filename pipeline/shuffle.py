@@ -89,9 +89,32 @@ def _rss() -> int:
 
 
 def _gpu_memory() -> int:
+    """This worker's GPU memory (bytes): the device's, or less where the worker was given a device
+    memory limit (dask-cuda's ``device_memory_limit``, past which it moves task outputs to the host)."""
     import cupy as cp
 
-    return int(cp.cuda.runtime.memGetInfo()[1])
+    total = int(cp.cuda.runtime.memGetInfo()[1])
+    limit = _device_memory_limit()
+    return min(total, limit) if limit else total
+
+
+def _device_memory_limit() -> int | None:
+    """The dask-cuda worker's ``device_memory_limit`` in bytes, ``None`` without one (or off a
+    dask-cuda worker).  dask-cuda keeps it as the threshold of the zict ``Buffer`` between its device and
+    host stores (``DeviceHostFile.device_buffer``); a worker without a limit has a plain dict there."""
+    try:
+        import zict
+        from dask_cuda.device_host_file import DeviceHostFile
+        from distributed import get_worker
+    except ImportError:
+        return None
+    try:
+        data = get_worker().data
+    except ValueError:  # not in a worker
+        return None
+    if isinstance(data, DeviceHostFile) and isinstance(data.device_buffer, zict.Buffer):
+        return int(data.device_buffer.n)
+    return None
 
 
 def cluster_memory(client, device: str = "cpu") -> ClusterMemory:

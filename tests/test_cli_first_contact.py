@@ -298,6 +298,15 @@ def test_protocol_ucx_without_the_extra_is_a_usage_error(tmp_path):
     _one_line(r, 2, "--protocol ucx", "pip install 'breadth[ucx]'")
 
 
+def test_device_memory_limit_on_cpu_workers_or_an_existing_cluster_is_a_usage_error():
+    _one_line(_run("bench", "--scale", "8", "--device-memory-limit", "8GB"), 2, "--device-memory-limit",
+              "--device gpu")
+    _one_line(_run("bench", "--scale", "8", "--device-memory-limit", "lots"), 2, "--device-memory-limit",
+              "'lots'")
+    r = _run("generate", "--scale", "8", "--out", "x.store", "--device-memory-limit", "8GB")
+    assert r.returncode == 2 and "unrecognized arguments: --device-memory-limit" in r.stderr
+
+
 def test_protocol_nccl_on_cpu_ranks_is_a_usage_error():
     r = _run("bench", "--scale", "8", "--protocol", "nccl")
     _one_line(r, 2, "--protocol nccl", "--device gpu")

@@ -182,3 +182,27 @@ def test_cli_ingest_device_gpu_writes_the_cpu_store(tmp_path):
     assert a["num_vertices"] == b["num_vertices"] == len(np.unique(e))
     sha = [[rec["files"][k]["sha256"] for rec in m["shards"] for k in sorted(rec["files"])] for m in (a, b)]
     assert sha[0] == sha[1]
+
+
+def test_device_memory_limit_moves_the_shuffle_to_the_host_with_the_same_shards(gclient, tmp_path):
+    """A GPU worker limited to less than the graph's entries keeps the shuffle's pieces in host batches
+    (and dask-cuda moves task outputs to the host), and builds the same shards as an unlimited one."""
+    from breadth.pipeline.cluster import local_cuda_cluster
+
+    e = _sparse_edges(17, "int64")  # 2^20 tuples: ~32 MB of entries on the device's memory tier
+    _write_parquet(tmp_path / "e.parquet", e, 1 << 16)
+    free = prepare(read_parquet(str(tmp_path / "e.parquet"), client=gclient, device="gpu"), gclient, device="gpu")
+    small = local_cuda_cluster(workers=1, device_memory_limit="16MB")
+    try:
+        g = prepare(read_parquet(str(tmp_path / "e.parquet"), client=small, device="gpu"), small, device="gpu")
+        assert free.stages["tier"]["tier"] == "memory"
+        assert g.stages["tier"]["tier"] == "host"
+        _same_graph(free, g)
+    finally:
+        cluster = small.cluster
+        small.close()
+        cluster.close()
+    r = subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", "ingest", str(tmp_path / "e.parquet"),
+                        "--out", str(tmp_path / "s"), "--device", "gpu", "--device-memory-limit", "16MB"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
