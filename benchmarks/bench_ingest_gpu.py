@@ -151,6 +151,13 @@ class DeviceMemorySampler:
         self.peak_bytes = max(mib, default=0) << 20
 
 
+def _tier(client, g) -> str:
+    """Where the edge shuffle kept its pieces (the decision prepare made, asked again untimed)."""
+    from breadth.pipeline.shuffle import choose_tier
+
+    return choose_tier(client, g.num_vertices, g.num_input_edges, len(g.shards), device="gpu").tier
+
+
 def run_breadth(inp: str, roots: int, device_memory_limit: str | None = None) -> dict:
     import dask.array  # noqa: F401  the client's imports are not timed, as the peer's are not
     import pyarrow.parquet  # noqa: F401
@@ -170,7 +177,7 @@ def run_breadth(inp: str, roots: int, device_memory_limit: str | None = None) ->
             g, el, t_read, t_prep = _ingest(client, inp)
         res = graph500(g, nroots=roots, seed=2, validate=True)
         out = {"tuples": g.num_input_edges, "vertices": g.num_vertices, "relabel": el.source.get("relabel"),
-               "tier": g.stages.get("tier", {}).get("tier"),
+               "tier": _tier(client, g),
                "read_relabel_s": t_read, "prepare_s": t_prep, "total_s": t_read + t_prep,
                "roots": roots, "harmonic_mean_teps": res.harmonic_mean_teps, "validated": res.valid,
                "task_seconds": _by_prefix(ts.data), "tasks": len(ts.data), "timeline": _timeline(ts.data, wall0)}

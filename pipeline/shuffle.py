@@ -88,29 +88,25 @@ def _rss() -> int:
     return int(psutil.Process().memory_info().rss)
 
 
-def _gpu_memory() -> int:
+def _gpu_memory(dask_worker=None) -> int:
     """This worker's GPU memory (bytes): the device's, or less where the worker was given a device
-    memory limit (dask-cuda's ``device_memory_limit``, past which it moves task outputs to the host)."""
+    memory limit (dask-cuda's ``device_memory_limit``, past which it moves task outputs to the host).
+    ``client.run`` passes ``dask_worker``."""
     import cupy as cp
 
     total = int(cp.cuda.runtime.memGetInfo()[1])
-    limit = _device_memory_limit()
+    limit = _device_memory_limit(dask_worker.data) if dask_worker is not None else None
     return min(total, limit) if limit else total
 
 
-def _device_memory_limit() -> int | None:
-    """The dask-cuda worker's ``device_memory_limit`` in bytes, ``None`` without one (or off a
-    dask-cuda worker).  dask-cuda keeps it as the threshold of the zict ``Buffer`` between its device and
-    host stores (``DeviceHostFile.device_buffer``); a worker without a limit has a plain dict there."""
+def _device_memory_limit(data) -> int | None:
+    """The ``device_memory_limit`` (bytes) of a dask-cuda worker whose data store is ``data``; ``None``
+    without one (or off dask-cuda).  dask-cuda keeps it as the threshold of the zict ``Buffer`` between its
+    device and host stores (``DeviceHostFile.device_buffer``); a worker without a limit has a dict there."""
     try:
         import zict
         from dask_cuda.device_host_file import DeviceHostFile
-        from distributed import get_worker
     except ImportError:
-        return None
-    try:
-        data = get_worker().data
-    except ValueError:  # not in a worker
         return None
     if isinstance(data, DeviceHostFile) and isinstance(data.device_buffer, zict.Buffer):
         return int(data.device_buffer.n)

@@ -191,12 +191,15 @@ def test_device_memory_limit_moves_the_shuffle_to_the_host_with_the_same_shards(
 
     e = _sparse_edges(17, "int64")  # 2^20 tuples: ~32 MB of entries on the device's memory tier
     _write_parquet(tmp_path / "e.parquet", e, 1 << 16)
-    free = prepare(read_parquet(str(tmp_path / "e.parquet"), client=gclient, device="gpu"), gclient, device="gpu")
+    st_free, st_small = {}, {}
+    free = prepare(read_parquet(str(tmp_path / "e.parquet"), client=gclient, device="gpu"), gclient, device="gpu",
+                   stages=st_free)
     small = local_cuda_cluster(workers=1, device_memory_limit="16MB")
     try:
-        g = prepare(read_parquet(str(tmp_path / "e.parquet"), client=small, device="gpu"), small, device="gpu")
-        assert free.stages["tier"]["tier"] == "memory"
-        assert g.stages["tier"]["tier"] == "host"
+        g = prepare(read_parquet(str(tmp_path / "e.parquet"), client=small, device="gpu"), small, device="gpu",
+                    stages=st_small)
+        assert st_free["tier"]["tier"] == "memory"
+        assert st_small["tier"]["tier"] == "host"
         _same_graph(free, g)
     finally:
         cluster = small.cluster
