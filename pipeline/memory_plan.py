@@ -240,7 +240,10 @@ def choose_tier(limit: int | None, num_vertices: int, num_tuples: int, nparts: i
 
     On GPU workers (``device="gpu"``, ``device_memory``: bytes of one worker's GPU) the memory tier holds
     the entries in device memory (:data:`GPU_IN_MEMORY_BYTES_PER_ENTRY` per entry, plus the shard), so it is
-    compared with the GPU's memory; the host and disk tiers as on the CPU (the batch is built on the GPU).
+    compared with the GPU's memory; the host and disk tiers hold their pieces as on the CPU, but the batches
+    and the shard are built in device memory: the host holds ``S`` only when a store is written (host:
+    ``max(8 E + chunks, S)``; disk: ``max(chunks, S)``).  A Kronecker scale-28 graph on one 141 GB GPU with
+    128 GB of host memory thus takes the host tier, where counting the shard in host memory sent it to disk.
 
     ``batch_entries``: kept when given; else the largest power of two up to :data:`DEFAULT_BATCH_ENTRIES`
     (:data:`DEFAULT_GPU_BATCH_ENTRIES` on GPUs) whose build fits the whole limit.  ``resident``: what the
@@ -266,11 +269,13 @@ def choose_tier(limit: int | None, num_vertices: int, num_tuples: int, nparts: i
     b = batch_entries or (top if limit is None else
                           _largest_pow2(MIN_BATCH_ENTRIES, top, lambda v: B + build(v) <= limit)
                           or MIN_BATCH_ENTRIES)
-    estimates = {
-        "memory": B + (chunks if device == "gpu" else
+    gpu = device == "gpu"  # the shard and its batches are built in device memory; the host sees the shard
+    estimates = {          # only when a store is written, after the batches are gone
+        "memory": B + (chunks if gpu else
                        max(16 * E + chunks, IN_MEMORY_BYTES_PER_ENTRY * E + BATCH_BYTES_PER_ROW * nloc)),
-        "host": B + max(HOST_TIER_BYTES_PER_ENTRY * E + chunks, HOST_TIER_BYTES_PER_ENTRY * E + build(b)),
-        "disk": B + max(chunks, build(b)),
+        "host": B + max(HOST_TIER_BYTES_PER_ENTRY * E + chunks,
+                        S if gpu else HOST_TIER_BYTES_PER_ENTRY * E + build(b)),
+        "disk": B + max(chunks, S if gpu else build(b)),
     }
     fits = {t: limit is None or v <= TIER_SAFETY * limit for t, v in estimates.items()}
     if device == "gpu":
