@@ -113,8 +113,9 @@ def _read_str_csv(path: str, delimiter: str, header: bool, src, dst, on_bad_line
 
 
 def csv_parts(paths, *, header: bool | None = None, delimiter: str = ",", src=None, dst=None, ids: str = "int",
-              on_bad_lines: str = "error", chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list:
-    """Delayed raw ``(edges, ChunkStats)`` chunks of CSV files (see :func:`read_csv`)."""
+              on_bad_lines: str = "error", chunk_bytes: int = DEFAULT_CHUNK_BYTES, device: str = "cpu") -> list:
+    """Delayed raw ``(edges, ChunkStats)`` chunks of CSV files (see :func:`read_csv`); ``device="gpu"``:
+    integer ids as CuPy chunks, parsed by cuDF where the lines allow (string ids are read on the host)."""
     import dask
 
     _check_policy(on_bad_lines)
@@ -137,7 +138,8 @@ def csv_parts(paths, *, header: bool | None = None, delimiter: str = ",", src=No
         di = _column_index(path, names, dst, 1, "target")
         opts = TextOptions(sep=ord(delimiter), src_idx=si, dst_idx=di,
                            max_fields=len(names) if header_here else 0, comments=b"#", on_bad_lines=on_bad_lines)
-        out += read_text_file_chunks(path, opts, chunk_bytes, data_start=start, header_lines=1 if header_here else 0)
+        out += read_text_file_chunks(path, opts, chunk_bytes, data_start=start, header_lines=1 if header_here else 0,
+                                     device=device)
     return out
 
 

@@ -119,3 +119,100 @@ def _spans(pieces: list[tuple[str, list[int], int, int]]) -> list[tuple[str, int
         out.append((path, start, row0))
         start += rows
     return out
+
+
+# ---------------------------------------------------------------- text on the GPU
+
+#: byte classes of edge-list text: 0 digit, 1 newline, 2 tab, 3 space, 4 comma, 5 anything else
+_CLASSES = np.full(256, 5, np.uint8)
+_CLASSES[ord("0"):ord("9") + 1] = 0
+_CLASSES[[10, 9, 32, 44]] = [1, 2, 3, 4]
+#: digits in one field beyond which a uint64 could overflow (10^19 - 1 fits, 20 digits may not)
+MAX_DIGITS = 19
+#: "other" bytes (comment text, a header) beyond which a block is left to the host parser
+MAX_OTHER_BYTES = 1 << 16
+
+
+def read_text_range(path: str, start: int, end: int, opts, data_start: int = 0) -> tuple:
+    """The GPU twin of :func:`breadth.io.text_parser.read_range`: the lines that start in ``[start, end)``
+    as ``((k, 2) CuPy ids, ChunkStats)``, equal to the host parser's.
+
+    The block is parsed by ``cudf.read_csv`` when its lines are plain edge lines: outside comment lines
+    only digits, one kind of separator and newlines, two fields a line (or at least the two wanted, when
+    extra columns are allowed), at most :data:`MAX_DIGITS` digits an id.  Any other block -- a bad line,
+    a negative or 20-digit id, ``\\r\\n`` endings, mixed separators, Matrix Market's 1-based ids -- goes to
+    the host parser, which reports bad lines by file and line exactly as on the CPU (or skips them), and
+    its edges are then copied to the GPU."""
+    import cupy as cp
+
+    from .chunk_stats import ChunkStats
+    from .text_parser import _newlines_before, _parse_block, range_block
+
+    arr, base_off = range_block(path, start, end, data_start)
+    edges = _gpu_parse(arr, opts)
+    if edges is not None:
+        return edges, ChunkStats(edges=int(edges.shape[0]))
+    e, stats = _parse_block(arr, opts, path, lambda pos: _newlines_before(path, base_off + pos) + 1)
+    return cp.asarray(e), stats
+
+
+def _gpu_parse(arr: np.ndarray, opts):
+    """``(k, 2)`` CuPy ids of a block of text lines, or ``None`` where cuDF's reader does not fit it
+    (see :func:`read_text_range`)."""
+    import io
+
+    import cudf
+    import cupy as cp
+
+    if opts.base != 0 or opts.limit != np.iinfo(np.uint64).max:
+        return None
+    if arr.size == 0:
+        return cp.empty((0, 2), cp.int64)
+    d = cp.asarray(arr)
+    cls = cp.asarray(_CLASSES)[d]
+    counts = cp.bincount(cls, minlength=6).get()
+    dig = cls == 0
+    run_start = dig.copy()
+    run_start[1:] &= ~dig[:-1]
+    runs = cp.concatenate([cp.zeros(1, cp.int64), cp.cumsum(run_start, dtype=cp.int64)])  # runs before i
+    c = cp.concatenate([cp.zeros(1, cp.int32), cp.cumsum(dig, dtype=cp.int32)])
+    w = MAX_DIGITS + 1  # a run of more digits holds w digits in a row somewhere
+    if d.size >= w and bool((c[w:] - c[:-w] == w).any()):
+        return None
+    comment, runs_in_comments = None, 0
+    if counts[5]:  # bytes other than digits, separators and newlines: only inside comment lines
+        if counts[5] > MAX_OTHER_BYTES:
+            return None
+        nl = cp.flatnonzero(cls == 1)
+        at = cp.searchsorted(nl, cp.flatnonzero(cls == 5))
+        first = cp.unique(cp.where(at > 0, nl[cp.maximum(at - 1, 0)] + 1, 0))  # their lines' first bytes
+        end = cp.concatenate([nl, cp.full(1, d.size, nl.dtype)])[cp.searchsorted(nl, first)]  # their ends
+        lead = set(arr[first.get()].tolist())
+        if len(lead) != 1 or lead.pop() not in opts.comments:
+            return None
+        comment = chr(int(arr[int(first[0])]))
+        runs_in_comments = int((runs[end] - runs[first]).sum())
+    if opts.sep == -1:  # SNAP: runs of tabs and spaces, or commas alone
+        if counts[4] and (counts[2] or counts[3]):
+            return None
+        kw = {"sep": ","} if counts[4] else {"delim_whitespace": True}
+    else:
+        kw = {"sep": chr(opts.sep)}
+    try:
+        df = cudf.read_csv(io.BytesIO(memoryview(arr)), header=None, comment=comment, skip_blank_lines=True,
+                           dtype="uint64", **kw)
+    except Exception:  # noqa: BLE001 - whatever cuDF cannot read, the host parser reads or reports exactly
+        return None
+    ncols = df.shape[1]
+    if ncols <= max(opts.src_idx, opts.dst_idx) or (opts.max_fields and ncols > opts.max_fields):
+        return None
+    if any(df.iloc[:, i].null_count for i in range(ncols)):
+        return None
+    # every line holds exactly the fields cuDF found (one short of fields is a null above; one with more
+    # than the first line would add digit runs beyond rows x columns)
+    if int(runs[-1]) - runs_in_comments != len(df) * ncols:
+        return None
+    edges = cp.stack([df.iloc[:, opts.src_idx].values, df.iloc[:, opts.dst_idx].values], axis=1)
+    if edges.size and int(edges.max()) <= np.iinfo(np.int64).max:
+        edges = edges.view(cp.int64)  # as the host parser: uint64 only where an id needs it
+    return edges

@@ -19,11 +19,12 @@ def _check_policy(on_bad_lines: str) -> None:
 
 
 def snap_parts(paths, *, comments: str = "#%", extra_columns: str = "error", on_bad_lines: str = "error",
-               chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list:
-    """Delayed raw ``(edges, ChunkStats)`` chunks of SNAP text files (see :func:`read_snap`)."""
+               chunk_bytes: int = DEFAULT_CHUNK_BYTES, device: str = "cpu") -> list:
+    """Delayed raw ``(edges, ChunkStats)`` chunks of SNAP text files (see :func:`read_snap`); ``device="gpu"``:
+    CuPy chunks, parsed by cuDF where the lines allow (:func:`breadth.io.cudf_edges.read_text_range`)."""
     _check_policy(on_bad_lines)
     if extra_columns not in ("error", "ignore"):
         raise ValueError(f"extra_columns must be 'error' or 'ignore', got {extra_columns!r}")
     opts = TextOptions(sep=-1, max_fields=0 if extra_columns == "ignore" else 2,
                        comments=comments.encode(), on_bad_lines=on_bad_lines)
-    return [c for p in expand_paths(paths) for c in read_text_file_chunks(p, opts, chunk_bytes)]
+    return [c for p in expand_paths(paths) for c in read_text_file_chunks(p, opts, chunk_bytes, device=device)]

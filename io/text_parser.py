@@ -275,6 +275,13 @@ def byte_ranges(path: str, data_start: int, chunk_bytes: int) -> list[tuple[int,
 
 def read_range(path: str, start: int, end: int, opts: TextOptions, data_start: int = 0):
     """Parse the lines that start in ``[start, end)`` of an uncompressed file -> ``(edges, ChunkStats)``."""
+    arr, base_off = range_block(path, start, end, data_start)
+    return _parse_block(arr, opts, path, lambda pos: _newlines_before(path, base_off + pos) + 1)
+
+
+def range_block(path: str, start: int, end: int, data_start: int = 0) -> tuple[np.ndarray, int]:
+    """The bytes of the lines that start in ``[start, end)`` of an uncompressed file, as a uint8 array,
+    and the file offset of its first byte."""
     with open(path, "rb") as f:  # read straight into one array (no bytes/bytearray copies of the block)
         lo = start - 1 if start > data_start else start
         f.seek(lo)
@@ -298,10 +305,7 @@ def read_range(path: str, start: int, end: int, opts: TextOptions, data_start: i
     if start > data_start:  # lines starting before `start` belong to the previous range
         k = find_byte(buf, 10)
         skip_head = n if k < 0 else k + 1
-    arr = buf[skip_head:]
-    base_off = lo + skip_head
-    line_of = lambda pos: _newlines_before(path, base_off + pos) + 1  # noqa: E731
-    return _parse_block(arr, opts, path, line_of)
+    return buf[skip_head:], lo + skip_head
 
 
 def read_stream(path: str, opts: TextOptions, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
@@ -369,16 +373,32 @@ def read_stream(path: str, opts: TextOptions, chunk_bytes: int = DEFAULT_CHUNK_B
 
 
 def read_text_file_chunks(path: str, opts: TextOptions, chunk_bytes: int, data_start: int = 0,
-                          header_lines: int = 0) -> list:
-    """Delayed ``(edges, ChunkStats)`` tasks covering one file (byte ranges, or one stream for gzip)."""
+                          header_lines: int = 0, device: str = "cpu") -> list:
+    """Delayed ``(edges, ChunkStats)`` tasks covering one file (byte ranges, or one stream for gzip).
+    ``device="gpu"``: the edges are CuPy arrays on the worker's GPU, a byte range parsed there by cuDF
+    where its lines allow (:func:`breadth.io.cudf_edges.read_text_range`)."""
     import dask
 
+    gpu = "gpu-" if device == "gpu" else ""
     if is_gzip(path):
-        return [dask.delayed(read_stream, pure=True)(path, opts, chunk_bytes, "gzip", header_lines,
-                                                     dask_key_name=f"read-gz-{_tok(path, opts, chunk_bytes, header_lines)}")]
-    return [dask.delayed(read_range, pure=True)(path, a, b, opts, data_start,
-                                                dask_key_name=f"read-range-{_tok(path, opts, data_start)}-{a}-{b}")
+        fn = read_stream if not gpu else _read_stream_to_device
+        return [dask.delayed(fn, pure=True)(path, opts, chunk_bytes, "gzip", header_lines,
+                                            dask_key_name=f"read-gz-{gpu}{_tok(path, opts, chunk_bytes, header_lines)}")]
+    if gpu:
+        from .cudf_edges import read_text_range as fn
+    else:
+        fn = read_range
+    return [dask.delayed(fn, pure=True)(path, a, b, opts, data_start,
+                                        dask_key_name=f"read-range-{gpu}{_tok(path, opts, data_start)}-{a}-{b}")
             for a, b in byte_ranges(path, data_start, chunk_bytes)]
+
+
+def _read_stream_to_device(*args):
+    """:func:`read_stream` (gzip is decompressed and parsed on the host), its edges moved to the GPU."""
+    import cupy
+
+    edges, stats = read_stream(*args)
+    return cupy.asarray(edges), stats
 
 
 def _tok(path, *args) -> str:

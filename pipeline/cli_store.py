@@ -359,8 +359,8 @@ def add_store_commands(sub, int_in, cluster_args, memory_args) -> None:
     i.add_argument("--on-bad-lines", choices=("error", "skip", "warn"), default="error",
                    help="malformed lines: stop with an error (default), or skip and count them")
     i.add_argument("--device", choices=("cpu", "gpu", "auto"), default="cpu",
-                   help="gpu: one dask-cuda worker per GPU; Parquet read by cuDF and relabeled on the GPUs "
-                        "(integer ids), shards built there (default cpu)")
+                   help="gpu: one dask-cuda worker per GPU; Parquet, SNAP and CSV read there (cuDF's readers "
+                        "where the lines allow), ids relabeled and shards built on the GPUs (default cpu)")
     _store_out_args(i)
     cluster_args(i)
     memory_args(i)

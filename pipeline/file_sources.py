@@ -31,8 +31,9 @@ def read_edges(paths, format: str = "auto", *, directed: bool | None = None, src
     ``format``: ``auto`` (by extension, then content), ``snap``, ``csv``, ``mtx`` or ``parquet``.  All
     files of one call must share a format.  Extra keywords go to the format's reader.  ``directed``
     defaults to undirected (Graph500), except Matrix Market files, whose ``general``/``symmetric`` banner
-    decides.  ``device="gpu"``: Parquet is read by cuDF on the dask-cuda workers and its integer ids are
-    relabeled on their GPUs; text formats are parsed on the host (``prepare(device="gpu")`` moves them).
+    decides.  ``device="gpu"``: Parquet, SNAP and CSV text are read on the dask-cuda workers (cuDF's
+    readers where the lines allow, the host's parser otherwise) and their ids relabeled on the GPUs;
+    Matrix Market is parsed on the host (``prepare(device="gpu")`` moves it).
     ``spill_dir``: where relabeling writes its id shuffle's pieces when the workers' memory limit needs disk.
 
     >>> from breadth.pipeline import read_edges
@@ -59,22 +60,24 @@ def read_edges(paths, format: str = "auto", *, directed: bool | None = None, src
                                           spill_dir=spill_dir, **kw)
     if format == "csv":
         return read_csv(items, src=src, dst=dst, directed=directed, on_bad_lines=on_bad_lines,
-                                  client=client, spill_dir=spill_dir, **kw)
+                        client=client, spill_dir=spill_dir, device=device, **kw)
     if src is not None or dst is not None:
         raise ValueError(f"src/dst columns apply to csv and parquet input, not {format}")
     return read_snap(items, directed=directed, on_bad_lines=on_bad_lines, client=client,
-                               spill_dir=spill_dir, **kw)
+                     spill_dir=spill_dir, device=device, **kw)
 
 
 def read_snap(paths, *, directed: bool = False, comments: str = "#%", extra_columns: str = "error",
               on_bad_lines: str = "error", chunk_bytes: int = DEFAULT_CHUNK_BYTES, relabel: bool = True,
-              persist: bool = True, client=None, spill_dir: str | None = None):
+              persist: bool = True, client=None, spill_dir: str | None = None, device: str = "cpu"):
     """Read SNAP edge-list text files into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids.
 
     ``paths``: a file, directory, glob or list (``.gz`` files streamed).  Vertices are the distinct ids
     seen (``num_vertices``); ``id_map[dense]`` gives the original id.  ``num_edges`` counts the edge
     lines (self-loops and duplicates included).  Bad lines raise an error naming file, line and text,
     or are skipped (``on_bad_lines="skip"``/``"warn"``) and counted in ``source["skipped_lines"]``.
+    ``device="gpu"``: the byte ranges are parsed by cuDF on the dask-cuda workers where their lines allow
+    (the host parser otherwise, with the same errors) and the ids relabeled on the GPUs.
 
     >>> from breadth.pipeline import read_snap
     >>> el = read_snap("/work/shared/data/Wiki-Vote.txt", directed=True)   # doctest: +SKIP
@@ -83,14 +86,15 @@ def read_snap(paths, *, directed: bool = False, comments: str = "#%", extra_colu
     """
     files = expand_paths(paths)
     parts = snap_parts(files, comments=comments, extra_columns=extra_columns, on_bad_lines=on_bad_lines,
-                       chunk_bytes=chunk_bytes)
+                       chunk_bytes=chunk_bytes, device=device)
     return edge_list_from_parts(parts, client, directed=directed, relabel=relabel, persist=persist,
                                 source={"kind": "snap", "path": ",".join(files)}, spill_dir=spill_dir)
 
 
 def read_csv(paths, *, header: bool | None = None, delimiter: str = ",", src=None, dst=None, ids: str = "int",
              directed: bool = False, on_bad_lines: str = "error", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-             relabel: bool = True, persist: bool = True, client=None, spill_dir: str | None = None):
+             relabel: bool = True, persist: bool = True, client=None, spill_dir: str | None = None,
+             device: str = "cpu"):
     """Read CSV edge files into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids.
 
     ``header``: ``True`` (the first row names the columns), ``False`` (no header row) or ``None`` (the
@@ -99,14 +103,15 @@ def read_csv(paths, *, header: bool | None = None, delimiter: str = ",", src=Non
     ``src``/``dst``: column names (with a header) or 0-based indices; default the first two columns.
     ``ids="int"`` parses integer ids (non-numeric ones are errors naming file, line and text);
     ``ids="str"`` keeps any text as an id (``id_map`` then holds strings).  Lines starting with ``#``
-    are comments.
+    are comments.  ``device="gpu"``: integer ids are parsed by cuDF on the dask-cuda workers where the
+    lines allow (as :func:`read_snap`) and relabeled on the GPUs.
 
     >>> from breadth.pipeline import read_csv
     >>> el = read_csv("edges.csv", src="from", dst="to")      # doctest: +SKIP
     """
     files = expand_paths(paths)
     parts = csv_parts(files, header=header, delimiter=delimiter, src=src, dst=dst, ids=ids,
-                      on_bad_lines=on_bad_lines, chunk_bytes=chunk_bytes)
+                      on_bad_lines=on_bad_lines, chunk_bytes=chunk_bytes, device=device)
     return edge_list_from_parts(parts, client, directed=directed, relabel=relabel, persist=persist,
                                 source={"kind": "csv", "path": ",".join(files)}, spill_dir=spill_dir)
 

@@ -209,3 +209,71 @@ def test_device_memory_limit_moves_the_shuffle_to_the_host_with_the_same_shards(
                         "--out", str(tmp_path / "s"), "--device", "gpu", "--device-memory-limit", "16MB"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def _host_block(path, opts):
+    from breadth.io.text_parser import read_range
+
+    return read_range(str(path), 0, os.path.getsize(path), opts)
+
+
+@pytest.mark.parametrize("sep", ["\t", " ", ","])
+def test_snap_text_parsed_by_cudf_equals_the_host_parser(tmp_path, sep):
+    from breadth.io.cudf_edges import _gpu_parse, read_text_range
+    from breadth.io.text_parser import TextOptions, range_block
+
+    e = _sparse_edges(10, "int64")
+    path = tmp_path / "g.txt"
+    path.write_text("# Directed graph: 123 nodes\n# FromNodeId\tToNodeId\n"
+                    + "".join(f"{u}{sep}{v}\n" for u, v in e))
+    opts = TextOptions()
+    arr, _ = range_block(str(path), 0, os.path.getsize(path))
+    fast = _gpu_parse(arr, opts)
+    assert fast is not None  # the plain file takes cuDF's reader, not the fallback
+    host, _ = _host_block(path, opts)
+    np.testing.assert_array_equal(cp.asnumpy(fast), host)
+    # byte ranges cut mid-line own the lines that start in them, as on the host
+    size = os.path.getsize(path)
+    cuts = [0, 1000, 5001, 77777, size]
+    parts = [cp.asnumpy(read_text_range(str(path), a, b, opts)[0]) for a, b in zip(cuts, cuts[1:])]
+    np.testing.assert_array_equal(np.concatenate(parts), host)
+
+
+@pytest.mark.parametrize("text", ["1 2\n3 -4\n", "1 2\r\n3 4\r\n", "# a\n% b\n1 2\n", "1 2 3\n4 5\n",
+                                  "1 2\n3\n", "1 2\n99999999999999999999 3\n", "1 2\n3 x\n", "1 2\n3 4.5\n",
+                                  "18446744073709551615 1\n2 3\n"])
+def test_text_cudf_does_not_fit_goes_to_the_host_parser_with_its_errors(tmp_path, text):
+    from breadth.io.cudf_edges import read_text_range
+    from breadth.io.text_parser import TextOptions
+
+    path = tmp_path / "g.txt"
+    path.write_text(text)
+    opts = TextOptions()
+    try:
+        host, _ = _host_block(path, opts)
+    except Exception as err:  # noqa: BLE001 - the GPU reader must raise the same, word for word
+        with pytest.raises(type(err)) as got:
+            read_text_range(str(path), 0, os.path.getsize(path), opts)
+        assert str(got.value) == str(err)
+        return
+    got, _ = read_text_range(str(path), 0, os.path.getsize(path), opts)
+    assert got.dtype == host.dtype
+    np.testing.assert_array_equal(cp.asnumpy(got), host)
+
+
+def test_snap_and_csv_read_on_the_gpu_give_the_cpu_graph(gclient, tmp_path):
+    from breadth.pipeline import read_csv, read_snap
+
+    e = _sparse_edges(12, "int64")
+    snap = tmp_path / "g.txt"
+    snap.write_text("# comment\n" + "".join(f"{u}\t{v}\n" for u, v in e))
+    csv = tmp_path / "g.csv"
+    csv.write_text("from,to\n" + "".join(f"{u},{v}\n" for u, v in e))
+    for reader, path, kw in ((read_snap, snap, {}), (read_csv, csv, {"src": "from", "dst": "to"})):
+        cpu = prepare(reader(str(path), client=gclient, **kw), gclient)
+        gpu = prepare(reader(str(path), client=gclient, device="gpu", chunk_bytes=1 << 16, **kw), gclient,
+                      device="gpu")
+        assert gpu.num_vertices == cpu.num_vertices == len(np.unique(e))
+        assert gpu.num_edges == cpu.num_edges
+        root = int(e[0, 0])
+        pd.testing.assert_series_equal(_levels_by_id(gpu, root), _levels_by_id(cpu, root))
