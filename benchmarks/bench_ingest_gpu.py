@@ -107,6 +107,39 @@ def _worker_peaks() -> dict:
             "rss_peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
 
 
+class _PoolPeak:
+    """Samples CuPy's pool on a worker every 5 ms in a thread: the peak bytes in use by arrays and held
+    by the pool (the difference is freed memory the pool keeps for reuse)."""
+
+    def __init__(self):
+        import threading
+
+        import cupy as cp
+
+        self.pool, self.used, self.held = cp.get_default_memory_pool(), 0, 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stop.wait(0.005):
+            self.used = max(self.used, self.pool.used_bytes())
+            self.held = max(self.held, self.pool.total_bytes())
+
+    def finish(self) -> dict:
+        self.stop.set()
+        self.thread.join()
+        return {"cupy_pool_peak_used_bytes": self.used, "cupy_pool_peak_held_bytes": self.held}
+
+
+def _start_pool_peak(dask_worker) -> None:
+    dask_worker._breadth_pool_peak = _PoolPeak()
+
+
+def _finish_pool_peak(dask_worker) -> dict:
+    return dask_worker._breadth_pool_peak.finish()
+
+
 def _import_cudf() -> None:
     import cudf  # noqa: F401
 
@@ -175,12 +208,14 @@ def run_breadth(inp: str, roots: int, device_memory_limit: str | None = None) ->
         # not timed, as the peer's own imports are not: the worker imports cuDF (about a second), as a
         # dask_cudf user's workers already have
         client.run(_import_cudf)
+        client.run(_start_pool_peak)
         with get_task_stream(client) as ts:
             wall0 = time.time()
             g, el, t_read, t_prep = _ingest(client, inp)
+        pool_peak = client.run(_finish_pool_peak)
         res = graph500(g, nroots=roots, seed=2, validate=True)
         out = {"tuples": g.num_input_edges, "vertices": g.num_vertices, "relabel": el.source.get("relabel"),
-               "tier": _tier(client, g), "cluster_start_s": cluster_start_s,
+               "tier": _tier(client, g), "cluster_start_s": cluster_start_s, "ingest_pool_peak": pool_peak,
                "read_relabel_s": t_read, "prepare_s": t_prep, "total_s": t_read + t_prep,
                "roots": roots, "harmonic_mean_teps": res.harmonic_mean_teps, "validated": res.valid,
                "task_seconds": _by_prefix(ts.data), "tasks": len(ts.data), "timeline": _timeline(ts.data, wall0)}

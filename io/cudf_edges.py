@@ -179,7 +179,7 @@ def _gpu_parse(arr: np.ndarray, opts):
     w = MAX_DIGITS + 1  # a run of more digits holds w digits in a row somewhere
     if d.size >= w and bool((c[w:] - c[:-w] == w).any()):
         return None
-    comment, runs_in_comments = None, 0
+    comment, runs_in_comments, seps = None, 0, counts[2:5].astype(np.int64)  # tabs, spaces, commas
     if counts[5]:  # bytes other than digits, separators and newlines: only inside comment lines
         if counts[5] > MAX_OTHER_BYTES:
             return None
@@ -192,15 +192,19 @@ def _gpu_parse(arr: np.ndarray, opts):
             return None
         comment = chr(int(arr[int(first[0])]))
         runs_in_comments = int((runs[end] - runs[first]).sum())
-    if opts.sep == -1:  # SNAP: runs of tabs and spaces, or commas alone
-        if counts[4] and (counts[2] or counts[3]):
+        for a, b in zip(first.get().tolist(), end.get().tolist()):  # separators inside comment lines
+            text = arr[a:b].tobytes()
+            seps -= [text.count(b"\t"), text.count(b" "), text.count(b",")]
+    if opts.sep == -1:  # SNAP: one separator byte between the two fields (runs go to the host parser)
+        used = [c for c, k in zip("\t ,", seps) if k]
+        if len(used) != 1:
             return None
-        kw = {"sep": ","} if counts[4] else {"delim_whitespace": True}
+        sep = used[0]
     else:
-        kw = {"sep": chr(opts.sep)}
+        sep = chr(opts.sep)
     try:
-        df = cudf.read_csv(io.BytesIO(memoryview(arr)), header=None, comment=comment, skip_blank_lines=True,
-                           dtype="uint64", **kw)
+        df = cudf.read_csv(io.BytesIO(memoryview(arr)), sep=sep, header=None, comment=comment,
+                           skip_blank_lines=True, dtype="uint64", compression=None)
     except Exception:  # noqa: BLE001 - whatever cuDF cannot read, the host parser reads or reports exactly
         return None
     ncols = df.shape[1]
