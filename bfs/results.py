@@ -211,7 +211,7 @@ class BFSResult:
         return dd.from_delayed(self.frame_futures(), meta=meta, verify_meta=False)
 
     def to_parquet(self, path: str) -> int:
-        """Write the reached vertices as a Parquet dataset directory ``path`` (one file per rank, written
+        """Write the reached vertices as a Parquet dataset directory ``path`` (files per rank and slice, written
         by the workers); returns the row count.  See :func:`write_results_dataset`."""
         return write_results_dataset([self], path)
 
