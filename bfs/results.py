@@ -18,7 +18,7 @@ import uuid
 
 import numpy as np
 
-from .id_map import PartitionedIdMap, part_of_dense, split_by_owner, take_local
+from .id_map import PartitionedIdMap, part_of_dense, take_local
 
 # one file per root, rank and slice of a rank's vertices; datasets written before slicing lack the slice
 _PART_FILE = re.compile(r"^part-\d{5}-\d{5}(-\d{5})?\.parquet$")

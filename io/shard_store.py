@@ -60,8 +60,7 @@ import uuid
 import numpy as np
 
 from .errors import CorruptStoreError, IncompleteStoreError, StoreError
-from .npy_lock import NPY_HEADER_LOCK
-from .store_files import fsync_dir, npy_digest, read_npy_into, save_npy, sha256_file, token
+from .store_files import fsync_dir, npy_data_offset, npy_digest, read_npy_into, save_npy, sha256_file, token
 
 FORMAT = "breadth-shard-store"
 VERSION = 1
@@ -525,14 +524,7 @@ def _npy_header(path: str) -> tuple[str, list[int]]:
     if not os.path.exists(path):
         raise CorruptStoreError(f"{path}: file listed in the manifest is missing")
     try:
-        with open(path, "rb") as f, NPY_HEADER_LOCK:  # the header parser is not thread-safe (io/npy_lock.py)
-            version = np.lib.format.read_magic(f)
-            if version == (1, 0):
-                shape, _, dtype = np.lib.format.read_array_header_1_0(f)
-            elif version == (2, 0):
-                shape, _, dtype = np.lib.format.read_array_header_2_0(f)
-            else:
-                raise ValueError(f".npy version {version} is not written by breadth")
+        _, dtype, shape = npy_data_offset(path)
     except (ValueError, OSError) as e:
         raise CorruptStoreError(f"{path}: cannot be read as .npy: {e}") from None
     return str(dtype), list(shape)
@@ -664,48 +656,40 @@ def _load_shard(store: str, manifest: dict, rank: int, nparts: int, verify: bool
     lo = min(rank * block, n)
     hi = min(lo + block, n)
     files0 = manifest["shards"][0]["files"]
-    names = [a for a in ARRAYS if a in files0]
-    overlap = [rec for rec in manifest["shards"] if max(lo, rec["lo"]) < min(hi, rec["hi"])]
+    # (stored shard, its first and end row) of every stored shard that holds rows of this one, in order
+    pieces = [(rec, max(lo, rec["lo"]) - rec["lo"], min(hi, rec["hi"]) - rec["lo"]) for rec in manifest["shards"]
+              if max(lo, rec["lo"]) < min(hi, rec["hi"])]
 
-    def path(rec: dict, a: str) -> str:
-        return os.path.join(store, rec["dir"], f"{a}.npy")
+    def read(rec: dict, a: str, out: np.ndarray, start: int, check: bool = verify) -> None:
+        read_npy_into(os.path.join(store, rec["dir"], f"{a}.npy"), rec["files"][a], out, start, check)
 
     out = {a: np.empty(hi - lo, np.dtype(files0[a]["dtype"])) for a in ("tuple_degree", "self_loops")}
+    for a in out:
+        k = 0
+        for rec, r0, r1 in pieces:
+            read(rec, a, out[a][k:k + r1 - r0], r0)
+            k += r1 - r0
     for off_name, col_name in (("offsets", "columns"), ("in_offsets", "in_columns")):
         if off_name not in files0:
             continue
-        off = np.zeros(hi - lo + 1, np.int64)  # the stored offsets of each piece, rebased as they come
+        off = np.zeros(hi - lo + 1, np.int64)  # each piece's stored offsets, rebased to follow the last
         k = 0
-        for rec in overlap:
-            r0, r1 = max(lo, rec["lo"]) - rec["lo"], min(hi, rec["hi"]) - rec["lo"]
+        for rec, r0, r1 in pieces:
             base = int(off[k])
-            read_npy_into(path(rec, off_name), rec["files"][off_name], off[k:k + r1 - r0 + 1], r0, verify)
+            read(rec, off_name, off[k:k + r1 - r0 + 1], r0)
             off[k:k + r1 - r0 + 1] += base - off[k]
             k += r1 - r0
         col = np.empty(int(off[-1]), np.dtype(files0[col_name]["dtype"]))
         k = 0
-        for rec in overlap:  # each piece's columns where its rebased offsets put them
-            r0, r1 = max(lo, rec["lo"]) - rec["lo"], min(hi, rec["hi"]) - rec["lo"]
-            a0, a1 = int(off[k]), int(off[k + r1 - r0])
-            first = int(_read_one(path(rec, off_name), rec["files"][off_name], r0)) if r0 else 0
-            read_npy_into(path(rec, col_name), rec["files"][col_name], col[a0:a1], first, verify)
+        for rec, r0, r1 in pieces:  # each piece's columns where its rebased offsets put them
+            first = np.zeros(1, np.int64)  # where its rows start in the stored columns (checked just above)
+            if r0:
+                read(rec, off_name, first, r0, False)
+            read(rec, col_name, col[int(off[k]):int(off[k + r1 - r0])], int(first[0]))
             k += r1 - r0
         out[off_name], out[col_name] = off, col
-    for a in ("tuple_degree", "self_loops"):
-        k = 0
-        for rec in overlap:
-            r0, r1 = max(lo, rec["lo"]) - rec["lo"], min(hi, rec["hi"]) - rec["lo"]
-            read_npy_into(path(rec, a), rec["files"][a], out[a][k:k + r1 - r0], r0, verify)
-            k += r1 - r0
     return Shard(rank, nparts, n, lo, hi, out["offsets"], out["columns"], out["tuple_degree"], out["self_loops"],
                  out.get("in_offsets"), out.get("in_columns"))
-
-
-def _read_one(path: str, rec: dict, i: int) -> int:
-    """Element ``i`` of a stored 1-D array (checked by the read of its range that came before)."""
-    one = np.empty(1, np.dtype(rec["dtype"]))
-    read_npy_into(path, rec, one, i, verify=False)
-    return int(one[0])
 
 
 def load_store(path: str, client=None, *, nparts: int | None = None, verify: bool = True):
