@@ -129,8 +129,7 @@ def store_sizes(store: str) -> dict:
     return {"num_vertices": m["num_vertices"], "num_edges": m["num_edges"], "nparts": m["nparts"],
             "shard_bytes": sum(per), "shard_bytes_each": per,
             "columns_bytes_each": [s["files"]["columns"]["bytes"] for s in m["shards"]],
-            "id_map_bytes": sum(r["bytes"] for _, r in id_map_files(m.get("id_map"))),
-            "layout": {k: m[k] for k in ("row_order",) if k in m}}
+            "id_map_bytes": sum(r["bytes"] for _, r in id_map_files(m.get("id_map")))}
 
 
 def first_root(store: str) -> str:
