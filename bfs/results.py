@@ -18,24 +18,32 @@ import uuid
 
 import numpy as np
 
-from .id_map import PartitionedIdMap, part_of_dense, split_by_owner, take_local
+from .id_map import PartitionedIdMap, part_of_dense, take_local
 
-_PART_FILE = re.compile(r"^part-\d{5}-\d{5}\.parquet$")
+# one file per root, rank and slice of a rank's vertices; datasets written before slicing lack the slice
+_PART_FILE = re.compile(r"^part-\d{5}-\d{5}(-\d{5})?\.parquet$")
+
+#: a rank's vertices per results file: what a worker holds while it writes a file is a few arrays of this
+#: many ids (the rank's parents and levels aside), whatever the graph's size
+SLICE_VERTICES = 1 << 21
 
 
 # ---------------------------------------------------------------- per-rank pure functions
 
-def _reached_request(res: tuple, offsets: np.ndarray | None) -> tuple:
-    """``(idx, pieces, order)``: local indices of reached vertices; per id-map part the dense ids that the
-    part must translate (of the reached vertices, then of their parents); and the permutation of those
-    ``2 * len(idx)`` ids that lists them piece after piece (``pieces``/``order`` empty/None without a map)."""
+def _reached_request(res: tuple, offsets: np.ndarray | None, start: int = 0, stop: int | None = None) -> tuple:
+    """``(idx, pieces, part)`` for the rank's local vertices ``start .. stop-1``: local indices of the
+    reached ones; per id-map part the dense ids that the part must translate (of the reached vertices,
+    then of their parents); and the part of each of those ``2 * len(idx)`` ids (int32), whose stable
+    order the pieces keep (``pieces`` empty, ``part`` None without a map)."""
     lo, parent, level = res
-    idx = np.flatnonzero(level >= 0)
+    stop = level.size if stop is None else stop
+    idx = np.flatnonzero(level[start:stop] >= 0) + start
     if offsets is None:
         return idx, [], None
-    want = np.concatenate([idx + lo, parent[idx]]).astype(np.int64)
-    part = part_of_dense(offsets, want)
-    return idx, split_by_owner(want, part, offsets.size - 1), np.argsort(part, kind="stable")
+    want = np.concatenate([idx + lo, parent[idx]]).astype(np.int64, copy=False)
+    part = part_of_dense(offsets, want).astype(np.int32)
+    pieces = [want[part == p] for p in range(offsets.size - 1)]
+    return idx, pieces, part
 
 
 def _request_piece(req: tuple, p: int) -> np.ndarray:
@@ -46,6 +54,10 @@ def _translate(part: np.ndarray, offset: int, dense: np.ndarray) -> np.ndarray:
     return take_local(part, offset, dense)
 
 
+def _rank_size(res: tuple) -> int:
+    return int(res[2].size)
+
+
 def _arrow_type(dtype):
     import pyarrow as pa
 
@@ -53,31 +65,40 @@ def _arrow_type(dtype):
     return pa.string() if dtype == object else pa.uint64() if dtype == np.uint64 else pa.int64()
 
 
-def _frame(res: tuple, req: tuple, root, dtype, *translated: np.ndarray):
-    """The rank's reached vertices as a pandas frame ``root, vertex, parent, level`` (original ids)."""
-    import pandas as pd
-
+def _columns(res: tuple, req: tuple, root, dtype, translated: tuple) -> dict:
+    """The reached vertices of a request (:func:`_reached_request`) as columns ``root, vertex, parent,
+    level`` (original ids): the translated pieces put back in the request's order, part by part."""
     lo, parent, level = res
-    idx = req[0]
+    idx, _, part = req
     k = idx.size
-    if req[2] is not None:
+    if part is not None:
         both = np.empty(2 * k, dtype)
-        both[req[2]] = np.concatenate(translated) if translated else np.empty(0, dtype)
+        for p, got in enumerate(translated):
+            both[part == p] = got
         vertex, par = both[:k], both[k:]
     else:
         vertex, par = (idx + lo).astype(np.int64), parent[idx].astype(np.int64)
     roots = np.full(k, root, dtype=dtype) if dtype != object else np.array([root] * k, dtype=object)
-    return pd.DataFrame({"root": roots, "vertex": vertex, "parent": par,
-                         "level": level[idx].astype(np.int32)})
+    return {"root": roots, "vertex": vertex, "parent": par, "level": level[idx].astype(np.int32)}
 
 
-def _write_frame(df, path: str, dtype) -> int:
+def _frame(res: tuple, req: tuple, root, dtype, *translated: np.ndarray):
+    """The rank's reached vertices as a pandas frame ``root, vertex, parent, level`` (original ids)."""
+    import pandas as pd
+
+    return pd.DataFrame(_columns(res, req, root, dtype, translated))
+
+
+def _write_slice(res: tuple, req: tuple, root, dtype, path: str, *translated: np.ndarray) -> int:
+    """One request's rows written as Parquet file ``path`` (Arrow columns over the arrays, no frame)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    t = pa.Table.from_pandas(df, schema=result_schema(dtype), preserve_index=False)
+    cols = _columns(res, req, root, dtype, translated)
+    schema = result_schema(dtype)
+    t = pa.table([pa.array(cols[f.name], f.type) for f in schema], schema=schema)
     pq.write_table(t, path)
-    return len(df)
+    return t.num_rows
 
 
 def result_schema(dtype):
@@ -128,6 +149,7 @@ class BFSResult:
         self._client = client
         self._frames = None
         self._level = self._parent = None
+        self._rank_sizes = None
 
     @property
     def id_dtype(self):
@@ -143,14 +165,40 @@ class BFSResult:
                     req = c.submit(_reached_request, rk, None, pure=False)
                     frames.append(c.submit(_frame, rk, req, self.root, dt, pure=False))
                     continue
-                parts = idm.futures()
                 req = c.submit(_reached_request, rk, idm.offsets, pure=False)
-                tr = [c.submit(_translate, parts[p], int(idm.offsets[p]),
-                               c.submit(_request_piece, req, p, pure=False), pure=False)
-                      for p in range(idm.nparts)]
-                frames.append(c.submit(_frame, rk, req, self.root, dt, *tr, pure=False))
+                frames.append(c.submit(_frame, rk, req, self.root, dt, *self._translations(req), pure=False))
             self._frames = frames
         return self._frames
+
+    def _translations(self, req) -> list:
+        """Futures of the original ids of a request's pieces, each translated by its id-map part's worker."""
+        c, idm = self._client, self._id_map
+        parts = idm.futures()
+        return [c.submit(_translate, parts[p], int(idm.offsets[p]), c.submit(_request_piece, req, p, pure=False),
+                         pure=False) for p in range(idm.nparts)]
+
+    def write_futures(self, folder: str, index: int, start: int) -> list:
+        """Futures of the row counts of this result's files in ``folder`` for the vertices
+        ``start .. start + SLICE_VERTICES - 1`` of every rank (``part-IIIII-RRRRR-SSSSS.parquet``: ``index``,
+        rank, slice), each written by the rank's worker; ranks with fewer vertices write nothing."""
+        c, idm, dt = self._client, self._id_map, self.id_dtype
+        out = []
+        for r, (rk, n) in enumerate(zip(self._ranks, self._sizes())):
+            if start >= n and not (start == 0 and n == 0):
+                continue
+            stop = start + SLICE_VERTICES
+            req = c.submit(_reached_request, rk, None if idm is None else idm.offsets, start, stop, pure=False)
+            tr = [] if idm is None else self._translations(req)
+            path = os.path.join(folder, f"part-{index:05d}-{r:05d}-{start // SLICE_VERTICES:05d}.parquet")
+            out.append(c.submit(_write_slice, rk, req, self.root, dt, path, *tr, pure=False))
+        return out
+
+    def _sizes(self) -> list[int]:
+        """Vertices of each rank (``O(ranks)`` numbers, asked once)."""
+        if self._rank_sizes is None:
+            c = self._client
+            self._rank_sizes = c.gather([c.submit(_rank_size, r, pure=False) for r in self._ranks])
+        return self._rank_sizes
 
     def to_dask_dataframe(self):
         """A Dask DataFrame ``root, vertex, parent, level`` (original ids), one partition per rank."""
@@ -163,7 +211,7 @@ class BFSResult:
         return dd.from_delayed(self.frame_futures(), meta=meta, verify_meta=False)
 
     def to_parquet(self, path: str) -> int:
-        """Write the reached vertices as a Parquet dataset directory ``path`` (one file per rank, written
+        """Write the reached vertices as a Parquet dataset directory ``path`` (files per rank and slice, written
         by the workers); returns the row count.  See :func:`write_results_dataset`."""
         return write_results_dataset([self], path)
 
@@ -225,12 +273,31 @@ def is_results_dataset(path: str) -> bool:
     return os.path.isdir(path) and all(_PART_FILE.match(e) for e in os.listdir(path))
 
 
+def _rounds(results: list) -> list[list[tuple[int, int]]]:
+    """The ``(result index, first vertex)`` slices of every result, grouped into rounds of at most
+    :data:`SLICE_VERTICES` vertices per rank (several small results share a round; a large one takes one
+    round per slice)."""
+    rounds, cur, size = [], [], 0
+    for i, res in enumerate(results):
+        n = max(res._sizes(), default=0)
+        for start in range(0, max(n, 1), SLICE_VERTICES):
+            k = max(1, min(SLICE_VERTICES, n - start))
+            if cur and size + k > SLICE_VERTICES:
+                rounds.append(cur)
+                cur, size = [], 0
+            cur.append((i, start))
+            size += k
+    return rounds + [cur] if cur else rounds
+
+
 def write_results_dataset(results: list, path: str) -> int:
     """Write results as one Parquet dataset directory ``path`` (``root, vertex, parent, level``, original
-    ids, unreached vertices omitted): each worker writes its ranks' files ``part-RRRRR-KKKKK.parquet``
-    (root index, rank) into a temporary directory next to ``path``, which is then renamed to ``path``.
-    An existing ``path`` is replaced only if it is an earlier results dataset (nothing but part files).
-    Returns the row count.  Readable with ``pandas.read_parquet(path)``.
+    ids, unreached vertices omitted): each worker writes its ranks' files ``part-IIIII-RRRRR-SSSSS.parquet``
+    (root index, rank, slice of :data:`SLICE_VERTICES` of the rank's vertices) into a temporary directory next
+    to ``path``, which is then renamed to ``path``.  The slices are written one after another, so a worker
+    holds one slice's ids and rows at a time, not the rank's.  An existing ``path`` is replaced only if it is
+    an earlier results dataset (nothing but part files).  Returns the row count.  Readable with
+    ``pandas.read_parquet(path)``.
 
     >>> write_results_dataset(bfs(g, [1, 2]), "out/bfs")   # doctest: +SKIP
     """
@@ -246,17 +313,11 @@ def write_results_dataset(results: list, path: str) -> int:
     tmp = os.path.join(parent, f".{base}.tmp-{uuid.uuid4().hex[:8]}")
     os.mkdir(tmp)
     try:
-        futs = []
-        for i, res in enumerate(results):
-            c = res._client
-            for r, f in enumerate(res.frame_futures()):
-                futs.append(c.submit(_write_frame, f, os.path.join(tmp, f"part-{i:05d}-{r:05d}.parquet"),
-                                     res.id_dtype, pure=False))
-        if futs:
+        rows = 0
+        for group in _rounds(results):
+            futs = [f for i, start in group for f in results[i].write_futures(tmp, i, start)]
             wait(futs)
-            rows = int(sum(results[0]._client.gather(futs)))
-        else:
-            rows = 0
+            rows += int(sum(results[0]._client.gather(futs)))
         old = None
         if os.path.exists(path):
             old = os.path.join(parent, f".{base}.old-{uuid.uuid4().hex[:8]}")

@@ -17,7 +17,8 @@ def _bfs_rank(engine, setup_s, roots, depth_limit=None):
     lo = int(engine.shard.lo)
     for r in roots:
         engine.search(int(r), depth_limit)
-        out.append((lo, engine.b.to_host(engine.parent).astype(np.int64), engine.b.to_host(engine.level).copy()))
+        # parents in the search's own dtype (int32 below 2^31 vertices): half the bytes kept per root
+        out.append((lo, engine.b.to_host(engine.parent).copy(), engine.b.to_host(engine.level).copy()))
     return out
 
 
@@ -113,8 +114,7 @@ def _as_ids(ids) -> np.ndarray:
 def _multi_source_rank(engine, setup_s, sources, depth_limit):
     """``(lo, parent, level)`` of this rank's vertices after one search from all ``sources``."""
     engine.search(np.asarray(sources, np.int64), depth_limit)
-    return (int(engine.shard.lo), engine.b.to_host(engine.parent).astype(np.int64),
-            engine.b.to_host(engine.level).copy())
+    return (int(engine.shard.lo), engine.b.to_host(engine.parent).copy(), engine.b.to_host(engine.level).copy())
 
 
 def _pick(rank_out: list, i: int) -> tuple:

@@ -118,9 +118,12 @@ def top_down_step(offsets, cols, lo: int, hi: int, queue: np.ndarray, parent: np
     number of edges examined.
     """
     pre, bounds, total = edge_chunks(offsets, queue, nchunks)
-    nxt = _buffer(workspace, "next", total)
-    rv = _buffer(workspace, "remote_v", total if sent.size else 0)  # one rank owns everything: nothing is remote
-    rp = _buffer(workspace, "remote_p", rv.size)
+    # Each thread's region holds as many entries as its edges, so these hold 3 per edge scanned (a level
+    # before bottom-up takes over may scan a twentieth of the graph): in the columns' own dtype, which
+    # every local and global id fits, they cost half of int64's.
+    nxt = _buffer(workspace, "next", total, cols.dtype)
+    rv = _buffer(workspace, "remote_v", total if sent.size else 0, cols.dtype)  # one rank: nothing is remote
+    rp = _buffer(workspace, "remote_p", rv.size, cols.dtype)
     cnt_l = np.zeros(bounds.size - 1, np.int64)
     cnt_r = np.zeros(bounds.size - 1, np.int64)
     _expand(offsets, cols, lo, hi, queue, parent, level, depth, sent, bounds, pre, nxt, rv, rp, cnt_l, cnt_r)

@@ -154,6 +154,7 @@ def validate_rank(engine, root: int) -> dict[str, int]:
         xp.concatenate([to_host(x) for x in comm.allgather(engine.level)])
     shard = engine.shard if b.name == "cpu" or on_device else engine.shard.to(np)
     counts = np.array(rows_fn(shard, parent_local, level_g, root), np.int64)
+    del level_g  # n-sized: gone before rank 0 gathers the n parents of rule 1
     tree = 0
     if comm.size == 1:
         tree = tree_fn(parent_local, root)

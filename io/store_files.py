@@ -13,7 +13,7 @@ import uuid
 import numpy as np
 
 from .errors import CorruptStoreError
-from .npy_lock import load_npy
+from .npy_lock import NPY_HEADER_LOCK
 
 
 def token() -> str:
@@ -176,15 +176,67 @@ def verify_file(path: str, rec: dict) -> None:
 
 
 
-def load_array(path: str, rec: dict, verify: bool, mmap: bool = False) -> np.ndarray:
-    if verify:
+def npy_data_offset(path: str) -> tuple[int, np.dtype, tuple]:
+    """``(byte offset of the data, dtype, shape)`` of a ``.npy`` file, from its header alone."""
+    with open(path, "rb") as f, NPY_HEADER_LOCK:  # the header parser is not thread-safe (io/npy_lock.py)
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            raise ValueError(f".npy version {version} is not written by breadth")
+        if dtype.hasobject or (fortran and len(shape) > 1):
+            raise ValueError("not a plain C-ordered array")
+        return f.tell(), dtype, shape
+
+
+#: bytes per read into an array (and per sha256 update while reading)
+_READ_BLOCK = 8 << 20
+
+
+def read_npy_into(path: str, rec: dict, out: np.ndarray, start: int = 0, verify: bool = True) -> None:
+    """Elements ``start .. start + out.size - 1`` of the 1-D ``.npy`` file ``path`` straight into ``out``
+    (C-contiguous, the file's dtype): no memory map and no second copy, so reading a shard costs its own
+    bytes and no more.  ``rec``: the file's manifest record (dtype, shape, bytes, sha256).  ``verify``: check
+    the file's size and sha256 -- while reading when ``out`` takes the whole array (one pass over the
+    file), else by hashing the file first.  Raises :class:`CorruptStoreError`."""
+    if verify and (start != 0 or out.size != rec["shape"][0]):
         verify_file(path, rec)
+        verify = False
     try:
-        a = load_npy(path, mmap_mode="r")
-        if not mmap:
-            a = np.array(a)
+        data_at, dtype, shape = npy_data_offset(path)
+    except FileNotFoundError:
+        raise CorruptStoreError(f"{path}: file listed in the manifest is missing") from None
     except (ValueError, OSError) as e:
         raise CorruptStoreError(f"{path}: cannot be read as .npy: {e}") from None
-    if str(a.dtype) != rec["dtype"] or list(a.shape) != rec["shape"]:
-        raise CorruptStoreError(f"{path}: dtype/shape {a.dtype}{a.shape} differ from the manifest")
-    return a
+    if str(dtype) != rec["dtype"] or list(shape) != rec["shape"]:
+        raise CorruptStoreError(f"{path}: dtype/shape {dtype}{tuple(shape)} differ from the manifest")
+    if out.dtype != dtype or not out.flags.c_contiguous or start < 0 or start + out.size > shape[0]:
+        raise ValueError(f"{path}: cannot read {out.size} {out.dtype} elements at {start} of {dtype}{tuple(shape)}")
+    if verify and os.path.getsize(path) != rec["bytes"]:
+        raise CorruptStoreError(f"{path}: {os.path.getsize(path)} bytes, manifest says {rec['bytes']} "
+                                "(truncated or replaced)")
+    h = hashlib.sha256() if verify else None
+    view = memoryview(out.reshape(-1)).cast("B") if out.size else memoryview(b"")
+    with open(path, "rb", buffering=0) as f:
+        if h is not None:
+            h.update(f.read(data_at))
+        f.seek(data_at + start * dtype.itemsize)
+        done = 0
+        while done < len(view):
+            n = f.readinto(view[done:done + _READ_BLOCK])
+            if not n:
+                raise CorruptStoreError(f"{path}: ended {len(view) - done} bytes early (truncated)")
+            if h is not None:
+                h.update(view[done:done + n])
+            done += n
+    if h is not None and h.hexdigest() != rec["sha256"]:
+        raise CorruptStoreError(f"{path}: sha256 checksum mismatch; the file is corrupted")
+
+
+def load_array(path: str, rec: dict, verify: bool) -> np.ndarray:
+    """The whole 1-D ``.npy`` file ``path`` (its manifest record ``rec``) as a new array, read once."""
+    out = np.empty(int(rec["shape"][0]) if rec.get("shape") else 0, np.dtype(rec["dtype"]))
+    read_npy_into(path, rec, out, 0, verify)
+    return out

@@ -288,7 +288,7 @@ def bfs_cmd(args) -> int:
                 raise CommandError(f"{labels[bad]}: vertex {ids[bad]} is not in the graph")
             res = [bfs(g, sources=ids if ids.dtype != object else list(ids), depth_limit=args.depth_limit, protocol=args.protocol)]
         t = time.perf_counter() - t0
-        rows = write_results_dataset(res, args.out)  # written by the workers, one file per rank and root
+        rows = write_results_dataset(res, args.out)  # written by the workers, a file per root, rank and slice
         for r in res:
             reached, depth = r.summary()
             who = f"root {r.root}" if len(r.sources) == 1 else f"{len(r.sources)} sources"
@@ -385,6 +385,6 @@ def add_store_commands(sub, int_in, cluster_args, memory_args) -> None:
     b.add_argument("--batch", action="store_true",
                    help="with --root: run the searches up to 64 per pass (MS-BFS)")
     b.add_argument("--out", required=True,
-                   help="Parquet dataset directory (one file per rank and root, written by the workers): "
-                        "columns root, vertex, parent, level; unreached vertices are omitted")
+                   help="Parquet dataset directory (a file per root, rank and slice of 2^21 of its vertices, "
+                        "written by the workers): columns root, vertex, parent, level; unreached vertices are omitted")
     cluster_args(b)
