@@ -133,32 +133,17 @@ MAX_DIGITS = 19
 MAX_OTHER_BYTES = 1 << 16
 
 
-def read_text_range(path: str, start: int, end: int, opts, data_start: int = 0) -> tuple:
-    """The GPU twin of :func:`breadth.io.text_parser.read_range`: the lines that start in ``[start, end)``
-    as ``((k, 2) CuPy ids, ChunkStats)``, equal to the host parser's.
+def parse_text_block(arr: np.ndarray, opts) -> "cupy.ndarray | None":  # noqa: F821 - CuPy, imported here only
+    """``(k, 2)`` CuPy ids of a block of edge-list text lines (uint8 bytes, ``opts`` a
+    :class:`~breadth.io.text_parser.TextOptions`) parsed by ``cudf.read_csv``, or ``None`` where cuDF's
+    reader does not fit the block and the host parser must read it
+    (:func:`breadth.io.text_parser.read_range_to_device`).
 
-    The block is parsed by ``cudf.read_csv`` when its lines are plain edge lines: outside comment lines
-    only digits, one kind of separator and newlines, two fields a line (or at least the two wanted, when
-    extra columns are allowed), at most :data:`MAX_DIGITS` digits an id.  Any other block -- a bad line,
-    a negative or 20-digit id, ``\\r\\n`` endings, mixed separators, Matrix Market's 1-based ids -- goes to
-    the host parser, which reports bad lines by file and line exactly as on the CPU (or skips them), and
-    its edges are then copied to the GPU."""
-    import cupy as cp
-
-    from .chunk_stats import ChunkStats
-    from .text_parser import _newlines_before, _parse_block, range_block
-
-    arr, base_off = range_block(path, start, end, data_start)
-    edges = _gpu_parse(arr, opts)
-    if edges is not None:
-        return edges, ChunkStats(edges=int(edges.shape[0]))
-    e, stats = _parse_block(arr, opts, path, lambda pos: _newlines_before(path, base_off + pos) + 1)
-    return cp.asarray(e), stats
-
-
-def _gpu_parse(arr: np.ndarray, opts):
-    """``(k, 2)`` CuPy ids of a block of text lines, or ``None`` where cuDF's reader does not fit it
-    (see :func:`read_text_range`)."""
+    It fits plain edge lines: outside comment lines only digits, one separator byte and newlines, the
+    same number of fields on every line (two for SNAP, or as many as the first line when extra columns
+    are allowed), at most :data:`MAX_DIGITS` digits an id.  Everything else -- a bad line, a negative or
+    20-digit id, ``\\r\\n`` endings, mixed separators or comment characters, Matrix Market's 1-based ids --
+    returns ``None``."""
     import io
 
     import cudf

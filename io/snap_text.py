@@ -21,7 +21,7 @@ def _check_policy(on_bad_lines: str) -> None:
 def snap_parts(paths, *, comments: str = "#%", extra_columns: str = "error", on_bad_lines: str = "error",
                chunk_bytes: int = DEFAULT_CHUNK_BYTES, device: str = "cpu") -> list:
     """Delayed raw ``(edges, ChunkStats)`` chunks of SNAP text files (see :func:`read_snap`); ``device="gpu"``:
-    CuPy chunks, parsed by cuDF where the lines allow (:func:`breadth.io.cudf_edges.read_text_range`)."""
+    CuPy chunks, parsed by cuDF where the lines allow (:func:`breadth.io.text_parser.read_range_to_device`)."""
     _check_policy(on_bad_lines)
     if extra_columns not in ("error", "ignore"):
         raise ValueError(f"extra_columns must be 'error' or 'ignore', got {extra_columns!r}")

@@ -376,7 +376,7 @@ def read_text_file_chunks(path: str, opts: TextOptions, chunk_bytes: int, data_s
                           header_lines: int = 0, device: str = "cpu") -> list:
     """Delayed ``(edges, ChunkStats)`` tasks covering one file (byte ranges, or one stream for gzip).
     ``device="gpu"``: the edges are CuPy arrays on the worker's GPU, a byte range parsed there by cuDF
-    where its lines allow (:func:`breadth.io.cudf_edges.read_text_range`)."""
+    where its lines allow (:func:`read_range_to_device`)."""
     import dask
 
     gpu = "gpu-" if device == "gpu" else ""
@@ -384,13 +384,27 @@ def read_text_file_chunks(path: str, opts: TextOptions, chunk_bytes: int, data_s
         fn = read_stream if not gpu else _read_stream_to_device
         return [dask.delayed(fn, pure=True)(path, opts, chunk_bytes, "gzip", header_lines,
                                             dask_key_name=f"read-gz-{gpu}{_tok(path, opts, chunk_bytes, header_lines)}")]
-    if gpu:
-        from .cudf_edges import read_text_range as fn
-    else:
-        fn = read_range
+    fn = read_range_to_device if gpu else read_range
     return [dask.delayed(fn, pure=True)(path, a, b, opts, data_start,
                                         dask_key_name=f"read-range-{gpu}{_tok(path, opts, data_start)}-{a}-{b}")
             for a, b in byte_ranges(path, data_start, chunk_bytes)]
+
+
+def read_range_to_device(path: str, start: int, end: int, opts: TextOptions, data_start: int = 0):
+    """:func:`read_range` on a GPU worker: the same lines as ``((k, 2) CuPy ids, ChunkStats)``, parsed by
+    ``cudf.read_csv`` where they are plain edge lines (:func:`breadth.io.cudf_edges.parse_text_block`),
+    else by the host parser -- which reports bad lines by file and line exactly as on the CPU, or skips
+    them -- and copied to the GPU."""
+    import cupy
+
+    from .cudf_edges import parse_text_block
+
+    arr, base_off = range_block(path, start, end, data_start)
+    edges = parse_text_block(arr, opts)
+    if edges is not None:
+        return edges, ChunkStats(edges=int(edges.shape[0]))
+    e, stats = _parse_block(arr, opts, path, lambda pos: _newlines_before(path, base_off + pos) + 1)
+    return cupy.asarray(e), stats
 
 
 def _read_stream_to_device(*args):

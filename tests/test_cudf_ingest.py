@@ -219,8 +219,8 @@ def _host_block(path, opts):
 
 @pytest.mark.parametrize("sep", ["\t", " ", ","])
 def test_snap_text_parsed_by_cudf_equals_the_host_parser(tmp_path, sep):
-    from breadth.io.cudf_edges import _gpu_parse, read_text_range
-    from breadth.io.text_parser import TextOptions, range_block
+    from breadth.io.cudf_edges import parse_text_block
+    from breadth.io.text_parser import TextOptions, range_block, read_range_to_device
 
     e = _sparse_edges(10, "int64")
     path = tmp_path / "g.txt"
@@ -228,14 +228,14 @@ def test_snap_text_parsed_by_cudf_equals_the_host_parser(tmp_path, sep):
                     + "".join(f"{u}{sep}{v}\n" for u, v in e))
     opts = TextOptions()
     arr, _ = range_block(str(path), 0, os.path.getsize(path))
-    fast = _gpu_parse(arr, opts)
+    fast = parse_text_block(arr, opts)
     assert fast is not None  # the plain file takes cuDF's reader, not the fallback
     host, _ = _host_block(path, opts)
     np.testing.assert_array_equal(cp.asnumpy(fast), host)
     # byte ranges cut mid-line own the lines that start in them, as on the host
     size = os.path.getsize(path)
     cuts = [0, 1000, 5001, 77777, size]
-    parts = [cp.asnumpy(read_text_range(str(path), a, b, opts)[0]) for a, b in zip(cuts, cuts[1:])]
+    parts = [cp.asnumpy(read_range_to_device(str(path), a, b, opts)[0]) for a, b in zip(cuts, cuts[1:])]
     np.testing.assert_array_equal(np.concatenate(parts), host)
 
 
@@ -243,8 +243,7 @@ def test_snap_text_parsed_by_cudf_equals_the_host_parser(tmp_path, sep):
                                   "1 2\n3\n", "1 2\n99999999999999999999 3\n", "1 2\n3 x\n", "1 2\n3 4.5\n",
                                   "18446744073709551615 1\n2 3\n"])
 def test_text_cudf_does_not_fit_goes_to_the_host_parser_with_its_errors(tmp_path, text):
-    from breadth.io.cudf_edges import read_text_range
-    from breadth.io.text_parser import TextOptions
+    from breadth.io.text_parser import TextOptions, read_range_to_device
 
     path = tmp_path / "g.txt"
     path.write_text(text)
@@ -253,10 +252,10 @@ def test_text_cudf_does_not_fit_goes_to_the_host_parser_with_its_errors(tmp_path
         host, _ = _host_block(path, opts)
     except Exception as err:  # noqa: BLE001 - the GPU reader must raise the same, word for word
         with pytest.raises(type(err)) as got:
-            read_text_range(str(path), 0, os.path.getsize(path), opts)
+            read_range_to_device(str(path), 0, os.path.getsize(path), opts)
         assert str(got.value) == str(err)
         return
-    got, _ = read_text_range(str(path), 0, os.path.getsize(path), opts)
+    got, _ = read_range_to_device(str(path), 0, os.path.getsize(path), opts)
     assert got.dtype == host.dtype
     np.testing.assert_array_equal(cp.asnumpy(got), host)
 
