@@ -9,7 +9,12 @@ a dask-cuda worker.  cuDF is imported only here, and only when called.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    import cupy
 
 
 def _locate(where, i: int) -> tuple[str, int]:
@@ -133,7 +138,7 @@ MAX_DIGITS = 19
 MAX_OTHER_BYTES = 1 << 16
 
 
-def parse_text_block(arr: np.ndarray, opts) -> "cupy.ndarray | None":  # noqa: F821 - CuPy, imported here only
+def parse_text_block(arr: np.ndarray, opts) -> cupy.ndarray | None:
     """``(k, 2)`` CuPy ids of a block of edge-list text lines (uint8 bytes, ``opts`` a
     :class:`~breadth.io.text_parser.TextOptions`) parsed by ``cudf.read_csv``, or ``None`` where cuDF's
     reader does not fit the block and the host parser must read it
