@@ -74,13 +74,6 @@ def _commbench(engine, setup_s, sizes, reps):
     return res
 
 
-def _set_env(env: dict) -> None:
-    """On a worker: the BREADTH_* variables of one benchmark variant (others unset)."""
-    for k in [k for k in os.environ if k.startswith("BREADTH_") and k not in env]:
-        del os.environ[k]
-    os.environ.update(env)
-
-
 def summarize(out, rts, g, scale, protocol, session_s) -> dict:
     rows0 = out[0]["rows"]
     times = np.array([r["time"] for r in rows0])
@@ -146,6 +139,7 @@ def main() -> None:
     import cupy as cp
 
     from breadth.bfs import choose_roots, run_session
+    from breadth.bfs.search_config import SearchConfig
     from breadth.pipeline import kronecker, prepare
     from breadth.pipeline.cluster import local_cuda_cluster, worker_addresses
 
@@ -200,11 +194,11 @@ def main() -> None:
                                    for v in args.env_variants]:
                 try:
                     env = dict(kv.split("=", 1) for kv in variant.split(",") if kv)
-                    engine_kw = {k: float(env.pop(k)) for k in ("alpha", "beta") if k in env}
-                    client.run(_set_env, env)
+                    given = {k: float(env.pop(k)) for k in ("alpha", "beta") if k in env}
+                    config = SearchConfig.from_env(env, **given)  # the variant's BREADTH_* alone
                     ts = time.perf_counter()
                     res = run_session(g, _bench_rank, rts, args.validate, protocol=proto if p > 1 else "tcp",
-                                      timeout=args.timeout, engine_kw=engine_kw)
+                                      timeout=args.timeout, config=config)
                     r = summarize(res, rts, g, scale, proto, time.perf_counter() - ts)
                     r["variant"] = variant
                     out["runs"].append(r)

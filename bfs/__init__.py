@@ -21,6 +21,7 @@ _EXPORTS = {
     "choose_roots": ".roots",
     "BFSResult": ".search", "bfs": ".search",
     "RankError": ".session", "run_session": ".session",
+    "SearchConfig": ".search_config",
     "Shard": ".shard",
     "ShardedGraph": ".sharded_graph",
     "RULES": ".validate", "validate": ".validate",
@@ -35,6 +36,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from .graph500 import Graph500Result, graph500
     from .roots import choose_roots
     from .search import BFSResult, bfs
+    from .search_config import SearchConfig
     from .session import RankError, run_session
     from .shard import Shard
     from .sharded_graph import ShardedGraph

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .search_config import SearchConfig
+
 if TYPE_CHECKING:
     from .gpu_kernels import GpuBackend
 
@@ -79,12 +81,12 @@ def cpu_backend() -> CpuBackend:
     return CpuBackend()
 
 
-def get_backend(name: str = "cpu") -> CpuBackend | GpuBackend:
-    """``"cpu"`` or ``"gpu"`` (CuPy kernels; imported only when asked for)."""
+def get_backend(name: str = "cpu", config: SearchConfig | None = None) -> CpuBackend | GpuBackend:
+    """``"cpu"`` or ``"gpu"`` (CuPy kernels; imported only when asked for), set up as ``config`` says."""
     if name == "cpu":
         return cpu_backend()
     if name == "gpu":
         from .gpu_kernels import gpu_backend
 
-        return gpu_backend()
+        return gpu_backend(config)
     raise ValueError(f"unknown backend {name!r}: expected 'cpu' or 'gpu'")

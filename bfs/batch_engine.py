@@ -37,6 +37,7 @@ import numpy as np
 from .batch_backend import batch_kernels
 from .communicator import Communicator, SelfCommunicator
 from .engine import Engine, LevelRecord
+from .search_config import SearchConfig
 from .shard import Shard
 
 #: searches per batch: one bit of a 64-bit word each
@@ -66,8 +67,11 @@ class BatchEngine:
     ALPHA = {"cpu": 4.0}
 
     def __init__(self, shard: Shard, comm: Communicator | None = None, *, alpha: float | None = None,
-                 beta: float = 18.0, backend: str = "cpu", nchunks: int | None = None,
-                 result_bytes: int | None = None):
+                 beta: float | None = None, backend: str = "cpu", nchunks: int | None = None,
+                 result_bytes: int | None = None, config: SearchConfig | None = None):
+        #: the search's tunables (its alpha, beta); ``alpha``/``beta`` given here override the config's
+        self.config = (config or SearchConfig()).replace(alpha=alpha, beta=beta)
+        alpha, beta = self.config.alpha, self.config.beta
         self.k = k = batch_kernels(backend)
         xp = self.xp = k.xp
         self.shard = shard.to(xp) if backend != "cpu" else shard

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .batch_engine import MAX_BATCH, BatchEngine
 from .results import BFSResult
 from .search import _as_ids, _pick, graph_id_map, to_dense
+from .search_config import SearchConfig
 from .session import run_session
 
 
@@ -32,7 +33,7 @@ def _batch_rank(engine: BatchEngine, setup_s, roots, depth_limit, batch_size):
 
 
 def bfs_batch(graph, roots, *, depth_limit: int | None = None, batch_size: int = MAX_BATCH,
-              protocol: str = "auto", timeout: float = 60.0) -> list[BFSResult]:
+              protocol: str = "auto", timeout: float = 60.0, config: SearchConfig | None = None) -> list[BFSResult]:
     """Independent breadth-first searches from ``roots`` (original ids), ``batch_size`` (<= 64) per pass.
 
     Returns one :class:`~breadth.bfs.results.BFSResult` per root, in order (a repeated root is searched
@@ -58,7 +59,7 @@ def bfs_batch(graph, roots, *, depth_limit: int | None = None, batch_size: int =
     if orig.size == 0:
         return []
     dense = to_dense(graph, orig)
-    ranks = run_session(graph, _batch_rank, dense, depth_limit, batch_size, protocol=protocol, timeout=timeout,
+    ranks = run_session(graph, _batch_rank, dense, depth_limit, batch_size, protocol=protocol, timeout=timeout, config=config,
                         gather=False, engine_class=BatchEngine)
     client, idm = graph.client, graph_id_map(graph)
     ids = orig.tolist() if orig.dtype != object else list(orig)

@@ -32,7 +32,6 @@ ranks whose communicator supports device rounds (NCCL), unless ``BREADTH_DEVICE_
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
@@ -55,14 +54,15 @@ class DeviceEngine(Engine):
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
-        self.spec_pairs = int(os.environ.get("BREADTH_SPEC_PAIRS", self.spec_pairs))
+        if self.config.spec_pairs is not None:
+            self.spec_pairs = int(self.config.spec_pairs)
         if not getattr(self.comm, "device_counters", False) or not hasattr(self.b, "top_down_async"):
             raise TypeError("DeviceEngine needs the GPU backend and a communicator with device rounds (NCCL)")
         cp = self.b.xp
         self._ev = [cp.cuda.Event(block=False), cp.cuda.Event(block=False)]
-        # BREADTH_LEVEL_GRAPHS=0 queues every level from Python (for A/B measurements)
+        # config.level_graphs off queues every level from Python (for A/B measurements)
         self.graphs = None
-        if os.environ.get("BREADTH_LEVEL_GRAPHS", "1") != "0":
+        if self.config.level_graphs:
             from .level_graphs import LevelGraphs
 
             self.graphs = LevelGraphs(self)

@@ -18,6 +18,7 @@ import numpy as np
 from .backend import get_backend
 from .communicator import Communicator, SelfCommunicator
 from .frontier import num_words
+from .search_config import SearchConfig
 from .shard import Shard
 
 
@@ -62,17 +63,21 @@ class Engine:
         return a * (size / 2) ** 2 if backend == "gpu" and size > 2 else a
 
     def __init__(self, shard: Shard, comm: Communicator | None = None, *, alpha: float | None = None,
-                 beta: float = 18.0, backend: str = "cpu", nchunks: int | None = None):
-        self.b = get_backend(backend)
+                 beta: float | None = None, backend: str = "cpu", nchunks: int | None = None,
+                 config: SearchConfig | None = None):
+        #: the search's tunables; ``alpha``/``beta`` given here override the config's
+        self.config = (config or SearchConfig()).replace(alpha=alpha, beta=beta)
+        self.b = get_backend(backend, self.config)
         xp = self.b.xp
         self.shard = shard.to(xp) if backend != "cpu" else shard
-        # BREADTH_DEGREE_ORDER=0 ignores the shard's degree-ordered bottom-up rows (for A/B measurements)
-        if "bu_columns" in self.shard.meta and os.environ.get("BREADTH_DEGREE_ORDER", "1") != "0":
+        # config.degree_order off ignores the shard's degree-ordered bottom-up rows (for A/B measurements)
+        if "bu_columns" in self.shard.meta and self.config.degree_order:
             s = self.shard
             self.b.use_bottom_up_columns(s.in_columns if s.directed else s.columns, s.meta["bu_columns"])
         self.comm = comm or SelfCommunicator()
-        self.alpha = self.default_alpha(backend, self.comm.size) if alpha is None else alpha
-        self.beta = beta
+        a = self.config.alpha
+        self.alpha = self.default_alpha(backend, self.comm.size) if a is None else a
+        self.beta = self.config.beta
         self.nchunks = nchunks or 8 * (os.cpu_count() or 1)
         n = shard.num_vertices
         pdt = self.b.parent_dtype(n) if hasattr(self.b, "parent_dtype") else np.int64

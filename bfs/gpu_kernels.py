@@ -28,11 +28,12 @@ CuPy is imported when this module is; the CPU path never imports it (see :mod:`b
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any
 
 import cupy as cp
 import numpy as np
+
+from .search_config import SearchConfig
 
 _BU_LONG, _BU_CHUNK, _SCAN_TILE = 32, 1024, 1024  # BU_LONG, BU_CHUNK and SCAN_TILE of the CUDA source
 _FULL_GRID_PER_SM = 16  # blocks per multiprocessor for grid-stride kernels whose work size is on the device
@@ -841,9 +842,9 @@ class GpuBackend:
         #: large frontier (see :meth:`bottom_up_async`); False: always from its row (for A/B measurements)
         self.first_neighbours = True
         self._tasks = None  # (offsets, int64 buffer of bottom-up's deferred long-row tasks)
-        #: bottom-up hands rows longer than BU_LONG to bu_long, a warp per 1024 entries (BREADTH_BU_LONG=0:
-        #: every lane scans its own row, for A/B measurements)
-        self.defer_long_rows = os.environ.get("BREADTH_BU_LONG", "1") != "0"
+        #: bottom-up hands rows longer than BU_LONG to bu_long, a warp per 1024 entries (False, from
+        #: SearchConfig.defer_long_rows: every lane scans its own row, for A/B measurements)
+        self.defer_long_rows = True
         #: bottom-up scans a copy of the rows ordered by neighbour degree (one-rank shards, when device
         #: memory allows; built once, in the first bottom-up step); False keeps the sorted rows
         self.degree_order = True
@@ -1267,6 +1268,9 @@ class GpuBackend:
         return bad + int((reached & (anc != root)).sum())
 
 
-def gpu_backend() -> GpuBackend:
-    """A fresh GPU backend (one per engine: it holds the engine's visited bitmap)."""
-    return GpuBackend()
+def gpu_backend(config: SearchConfig | None = None) -> GpuBackend:
+    """A fresh GPU backend (one per engine: it holds the engine's visited bitmap), its switches from
+    ``config``."""
+    b = GpuBackend()
+    b.defer_long_rows = (config or SearchConfig()).defer_long_rows
+    return b

@@ -24,6 +24,7 @@ import numpy as np
 from .batch_engine import BatchEngine
 from .batch_search import batches
 from .roots import choose_roots
+from .search_config import SearchConfig
 from .session import resolve_protocol, run_session
 from .statistics import report_lines, statistics
 from .validate import RULES, validate_rank
@@ -192,14 +193,16 @@ class Graph500Result:
 
 
 def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, progress: bool = False,
-             protocol: str = "auto", timeout: float = 120.0, alpha: float | None = None, beta: float = 18.0,
-             header: dict | None = None, batch: bool = False) -> Graph500Result:
+             protocol: str = "auto", timeout: float = 120.0, alpha: float | None = None, beta: float | None = None,
+             header: dict | None = None, batch: bool = False, config: SearchConfig | None = None) -> Graph500Result:
     """Run the Graph500 BFS kernel: ``nroots`` validated searches from random roots of degree >= 1.
 
-    ``alpha``/``beta``: the direction rule's thresholds (bottom-up once the frontier's edges exceed the
-    unexplored edges / alpha; top-down again below n / beta vertices); ``alpha`` None is the backend's
-    default (:meth:`breadth.bfs.engine.Engine.default_alpha`: 15 on CPUs, 50 on one or two GPUs, scaled by
-    (ranks / 2)^2 beyond).
+    ``config``: the search's tunables (:class:`~breadth.bfs.search_config.SearchConfig`; default: its
+    defaults with the environment's ``BREADTH_*`` overrides), recorded in the report's header
+    (``search_config``).  ``alpha``/``beta`` override its direction rule's thresholds (bottom-up once the
+    frontier's edges exceed the unexplored edges / alpha; top-down again below n / beta vertices);
+    ``alpha`` None is the backend's default (:meth:`breadth.bfs.engine.Engine.default_alpha`: 15 on CPUs,
+    50 on one or two GPUs, scaled by (ranks / 2)^2 beyond).
 
     ``batch``: search the roots 64 at a time in one pass each (MS-BFS, :mod:`breadth.bfs.batch_engine`);
     each root's ``time`` is then its batch's time -- the pass plus deriving every root's parents and
@@ -212,6 +215,7 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
     >>> print(res.report())                        # doctest: +SKIP
     >>> res.harmonic_mean_teps                     # doctest: +SKIP
     """
+    config = (config if config is not None else SearchConfig.from_env()).replace(alpha=alpha, beta=beta)
     roots = choose_roots(graph, nroots, seed)
     topic = PROGRESS_TOPIC if progress else None
     bar = _ProgressBar(len(roots), "searches") if progress else None
@@ -219,7 +223,7 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
         graph.client.subscribe_topic(PROGRESS_TOPIC, bar.event)
     try:
         out = run_session(graph, _graph500_batch_rank if batch else _graph500_rank, roots, validate, topic,
-                          protocol=protocol, timeout=timeout, engine_kw={"alpha": alpha, "beta": beta},
+                          protocol=protocol, timeout=timeout, config=config,
                           engine_class=BatchEngine if batch else None)
     finally:
         if bar:
@@ -238,6 +242,7 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
     hdr.update(header or {})
     hdr["num_ranks"] = graph.nparts
     hdr["protocol"] = resolve_protocol(protocol, graph.backend, graph.nparts)
+    hdr["search_config"] = json.dumps(config.as_dict(), separators=(",", ":"))
     hdr["construction_time"] = f"{graph.construction_time:.17e}"
     return Graph500Result(hdr, out[0]["rows"], [o["setup_s"] for o in out])
 

@@ -31,7 +31,6 @@ the wait after the launch (the kernels, the rounds and the slowest peer).
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
@@ -81,11 +80,10 @@ _ABANDONED: list = []
 PEER_CAPS = (1 << 12, 1 << 20)
 
 
-def _caps(peer: bool) -> tuple[int, int]:
-    """:data:`CAPS` (:data:`PEER_CAPS` when ``peer``), or ``BREADTH_GRAPH_CAPS="small,large"`` (tests force
-    the second round with small ones)."""
-    env = os.environ.get("BREADTH_GRAPH_CAPS")
-    return tuple(int(x) for x in env.split(",")) if env else (PEER_CAPS if peer else CAPS)
+def _caps(peer: bool, given: tuple[int, int] | None) -> tuple[int, int]:
+    """:data:`CAPS` (:data:`PEER_CAPS` when ``peer``), or the config's ``graph_caps`` (tests force the
+    second round with small ones)."""
+    return tuple(given) if given else (PEER_CAPS if peer else CAPS)
 
 
 class LevelGraphs:
@@ -114,8 +112,8 @@ class LevelGraphs:
         self.launches: dict[str, int] = {}  # replays per kind ("bu", "td"), and exact second rounds
         #: top-down pair rows move only as far as their count (peer memory); else whole ``cap`` blocks
         self.bounded = bool(getattr(comm, "peer_memory", False))
-        self.caps = _caps(self.bounded)
-        self.check_rounds = os.environ.get("BREADTH_CHECK_ROUNDS") == "1"
+        self.caps = _caps(self.bounded, engine.config.graph_caps)
+        self.check_rounds = engine.config.check_rounds
 
     # -- buffers ------------------------------------------------------------------------------------
     def _recv_buffer(self, shape, dtype):

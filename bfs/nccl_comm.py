@@ -27,7 +27,6 @@ whatever the sockets say.  A peer that stays alive but silent is given up after 
 
 from __future__ import annotations
 
-import os
 import select
 import socket
 import sys
@@ -38,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .communicator import CommError, Communicator
+from .search_config import SearchConfig
 
 _MAXDIM = 8
 _HDR = 3 + _MAXDIM  # dtype code, device flag, ndim, shape[8]
@@ -64,7 +64,7 @@ class NCCLCommunicator(Communicator):
     """Collectives among ``size`` GPU ranks (one GPU per process, CuPy's current device); build it with
     :meth:`connect` inside a session's rank task."""
 
-    def __init__(self, tcp, nccl_comm, timeout: float):
+    def __init__(self, tcp, nccl_comm, timeout: float, poll: str = "spin"):
         import cupy as cp
         from cupy.cuda import nccl
 
@@ -81,15 +81,17 @@ class NCCLCommunicator(Communicator):
         self._hdr_recv = cp.zeros((self.size, _HDR), cp.int64)
         self._pin = self._pin_recv = self._dstage = None
         self._stage(_STAGE)
-        # BREADTH_NCCL_POLL=sleep restores the old wait (time.sleep(0) between queries), for measurements
-        self._spin_s = 0.0 if os.environ.get("BREADTH_NCCL_POLL", "spin") == "sleep" else _SPIN_S
+        # poll="sleep" restores the old wait (time.sleep(0) between queries), for measurements
+        self._spin_s = 0.0 if poll == "sleep" else _SPIN_S
         self._cancelled = _task_cancelled_probe()
         #: peer-mapped receive buffers for captured rounds (:mod:`breadth.bfs.peer_memory`), set by connect
         self._peer = None
 
     @classmethod
-    def connect(cls, rank: int, size: int, session: str, timeout: float = 60.0) -> "NCCLCommunicator":
-        """Join ``session`` as ``rank`` of ``size``: TCP mesh through Dask, then NCCL's id over it."""
+    def connect(cls, rank: int, size: int, session: str, timeout: float = 60.0,
+                config: SearchConfig | None = None) -> "NCCLCommunicator":
+        """Join ``session`` as ``rank`` of ``size``: TCP mesh through Dask, then NCCL's id over it; peer
+        memory for the captured rounds where the GPUs allow and ``config.peer_memory``."""
         try:
             from cupy.cuda import nccl
         except Exception as e:  # CuPy without NCCL
@@ -110,12 +112,13 @@ class NCCLCommunicator(Communicator):
         except BaseException:
             tcp.close()
             raise
-        self = cls(tcp, comm, timeout)
+        config = config or SearchConfig()
+        self = cls(tcp, comm, timeout, config.nccl_poll)
         self.barrier()
         from .peer_memory import PeerMemory
 
         try:
-            self._peer = PeerMemory.connect(tcp, timeout)
+            self._peer = PeerMemory.connect(tcp, timeout, enabled=config.peer_memory)
         except BaseException:
             self.close()
             raise

@@ -36,7 +36,6 @@ when its own watch of the peers (their TCP sockets, the Dask task's cancellation
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any
 
 import numpy as np
@@ -171,12 +170,13 @@ class PeerMemory:
         self._closed = False
 
     @classmethod
-    def connect(cls, tcp, timeout: float) -> "PeerMemory | None":
+    def connect(cls, tcp, timeout: float, enabled: bool = True) -> "PeerMemory | None":
         """Peer memory for the ranks of ``tcp`` if every GPU can write every other's memory (all ranks
-        agree: one all-reduce of their answers), else ``None``.  ``BREADTH_PEER_MEMORY=0`` declines."""
+        agree: one all-reduce of their answers), else ``None``.  ``enabled=False`` declines
+        (:attr:`~breadth.bfs.search_config.SearchConfig.peer_memory`)."""
         import cupy as cp
 
-        ok = os.environ.get("BREADTH_PEER_MEMORY", "1") != "0" and tcp.size > 1
+        ok = enabled and tcp.size > 1
         mine = cp.cuda.Device().id
         bus = np.zeros(16, np.uint8)
         try:

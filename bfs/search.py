@@ -6,6 +6,7 @@ import numpy as np
 
 from .id_map import as_id_map
 from .results import BFSResult, write_results_dataset
+from .search_config import SearchConfig
 from .session import run_session
 
 __all__ = ["BFSResult", "bfs", "to_dense", "write_results_dataset"]
@@ -54,7 +55,7 @@ def to_dense(graph, ids) -> np.ndarray:
 
 
 def bfs(graph, root=None, *, sources=None, depth_limit: int | None = None, protocol: str = "auto",
-        timeout: float = 60.0):
+        timeout: float = 60.0, config: SearchConfig | None = None):
     """Breadth-first search on a prepared graph; results stay on the workers until asked for.
 
     Give exactly one of:
@@ -89,14 +90,14 @@ def bfs(graph, root=None, *, sources=None, depth_limit: int | None = None, proto
         if orig.size == 0:
             raise ValueError("sources is empty: a search needs at least one source")
         dense = to_dense(graph, orig)
-        ranks = run_session(graph, _multi_source_rank, dense, depth_limit, protocol=protocol, timeout=timeout,
+        ranks = run_session(graph, _multi_source_rank, dense, depth_limit, protocol=protocol, timeout=timeout, config=config,
                             gather=False)
         ids = orig.tolist() if orig.dtype != object else list(orig)
         return BFSResult(ids[0], ranks, idm, client, sources=ids)
     single = np.ndim(root) == 0
     orig = _as_ids(root)
     dense = to_dense(graph, orig)
-    ranks = run_session(graph, _bfs_rank, dense, depth_limit, protocol=protocol, timeout=timeout, gather=False)
+    ranks = run_session(graph, _bfs_rank, dense, depth_limit, protocol=protocol, timeout=timeout, config=config, gather=False)
     roots = orig.tolist() if orig.dtype != object else list(orig)
     results = []
     for i, r in enumerate(roots):

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from .communicator import SelfCommunicator
 from .engine import Engine
+from .search_config import SearchConfig
 
 
 #: the search ranks' transports; "auto" picks one (:func:`resolve_protocol`)
@@ -54,9 +55,10 @@ def resolve_protocol(protocol: str, backend: str, size: int) -> str:
     return "nccl" if backend == "gpu" and nccl_available() else "tcp"
 
 
-def make_communicator(rank: int, size: int, session: str, protocol: str, timeout: float, backend: str = "cpu"):
+def make_communicator(rank: int, size: int, session: str, protocol: str, timeout: float, backend: str = "cpu",
+                      config: SearchConfig | None = None):
     """The communicator of ``rank`` in ``session`` (self for one rank, with device rounds on a GPU rank;
-    TCP, UCX or NCCL peers otherwise)."""
+    TCP, UCX or NCCL peers otherwise; NCCL's polling and peer memory as ``config`` says)."""
     if size == 1:
         if backend == "gpu":
             from .solo_gpu_comm import SoloGpuCommunicator
@@ -74,16 +76,15 @@ def make_communicator(rank: int, size: int, session: str, protocol: str, timeout
     if protocol == "nccl":
         from .nccl_comm import NCCLCommunicator
 
-        return NCCLCommunicator.connect(rank, size, session, timeout=timeout)
+        return NCCLCommunicator.connect(rank, size, session, timeout=timeout, config=config)
     raise ValueError(f"unknown protocol {protocol!r}: expected 'tcp', 'ucx' or 'nccl' (resolve 'auto' first)")
 
 
-def _engine_class(backend: str, comm) -> type:
+def _engine_class(backend: str, comm, config: SearchConfig) -> type:
     """The device-counter engine for GPU ranks whose communicator has device rounds (NCCL, or one GPU
-    alone), unless ``BREADTH_DEVICE_COUNTERS=0`` (kept for A/B measurements); the host-counter engine
+    alone), unless ``config.device_counters`` is off (kept for A/B measurements); the host-counter engine
     otherwise."""
-    if backend == "gpu" and getattr(comm, "device_counters", False) and \
-            os.environ.get("BREADTH_DEVICE_COUNTERS", "1") != "0":
+    if backend == "gpu" and getattr(comm, "device_counters", False) and config.device_counters:
         from .device_engine import DeviceEngine
 
         return DeviceEngine
@@ -91,20 +92,22 @@ def _engine_class(backend: str, comm) -> type:
 
 
 def _rank_main(shard, rank: int, size: int, session: str, protocol: str, timeout: float, backend: str,
-               engine_kw: dict, body: Callable, args: tuple, engine_class: type | None = None) -> Any:
+               engine_kw: dict, body: Callable, args: tuple, engine_class: type | None = None,
+               config: SearchConfig | None = None) -> Any:
+    config = config or SearchConfig()
     t0 = time.perf_counter()
     # A rank thread waits on its peers many times a level, releasing the GIL each time; another busy
     # thread of the worker (UCX progress, the event loop) then keeps it for up to the switch interval
     # (5 ms by default), which measured as milliseconds per level on two GPUs.  Hand it back sooner.
     interval = sys.getswitchinterval()
     sys.setswitchinterval(min(interval, _SWITCH_S))
-    affinity = _widen_affinity() if os.environ.get("BREADTH_RANK_AFFINITY") == "all" else None
+    affinity = _widen_affinity() if config.rank_affinity == "all" else None
     try:
-        comm = make_communicator(rank, size, session, protocol, timeout, backend)
+        comm = make_communicator(rank, size, session, protocol, timeout, backend, config)
         engine = None
         try:
-            cls = engine_class or _engine_class(backend, comm)
-            engine = cls(shard, comm, backend=backend, **engine_kw)
+            cls = engine_class or _engine_class(backend, comm, config)
+            engine = cls(shard, comm, backend=backend, config=config, **engine_kw)
             setup = time.perf_counter() - t0
             return body(engine, setup, *args)
         finally:
@@ -134,11 +137,13 @@ def _widen_affinity():
 
 
 def run_session(graph, body: Callable, *args, protocol: str = "auto", timeout: float = 60.0,
-                engine_kw: dict | None = None, gather: bool = True, engine_class: type | None = None) -> list[Any]:
+                engine_kw: dict | None = None, gather: bool = True, engine_class: type | None = None,
+                config: SearchConfig | None = None) -> list[Any]:
     """Run ``body(engine, setup_seconds, *args)`` on every rank of ``graph``; return the ranks' results
     (with ``gather=False``: the finished futures of the results, left on the ranks' workers).
     ``engine_class``: the engine each rank builds (default: the single-search engine for the backend;
-    :class:`~breadth.bfs.batch_engine.BatchEngine` for batched searches).
+    :class:`~breadth.bfs.batch_engine.BatchEngine` for batched searches).  ``config``: the search's
+    tunables, the same on every rank (default: :meth:`SearchConfig.from_env` here, on the client).
 
     ``body`` must make the same collective calls on every rank.  If a rank raises, or its worker dies, the
     other ranks lose their connections to it and stop (at once for a closed connection, within ``timeout``
@@ -152,8 +157,9 @@ def run_session(graph, body: Callable, *args, protocol: str = "auto", timeout: f
     protocol = resolve_protocol(protocol, graph.backend, size)
     _check_threads(client, graph)
     session = f"breadth-{uuid.uuid4().hex[:12]}"
+    config = config if config is not None else SearchConfig.from_env()
     futs = [client.submit(_rank_main, graph.shards[r], r, size, session, protocol, timeout, graph.backend,
-                          engine_kw or {}, body, args, engine_class, key=f"{session}-rank-{r}",
+                          engine_kw or {}, body, args, engine_class, config, key=f"{session}-rank-{r}",
                           workers=[graph.workers[r]],
                           allow_other_workers=False, pure=False)
             for r in range(size)]

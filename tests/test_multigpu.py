@@ -24,6 +24,7 @@ except Exception:  # CuPy without a driver
 pytestmark = pytest.mark.skipif(_NDEV < 2, reason="fewer than two CUDA devices visible")
 
 from breadth.bfs import choose_roots, run_session  # noqa: E402
+from breadth.bfs.search_config import SearchConfig  # noqa: E402
 from breadth.bfs.session import RankError, WorkerDied  # noqa: E402
 from breadth.bfs.validate import validate_rank  # noqa: E402
 from breadth.pipeline import kronecker, prepare  # noqa: E402
@@ -57,20 +58,14 @@ def _levels_body(engine, setup_s, roots):
     return out
 
 
-def _levels(g, roots, protocol, **engine_kw):
-    parts = run_session(g, _levels_body, roots, protocol=protocol, timeout=60.0, engine_kw=engine_kw)
+def _levels(g, roots, protocol, config=None, **engine_kw):
+    parts = run_session(g, _levels_body, roots, protocol=protocol, timeout=60.0, engine_kw=engine_kw, config=config)
     levels = [np.concatenate([p[i][0] for p in parts]) for i in range(len(roots))]
     for p in parts:
         for _, viol, _ in p:
             assert all(v == 0 for v in viol.values()), viol
     dirs = set().union(*(set(d) for p in parts for _, _, d in p))
     return levels, dirs
-
-
-def _set_env(env: dict) -> None:
-    for k in [k for k in os.environ if k.startswith("BREADTH_")]:
-        del os.environ[k]
-    os.environ.update(env)
 
 
 def _engine_name(engine, setup_s):
@@ -88,10 +83,10 @@ def _graph_levels(engine, setup_s, root):
 # pair caps so small that top-down levels take the exact second round, "nccl-queued" the same engine
 # queueing each level from Python, "nccl-exact" that with every top-down level sized by a counters round
 # first, "nccl-host" the host-counter engine
-_VARIANT_ENV = {"nccl-nopeer": {"BREADTH_PEER_MEMORY": "0"}, "nccl-queued": {"BREADTH_LEVEL_GRAPHS": "0"},
-                "nccl-overflow": {"BREADTH_GRAPH_CAPS": "16,64"},
-                "nccl-exact": {"BREADTH_SPEC_PAIRS": "0", "BREADTH_LEVEL_GRAPHS": "0"},
-                "nccl-host": {"BREADTH_DEVICE_COUNTERS": "0"}}
+_VARIANT = {"nccl-nopeer": SearchConfig(peer_memory=False), "nccl-queued": SearchConfig(level_graphs=False),
+            "nccl-overflow": SearchConfig(graph_caps=(16, 64)),
+            "nccl-exact": SearchConfig(spec_pairs=0, level_graphs=False),
+            "nccl-host": SearchConfig(device_counters=False)}
 
 
 def test_two_gpu_levels_run_as_cuda_graphs(client, graphs):
@@ -101,11 +96,8 @@ def test_two_gpu_levels_run_as_cuda_graphs(client, graphs):
     root = int(choose_roots(graphs[0], 1, 7)[0])
     launches = run_session(g2, _graph_levels, root, protocol="nccl", timeout=60.0)
     assert all(n.get("bu", 0) > 0 and n.get("td", 0) > 0 and not n.get("overflow") for n in launches), launches
-    client.run(_set_env, _VARIANT_ENV["nccl-overflow"])
-    try:
-        launches = run_session(g2, _graph_levels, root, protocol="nccl", timeout=60.0, engine_kw={"alpha": 0.0})
-    finally:
-        client.run(_set_env, {})
+    launches = run_session(g2, _graph_levels, root, protocol="nccl", timeout=60.0, engine_kw={"alpha": 0.0},
+                           config=_VARIANT["nccl-overflow"])
     assert any(n.get("overflow", 0) > 0 for n in launches), launches
 
 
@@ -118,11 +110,8 @@ def test_two_gpu_rounds_use_peer_memory_where_the_gpus_reach_each_other(client, 
     access each other's memory (NVLink machines), and not when peer memory is turned off."""
     expect = bool(cp.cuda.runtime.deviceCanAccessPeer(0, 1))
     assert run_session(graphs[1], _peer_memory, protocol="nccl", timeout=60.0) == [expect, expect]
-    client.run(_set_env, _VARIANT_ENV["nccl-nopeer"])
-    try:
-        assert run_session(graphs[1], _peer_memory, protocol="nccl", timeout=60.0) == [False, False]
-    finally:
-        client.run(_set_env, {})
+    assert run_session(graphs[1], _peer_memory, protocol="nccl", timeout=60.0,
+                       config=_VARIANT["nccl-nopeer"]) == [False, False]
 
 
 @pytest.mark.parametrize("protocol", ["nccl", "nccl-nopeer", "nccl-overflow", "nccl-queued", "nccl-exact", "nccl-host",
@@ -132,17 +121,14 @@ def test_two_gpu_levels_equal_single_rank_and_valid(client, graphs, protocol):
     roots = choose_roots(g1, 6, 7)
     ref, _ = _levels(g1, roots, "tcp")
     proto = protocol.split("-")[0]
-    client.run(_set_env, _VARIANT_ENV.get(protocol, {}))
-    try:
-        engines = set(run_session(g2, _engine_name, protocol=proto, timeout=60.0))
-        assert engines == {"Engine" if protocol in ("nccl-host", "ucx") else "DeviceEngine"}, engines
-        for kw, expect in (({}, {"td", "bu"}), ({"alpha": 0.0}, {"td"}), ({"alpha": 1e9, "beta": 1e-9}, {"bu"})):
-            got, dirs = _levels(g2, roots, proto, **kw)
-            assert dirs == expect, (kw, dirs)
-            for a, b in zip(got, ref):
-                np.testing.assert_array_equal(a, b)
-    finally:
-        client.run(_set_env, {})
+    config = _VARIANT.get(protocol, SearchConfig())
+    engines = set(run_session(g2, _engine_name, protocol=proto, timeout=60.0, config=config))
+    assert engines == {"Engine" if protocol in ("nccl-host", "ucx") else "DeviceEngine"}, engines
+    for kw, expect in (({}, {"td", "bu"}), ({"alpha": 0.0}, {"td"}), ({"alpha": 1e9, "beta": 1e-9}, {"bu"})):
+        got, dirs = _levels(g2, roots, proto, config, **kw)
+        assert dirs == expect, (kw, dirs)
+        for a, b in zip(got, ref):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_two_gpu_shards_have_degree_ordered_bottom_up_rows(client, graphs):
