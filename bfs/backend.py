@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -17,6 +17,36 @@ def _parent_dtype(num_vertices: int) -> np.dtype:
     return np.dtype(np.int32) if num_vertices <= np.iinfo(np.int32).max else np.dtype(np.int64)
 
 
+class Backend(Protocol):
+    """What the engines ask of an array backend (:class:`CpuBackend`, the GPU's
+    :class:`~breadth.bfs.gpu_kernels.GpuBackend`): the array module, the kernels of a level (top-down
+    step and claims, bottom-up step, frontier conversions), search hooks, and these declared features:
+
+    * ``async_levels``: levels can be queued without a host wait (``top_down_async``, ``bottom_up_async``,
+      device counters): the device engine needs it;
+    * ``claims_count_degrees``: ``claim_remote(..., offsets=)`` also learns the claimed vertices' degree
+      sum in the claim's own synchronisation;
+    * ``checks_on_device``: validation's rules run on the device (``row_violations``,
+      ``tree_violations``), with no host copy of the parents.
+    """
+
+    name: str
+    xp: Any
+    async_levels: bool
+    claims_count_degrees: bool
+    checks_on_device: bool
+
+    def parent_dtype(self, num_vertices: int) -> np.dtype: ...
+
+    def start_search(self, parent, level, root_local: int) -> None: ...
+
+    def top_down_step(self, offsets, cols, lo, hi, queue, parent, level, depth, sent, nchunks): ...
+
+    def claim_remote(self, v, p, lo, parent, level, depth, **kw): ...
+
+    def bottom_up_step(self, offsets, cols, frontier_bits, parent, level, depth, next_bits): ...
+
+
 class CpuBackend:
     """NumPy arrays, Numba kernels, and the per-engine state they keep between levels (one instance per
     :class:`~breadth.bfs.engine.Engine`): the top-down workspace (buffers that grow to the largest level
@@ -27,6 +57,10 @@ class CpuBackend:
     name = "cpu"
     xp = np
     parent_dtype = staticmethod(_parent_dtype)
+    #: optional features (see :class:`Backend`): none on the host
+    async_levels = False
+    claims_count_degrees = False
+    checks_on_device = False
 
     def __init__(self):
         from . import bottom_up, frontier, top_down

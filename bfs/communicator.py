@@ -31,10 +31,19 @@ class CommError(RuntimeError):
 
 
 class Communicator(ABC):
-    """Collective operations among the ``size`` ranks of one search session."""
+    """Collective operations among the ``size`` ranks of one search session.
+
+    Optional features are declared here and overridden by the transports that have them:
+    ``device_counters`` -- device rounds (counters, pair exchanges and all-gathers of device buffers on
+    the GPU's stream, and ``device_buffer`` for their receive buffers), which the device engine and its
+    captured levels need (:mod:`breadth.bfs.nccl_comm`, :mod:`breadth.bfs.solo_gpu_comm`);
+    ``peer_memory`` -- those rounds write straight into the peers' memory, so a round moves only its rows
+    (:mod:`breadth.bfs.peer_memory`)."""
 
     rank: int
     size: int
+    device_counters: bool = False
+    peer_memory: bool = False
 
     @abstractmethod
     def alltoallv(self, send: list[Any]) -> list[Any]:

@@ -56,7 +56,7 @@ class DeviceEngine(Engine):
         super().__init__(*args, **kw)
         if self.config.spec_pairs is not None:
             self.spec_pairs = int(self.config.spec_pairs)
-        if not getattr(self.comm, "device_counters", False) or not hasattr(self.b, "top_down_async"):
+        if not self.comm.device_counters or not self.b.async_levels:
             raise TypeError("DeviceEngine needs the GPU backend and a communicator with device rounds (NCCL)")
         cp = self.b.xp
         self._ev = [cp.cuda.Event(block=False), cp.cuda.Event(block=False)]

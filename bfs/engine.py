@@ -80,7 +80,7 @@ class Engine:
         self.beta = self.config.beta
         self.nchunks = nchunks or 8 * (os.cpu_count() or 1)
         n = shard.num_vertices
-        pdt = self.b.parent_dtype(n) if hasattr(self.b, "parent_dtype") else np.int64
+        pdt = self.b.parent_dtype(n)
         self.parent = xp.full(shard.num_local, -1, pdt)
         self.level = xp.full(shard.num_local, -1, np.int32)
         self.nwords = num_words(shard.num_local)
@@ -128,7 +128,7 @@ class Engine:
             return xp.empty(0, np.int64)
         allp = xp.concatenate(got)
         # a backend that can learns the claimed vertices' degree sum in the claim's own synchronisation
-        kw = {"offsets": self.shard.offsets} if hasattr(self.b, "note_degree_sum") else {}
+        kw = {"offsets": self.shard.offsets} if self.b.claims_count_degrees else {}
         return self.b.claim_remote(xp.ascontiguousarray(allp[:, 0]), xp.ascontiguousarray(allp[:, 1]),
                                    self.shard.lo, self.parent, self.level, np.int32(depth), **kw)
 

@@ -830,6 +830,15 @@ class GpuBackend:
 
     name = "gpu"
     xp = cp
+    #: optional features (see :class:`~breadth.bfs.backend.Backend`): all of them
+    async_levels = True
+    claims_count_degrees = True
+    checks_on_device = True
+
+    @staticmethod
+    def parent_dtype(num_vertices: int) -> np.dtype:
+        """int64 parents: the kernels write them as 64-bit words."""
+        return np.dtype(np.int64)
 
     def __init__(self):
         use_cupy_pool()  # a search allocates per level: CuPy's pool, whatever allocator cuDF/dask-cuda set

@@ -111,16 +111,15 @@ class LevelGraphs:
         self._bytes: dict = {}
         self.launches: dict[str, int] = {}  # replays per kind ("bu", "td"), and exact second rounds
         #: top-down pair rows move only as far as their count (peer memory); else whole ``cap`` blocks
-        self.bounded = bool(getattr(comm, "peer_memory", False))
+        self.bounded = bool(comm.peer_memory)
         self.caps = _caps(self.bounded, engine.config.graph_caps)
         self.check_rounds = engine.config.check_rounds
 
     # -- buffers ------------------------------------------------------------------------------------
     def _recv_buffer(self, shape, dtype):
-        """A zeroed array that a captured round receives into: the communicator's own kind when it has
-        one (peer-mapped memory, allocated collectively: every rank captures the same graphs in order)."""
-        alloc = getattr(self.e.comm, "device_buffer", None)
-        return alloc(shape, dtype) if alloc is not None else self.cp.zeros(shape, dtype)
+        """A zeroed array that a captured round receives into: the communicator's own kind (peer-mapped
+        memory where it has it, allocated collectively: every rank captures the same graphs in order)."""
+        return self.e.comm.device_buffer(shape, dtype)
 
     def _out(self, kind: str, k: int):
         """Device (counters of every rank, then 4 timestamps) and its pinned host copy, one per kind of

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .id_map import on_device
+
 
 def _degrees_of(shard, ids):
     ids = np.asarray(ids, np.int64)
     mine = (ids >= shard.lo) & (ids < shard.hi)
     out = np.zeros(ids.size, np.int64)
     deg = shard.degree(ids[mine])
-    out[mine] = np.asarray(deg.get() if hasattr(deg, "get") else deg)
+    out[mine] = np.asarray(deg.get() if on_device(deg) else deg)
     return out
 
 

@@ -84,7 +84,7 @@ def _engine_class(backend: str, comm, config: SearchConfig) -> type:
     """The device-counter engine for GPU ranks whose communicator has device rounds (NCCL, or one GPU
     alone), unless ``config.device_counters`` is off (kept for A/B measurements); the host-counter engine
     otherwise."""
-    if backend == "gpu" and getattr(comm, "device_counters", False) and config.device_counters:
+    if backend == "gpu" and comm.device_counters and config.device_counters:
         from .device_engine import DeviceEngine
 
         return DeviceEngine

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from .id_map import on_device
+
 
 def block_size(num_vertices: int, nparts: int) -> int:
     """Vertices per owner: ``ceil(n / P)`` rounded up to a multiple of 64."""
@@ -83,7 +85,7 @@ class Shard:
         def conv(a):
             if a is None:
                 return None
-            if xp is np and hasattr(a, "get"):  # CuPy -> NumPy needs an explicit copy
+            if xp is np and on_device(a):  # CuPy -> NumPy needs an explicit copy
                 return a.get()
             return xp.asarray(a)
 

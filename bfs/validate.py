@@ -144,7 +144,7 @@ def validate_rank(engine, root: int) -> dict[str, int]:
     """Collective: every rank checks its rows against the all-gathered result; rank 0 checks rule 1."""
     comm = engine.comm
     b = engine.b
-    on_device = hasattr(b, "row_violations")  # backends that check on their device (GPU): no host copies
+    on_device = b.checks_on_device  # backends that check on their device (GPU): no host copies
     to_host = (lambda a: a) if on_device else b.to_host
     xp = b.xp if on_device else np
     rows_fn = b.row_violations if on_device else row_violations
