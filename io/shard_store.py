@@ -59,6 +59,9 @@ import uuid
 
 import numpy as np
 
+from breadth.bfs.id_map import on_device
+
+
 from .errors import CorruptStoreError, IncompleteStoreError, StoreError
 from .store_files import fsync_dir, npy_data_offset, npy_digest, read_npy_into, save_npy, sha256_file, token
 
@@ -126,7 +129,7 @@ def _test_hook(rank: int) -> None:
 def _host(a) -> np.ndarray:
     if isinstance(a, np.ndarray):  # a memory map stays one: it is written from its file
         return a
-    return a.get() if hasattr(a, "get") else np.asarray(a)  # CuPy shards come to host for writing
+    return a.get() if on_device(a) else np.asarray(a)  # CuPy shards come to host for writing
 
 
 def _same_shard(final: str, head: dict, arrays: dict) -> bool:

@@ -192,7 +192,7 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
     if persist and not streamed:
         parts = client.compute(parts)  # futures of (edges, stats)
     else:
-        parts = [dask.delayed(p) if not hasattr(p, "dask") else p for p in parts]
+        parts = [p if dask.is_dask_collection(p) else dask.delayed(p) for p in parts]
     submit = (lambda f, *a: client.submit(f, *a, pure=False)) if persist and not streamed else \
         (lambda f, *a: client.compute(dask.delayed(f, pure=True)(*a)))
     if not streamed:
