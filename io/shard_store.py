@@ -61,7 +61,6 @@ import numpy as np
 
 from breadth.bfs.id_map import on_device
 
-
 from .errors import CorruptStoreError, IncompleteStoreError, StoreError
 from .store_files import fsync_dir, npy_data_offset, npy_digest, read_npy_into, save_npy, sha256_file, token
 
