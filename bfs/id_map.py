@@ -157,8 +157,9 @@ class PartitionedIdMap:
     """``P`` parts of the dense -> original id map (see the module docstring).
 
     ``parts[p]``: future (or local array) of the sorted original ids of part ``p``, dtype ``dtype``
-    (int64, uint64 or object for strings, whose parts are Arrow string arrays or object arrays); ``offsets``: ``(P+1,)`` int64 prefix of the part sizes;
-    ``owner``: ``"hash"`` or ``"range"`` (then ``bounds``: ``(P,)`` first id of each part).
+    (int64, uint64 or object for strings, whose parts are Arrow string arrays or object arrays);
+    ``offsets``: ``(P+1,)`` int64 prefix of the part sizes; ``owner``: ``"hash"`` or ``"range"`` (then
+    ``bounds``: ``(P,)`` first id of each part).
 
     >>> m = PartitionedIdMap.from_array(np.array([3, 5, 9]))
     >>> m.to_dense([9, 3]).tolist(), m.to_original([1]).tolist()

@@ -105,7 +105,8 @@ def _read_str_csv(path: str, delimiter: str, header: bool, src, dst, on_bad_line
         raise BadLineError(f"{path}: {e}", path=path) from None
     except OSError as e:
         raise TruncatedInputError(f"{path}: compressed stream is damaged or truncated: {e}", path=path) from None
-    edges = pa.table({"src": pa.chunked_array(src_parts, pa.string()), "dst": pa.chunked_array(dst_parts, pa.string())})
+    edges = pa.table({"src": pa.chunked_array(src_parts, pa.string()),
+                      "dst": pa.chunked_array(dst_parts, pa.string())})
     stats.edges = int(edges.num_rows)
     return edges, stats
 

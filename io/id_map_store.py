@@ -28,7 +28,6 @@ from breadth.bfs.id_map import PartitionedIdMap, as_id_map
 from breadth.bfs.string_hash import STRING_HASH
 
 from .errors import CorruptStoreError
-
 from .store_files import load_array, save_npy, save_strings, verify_file, write_id_map_file
 
 PART_FILE = re.compile(r"^id_map-\d{5}\.(npy|parquet)$")

@@ -85,7 +85,8 @@ def _union_two(a: pa.Array, b: pa.Array) -> pa.Array:
     oo = np.empty(ao.size + bo.size - 1, np.int64)
     od = np.empty(int(ao[-1] - ao[0]) + int(bo[-1] - bo[0]), np.uint8)
     k = _union2(ao, ad, bo, bd, oo, od)
-    return from_buffers(oo[:k + 1], od[:int(oo[k])])
+    # copies: the buffers were sized for no common ids, and a part lives as long as the graph
+    return from_buffers(oo[:k + 1].copy(), od[:int(oo[k])].copy())
 
 
 def union_strings(arrays: list) -> pa.Array:
