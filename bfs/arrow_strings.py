@@ -5,8 +5,8 @@ A string id array is a ``pyarrow`` ``string`` or ``large_string`` array without 
 bytes, which is Python's code-point order of the same strings (UTF-8 keeps it), so a sorted Arrow
 array and a sorted object array of the same strings agree.  :func:`as_strings` accepts what callers
 hold (object or ``U`` NumPy arrays, lists, Arrow arrays or chunked arrays); :func:`buffers` gives the
-views; :func:`from_buffers` builds an array from kernel output.  :func:`search_sorted` looks ids up in a
-sorted array by binary search (root lookups, a few ids at a time).
+views.  :func:`search_sorted` looks ids up in a sorted array by binary search (root lookups, a few ids
+at a time).
 """
 
 from __future__ import annotations
@@ -71,17 +71,6 @@ def buffers(a: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         if ob is not None and n else np.zeros(1, np.int64 if wide else np.int32)
     data = np.frombuffer(db, np.uint8) if db is not None and db.size else np.zeros(0, np.uint8)
     return off, data
-
-
-def from_buffers(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
-    """A string array from ``(n+1,)`` offsets (starting at 0) and its bytes (``large_string`` past
-    :data:`INT32_BYTES`)."""
-    n = offsets.size - 1
-    if int(offsets[-1]) > INT32_BYTES:
-        return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets.astype(np.int64, copy=False)),
-                                                            pa.py_buffer(data)])
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets.astype(np.int32, copy=False)),
-                                                  pa.py_buffer(data)])
 
 
 def to_objects(a: pa.Array) -> np.ndarray:
