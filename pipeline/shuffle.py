@@ -355,7 +355,8 @@ def save_piece(stem: str, a) -> str:
     else:
         path = stem + ".npy"
         tmp = stem + ".tmp.npy"
-        np.save(tmp, np.asarray(a), allow_pickle=np.asarray(a).dtype == object)  # this run's own files only
+        a = np.asarray(a)
+        np.save(tmp, a, allow_pickle=a.dtype == object)  # this run's own files only
     os.replace(tmp, path)
     return os.path.basename(path)
 
@@ -424,8 +425,8 @@ def exchange(client, chunks: list, split: Callable, nowners: int, workers: list[
     ``split(chunk, *args) -> (kept, pieces)`` (``pieces``: ``nowners`` 1-D arrays, e.g. the chunk's
     distinct ids cut by owner) and stores the pieces in ``tier`` (``"memory"`` and ``"host"``: Dask task
     outputs; ``"disk"``: files under ``root``, a :func:`spill_space` folder: ``.npy`` for NumPy pieces,
-    Arrow IPC for Arrow arrays, :func:`save_piece`).  Owners then
-    consume them with :meth:`OwnerPieces.reduce` and :meth:`OwnerPieces.piece`.
+    Arrow IPC for Arrow arrays, :func:`save_piece`).  Owners then consume them with
+    :meth:`OwnerPieces.reduce` and :meth:`OwnerPieces.piece`.
 
     >>> def cut(ids, n):                      # doctest: +SKIP
     ...     u = np.unique(ids); return u.size, [u[u % n == p] for p in range(n)]
