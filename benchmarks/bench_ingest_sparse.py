@@ -202,7 +202,7 @@ def run_cli(inp: list[str], workers: int, memory_limit: str | None, spill_dir: s
             rec["graph500"]["statistics"] = g5["statistics"]
             files = [inp[0]] if inp[0].endswith(".parquet") else sorted(os.path.join(inp[0], f)
                                                                         for f in os.listdir(inp[0]))
-            root = int(pq.ParquetFile(files[0]).read_row_group(0, columns=["src"]).column(0)[0].as_py())
+            root = pq.ParquetFile(files[0]).read_row_group(0, columns=["src"]).column(0)[0].as_py()  # int or str
             res = os.path.join(tmp, "results")
             rec["results"], _ = run_sampled([breadth_command(), "bfs", store, "--root", str(root), "--out", res,
                                              "--workers", str(workers)])

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -39,21 +40,27 @@ def on_device(a) -> bool:
     return type(a).__module__.partition(".")[0] in ("cupy", "cudf")
 
 
+def is_strings(ids) -> bool:
+    """Whether ``ids`` are string ids: an Arrow array, or a NumPy object or ``U``/``S`` array."""
+    return isinstance(ids, (pa.Array, pa.ChunkedArray)) or np.asarray(ids).dtype.kind in "OUS"
+
+
 def id_hash(ids: np.ndarray) -> np.ndarray:
     """A 64-bit hash of each id, the same in every process: ``(k,)`` ids -> ``(k,)`` uint64.
 
     Integers (int64 or uint64 of the same value hash alike) go through the splitmix64 finaliser; strings
-    through ``pandas.util.hash_array`` (SipHash with a fixed key).  CuPy ids hash on the device, to the
-    same values.
+    (Arrow string arrays, object or ``U`` arrays) are XXH64 with seed 0 of their UTF-8 bytes
+    (:mod:`breadth.bfs.string_hash`; cuDF's ``hash_values(method="xxhash64")``).  CuPy ids hash on the
+    device, to the same values.
 
     >>> id_hash(np.array([1, 2], np.int64)).dtype
     dtype('uint64')
     """
-    a = ids if type(ids).__module__.partition(".")[0] == "cupy" else np.asarray(ids)
-    if a.dtype == object or a.dtype.kind in "US":
-        import pandas as pd
+    if type(ids).__module__.partition(".")[0] != "cupy" and is_strings(ids):
+        from .string_hash import xxh64
 
-        return pd.util.hash_array(a.astype(object), categorize=False)
+        return xxh64(ids)
+    a = ids if type(ids).__module__.partition(".")[0] == "cupy" else np.asarray(ids)
     z = a.astype(np.uint64, copy=True)  # non-negative int64 and uint64 of equal value: equal bits
     with np.errstate(over="ignore"):
         z += _GOLDEN
@@ -93,11 +100,18 @@ def unique_ids(ids: np.ndarray) -> np.ndarray:
 
 def lookup_sorted(part: np.ndarray, offset: int, ids: np.ndarray) -> np.ndarray:
     """Dense ids (int64, ``(k,)``) of ``ids`` in a sorted part whose first id is dense ``offset``;
-    -1 where an id is not in the part.
+    -1 where an id is not in the part.  A part of strings (an Arrow string array, or Python strings in an
+    object array) is searched by its UTF-8 bytes (:func:`~breadth.bfs.arrow_strings.search_sorted`).
 
     >>> lookup_sorted(np.array([3, 8, 9]), 10, np.array([9, 4])).tolist()
     [12, -1]
     """
+    if is_strings(part):
+        if not is_strings(ids):
+            return np.full(len(ids), -1, np.int64)
+        from .arrow_strings import search_sorted
+
+        return search_sorted(part, offset, ids)
     ids = np.asarray(ids)
     if part.dtype.kind in "iu" and ids.dtype != part.dtype:
         if ids.dtype.kind in "iu":
@@ -109,8 +123,6 @@ def lookup_sorted(part: np.ndarray, offset: int, ids: np.ndarray) -> np.ndarray:
             return np.full(ids.shape, -1, np.int64)
     else:
         ok, q = None, ids
-    if part.dtype == object and ids.dtype != object:
-        q = ids.astype(object)
     if part.size == 0:
         return np.full(ids.shape, -1, np.int64)
     pos = np.searchsorted(part, q)
@@ -121,9 +133,15 @@ def lookup_sorted(part: np.ndarray, offset: int, ids: np.ndarray) -> np.ndarray:
     return np.where(hit, posc + offset, -1).astype(np.int64)
 
 
-def take_local(part: np.ndarray, offset: int, dense: np.ndarray) -> np.ndarray:
-    """Original ids of dense ids that this part holds (``offset <= d < offset + part.size``)."""
-    return part[np.asarray(dense, np.int64) - offset]
+def take_local(part, offset: int, dense: np.ndarray) -> np.ndarray:
+    """Original ids of dense ids that this part holds (``offset <= d < offset + part.size``): a NumPy
+    array, Python strings in an object array for a part of strings."""
+    idx = np.asarray(dense, np.int64) - offset
+    if isinstance(part, pa.Array):
+        from .arrow_strings import to_objects
+
+        return to_objects(part.take(pa.array(idx)))
+    return part[idx]
 
 
 def part_of_dense(offsets: np.ndarray, dense: np.ndarray) -> np.ndarray:
@@ -139,8 +157,9 @@ class PartitionedIdMap:
     """``P`` parts of the dense -> original id map (see the module docstring).
 
     ``parts[p]``: future (or local array) of the sorted original ids of part ``p``, dtype ``dtype``
-    (int64, uint64 or object for strings); ``offsets``: ``(P+1,)`` int64 prefix of the part sizes;
-    ``owner``: ``"hash"`` or ``"range"`` (then ``bounds``: ``(P,)`` first id of each part).
+    (int64, uint64 or object for strings, whose parts are Arrow string arrays or object arrays);
+    ``offsets``: ``(P+1,)`` int64 prefix of the part sizes; ``owner``: ``"hash"`` or ``"range"`` (then
+    ``bounds``: ``(P,)`` first id of each part).
 
     >>> m = PartitionedIdMap.from_array(np.array([3, 5, 9]))
     >>> m.to_dense([9, 3]).tolist(), m.to_original([1]).tolist()
@@ -189,7 +208,7 @@ class PartitionedIdMap:
 
     def _is_future(self, p: int) -> bool:
         """Whether part ``p`` lives on a worker (a Dask future) rather than in this process (an array)."""
-        return not isinstance(self.parts[p], np.ndarray)
+        return not isinstance(self.parts[p], (np.ndarray, pa.Array))
 
     def futures(self) -> list:
         """The parts as futures on the workers (local parts are scattered once)."""
@@ -268,6 +287,7 @@ class PartitionedIdMap:
                 got = self._client().gather([parts[p] for p in fut])
                 for p, a in zip(fut, got):
                     parts[p] = a
+            parts = [p.to_numpy(zero_copy_only=False) if isinstance(p, pa.Array) else p for p in parts]
             self._whole = np.concatenate(parts).astype(self.dtype, copy=False) if parts else np.empty(0, self.dtype)
         return self._whole
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 import warnings
 
-import numpy as np
-
 from .errors import BadLineError, EmptyInputError, MissingColumnError, NonNumericIdError, TruncatedInputError
 from .paths import expand_paths
 from .snap_text import _check_policy
@@ -70,7 +68,8 @@ def _column_index(path: str, names: list[str], col, default: int, what: str) -> 
 
 
 def _read_str_csv(path: str, delimiter: str, header: bool, src, dst, on_bad_lines: str):
-    """Stream one CSV file with string ids -> ``(edges object (k, 2), ChunkStats)``."""
+    """Stream one CSV file with string ids -> ``(edges, ChunkStats)``, ``edges`` a two-column Arrow
+    table of strings (source, target)."""
     import pyarrow as pa
     from pyarrow import csv
 
@@ -97,18 +96,18 @@ def _read_str_csv(path: str, delimiter: str, header: bool, src, dst, on_bad_line
     names = reader.schema.names
     si = _column_index(path, names if header else [], src, 0, "source")
     di = _column_index(path, names if header else [], dst, 1, "target")
-    parts = []
+    src_parts, dst_parts = [], []
     try:
         for batch in reader:
-            s = batch.column(si).cast(pa.string()).to_numpy(zero_copy_only=False)
-            d = batch.column(di).cast(pa.string()).to_numpy(zero_copy_only=False)
-            parts.append(np.stack([s, d], axis=1).astype(object))
+            src_parts.append(batch.column(si).cast(pa.string()))
+            dst_parts.append(batch.column(di).cast(pa.string()))
     except (pa.ArrowInvalid, IndexError) as e:
         raise BadLineError(f"{path}: {e}", path=path) from None
     except OSError as e:
         raise TruncatedInputError(f"{path}: compressed stream is damaged or truncated: {e}", path=path) from None
-    edges = np.concatenate(parts) if parts else np.empty((0, 2), object)
-    stats.edges = int(edges.shape[0])
+    edges = pa.table({"src": pa.chunked_array(src_parts, pa.string()),
+                      "dst": pa.chunked_array(dst_parts, pa.string())})
+    stats.edges = int(edges.num_rows)
     return edges, stats
 
 

@@ -11,9 +11,9 @@ INT64_MAX = np.iinfo(np.int64).max
 
 
 def id_kind(a: np.ndarray) -> str:
-    """``"str"`` (strings, object, a cuDF string column), ``"int"``, ``"uint"`` or ``"other"``: what a
-    chunk's id column holds."""
-    if type(a).__module__.partition(".")[0] == "cudf":  # a GPU reader's frame of string ids
+    """``"str"`` (strings, object, a cuDF string column, an Arrow table of string columns), ``"int"``,
+    ``"uint"`` or ``"other"``: what a chunk's id column holds."""
+    if type(a).__module__.partition(".")[0] in ("cudf", "pyarrow"):  # readers' frames of string ids
         return "str"
     if a.dtype == object or a.dtype.kind in "USO":
         return "str"

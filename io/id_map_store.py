@@ -23,8 +23,11 @@ import re
 
 import numpy as np
 
+from breadth.bfs.arrow_strings import as_strings
 from breadth.bfs.id_map import PartitionedIdMap, as_id_map
+from breadth.bfs.string_hash import STRING_HASH
 
+from .errors import CorruptStoreError
 from .store_files import load_array, save_npy, save_strings, verify_file, write_id_map_file
 
 PART_FILE = re.compile(r"^id_map-\d{5}\.(npy|parquet)$")
@@ -34,16 +37,18 @@ def part_name(p: int, dtype) -> str:
     return f"id_map-{p:05d}.{'parquet' if np.dtype(dtype) == object else 'npy'}"
 
 
-def _write_part(arr: np.ndarray, path: str) -> dict:
-    """One part -> ``path`` (temp name + fsync + rename); its manifest record.  Runs on the part's worker."""
+def _write_part(arr, path: str) -> dict:
+    """One part -> ``path`` (temp name + fsync + rename); its manifest record.  Runs on the part's worker.
+    A part of strings (an Arrow string array, or an object array) is written as it is."""
 
     if path.endswith(".npy"):
         return save_npy(path, np.asarray(arr), atomic=True)
-    return save_strings(path, list(arr))
+    return save_strings(path, as_strings(arr))
 
 
-def _load_part(path: str, rec: dict, verify: bool) -> np.ndarray:
-    """One part file -> its sorted id array.  Runs on a worker."""
+def _load_part(path: str, rec: dict, verify: bool):
+    """One part file -> its sorted ids: a NumPy array, an Arrow string array for strings.  Runs on a
+    worker."""
 
     if path.endswith(".npy"):
         return load_array(path, rec, verify)
@@ -51,11 +56,11 @@ def _load_part(path: str, rec: dict, verify: bool) -> np.ndarray:
         verify_file(path, rec)
     import pyarrow.parquet as pq
 
-    return pq.read_table(path).column("id").to_numpy(zero_copy_only=False).astype(object)
+    return as_strings(pq.read_table(path).column("id"))
 
 
-def _head(a: np.ndarray) -> np.ndarray:
-    return a[:1]
+def _head(a) -> np.ndarray:
+    return np.asarray(a[:1])
 
 
 def write_id_map(id_map, directory: str, client=None) -> dict:
@@ -84,10 +89,13 @@ def write_id_map(id_map, directory: str, client=None) -> dict:
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(directory, stale))
     dt = np.dtype(idm.dtype)
-    return {"layout": "parts", "owner": idm.owner, "dtype": "string" if dt == object else dt.name,
-            "offsets": [int(x) for x in idm.offsets],
-            "bounds": None if idm.bounds is None else [x if isinstance(x, str) else int(x) for x in idm.bounds],
-            "parts": recs}
+    rec = {"layout": "parts", "owner": idm.owner, "dtype": "string" if dt == object else dt.name,
+           "offsets": [int(x) for x in idm.offsets],
+           "bounds": None if idm.bounds is None else [x if isinstance(x, str) else int(x) for x in idm.bounds],
+           "parts": recs}
+    if dt == object and idm.owner == "hash":
+        rec["string_hash"] = STRING_HASH  # how string ids were given to parts: how a lookup finds its part
+    return rec
 
 
 def _remove_parts(directory: str, keep: int, dtype=None) -> None:
@@ -137,6 +145,10 @@ def load_id_map_parts(path: str, rec: dict | None, client, workers: list[str], v
         return PartitionedIdMap([f], np.array([0, n], np.int64), dtype, "range",
                                 lo if lo.size else np.zeros(1, np.int64), client)
     dtype = np.dtype(object) if rec["dtype"] == "string" else np.dtype(rec["dtype"])
+    if dtype == object and rec["owner"] == "hash" and rec.get("string_hash") != STRING_HASH:
+        raise CorruptStoreError(f"{path}: its string ids were given to parts by "
+                                f"{rec.get('string_hash', 'an earlier hash')}, not {STRING_HASH}; "
+                                "ingest the input again")
     futs = [client.submit(_load_part, os.path.join(path, r["file"]), r, verify,
                           workers=[workers[p % len(workers)]], allow_other_workers=True, pure=False)
             for p, r in enumerate(rec["parts"])]

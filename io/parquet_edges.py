@@ -34,7 +34,9 @@ def _pick_columns(path: str, names: list[str], src, dst) -> tuple[str, str]:
     return src, dst
 
 
-def _column_array(path: str, col, name: str, rg: int) -> np.ndarray:
+def _column_array(path: str, col, name: str, rg: int):
+    """A column of ids: a NumPy array of integers, or the Arrow column itself for strings (kept as Arrow
+    string arrays: relabeling reads their buffers, never Python strings)."""
     import pyarrow as pa
 
     if col.null_count:
@@ -47,13 +49,15 @@ def _column_array(path: str, col, name: str, rg: int) -> np.ndarray:
     if pa.types.is_integer(t):
         return col.to_numpy()
     if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return col.to_numpy(zero_copy_only=False).astype(object)
+        return col
     raise NonNumericIdError(f"{path}: column {name!r} has type {t}; vertex ids must be integers or strings",
                             path=path, column=name)
 
 
 def read_row_group(path: str, rg: int, src: str, dst: str):
-    """Row group ``rg`` of one file -> ``(edges (k, 2), ChunkStats)`` (ids normalised, see relabel)."""
+    """Row group ``rg`` of one file -> ``(edges, ChunkStats)``: ``edges`` ``(k, 2)`` integers (normalised,
+    see relabel), or for string ids a two-column Arrow table (source, target)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from .id_checks import normalize_ids
@@ -61,10 +65,12 @@ def read_row_group(path: str, rg: int, src: str, dst: str):
     t = pq.ParquetFile(path).read_row_group(rg, columns=[src, dst])
     s = _column_array(path, t.column(src), src, rg)
     d = _column_array(path, t.column(dst), dst, rg)
-    if (s.dtype == object) != (d.dtype == object):
+    if isinstance(s, pa.ChunkedArray) != isinstance(d, pa.ChunkedArray):
         raise NonNumericIdError(f"{path}: columns {src!r} ({t.column(src).type}) and {dst!r} "
                                 f"({t.column(dst).type}) hold different id types", path=path)
-    if s.dtype != object and s.dtype != d.dtype:
+    if isinstance(s, pa.ChunkedArray):
+        return pa.table({"src": s, "dst": d}), ChunkStats(edges=len(s))
+    if s.dtype != d.dtype:
         both = np.result_type(s.dtype, d.dtype)
         if both.kind == "f":  # uint64 with int64: ids are non-negative, so uint64 holds both
             both = np.dtype(np.uint64)

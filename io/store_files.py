@@ -124,15 +124,17 @@ def sha256_file(path: str) -> str:
             h.update(b)
 
 
-def save_strings(path: str, values: list) -> dict:
-    """String ids -> Parquet file ``path`` (one column ``id``) through a temporary name, fsync and rename;
-    returns its manifest record (sha256, bytes, dtype ``"string"``, shape)."""
+def save_strings(path: str, values) -> dict:
+    """String ids (a list, or an Arrow string array) -> Parquet file ``path`` (one column ``id``) through
+    a temporary name, fsync and rename; returns its manifest record (sha256, bytes, dtype ``"string"``,
+    shape)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     tmp = f"{path}.tmp-{token()}"
     try:
-        pq.write_table(pa.table({"id": pa.array(values, pa.string())}), tmp)
+        col = values if isinstance(values, pa.Array) else pa.array(values, pa.string())
+        pq.write_table(pa.table({"id": col}), tmp)
         fd = os.open(tmp, os.O_RDONLY)
         try:
             os.fsync(fd)

@@ -3,7 +3,7 @@
 No process holds all the ids.  With ``P`` owners (one per worker by default) the steps are Dask tasks:
 
 1. **split** (one task per chunk, where the chunk is): factorize the chunk's endpoints
-   (:mod:`breadth.pipeline.factorize`; ``pandas.factorize`` for strings) into
+   (:mod:`breadth.pipeline.factorize`; Arrow C++ for strings, :mod:`breadth.pipeline.string_chunks`) into
    codes and its unique ids (a chunk-local table), and cut the unique ids into ``P`` sorted pieces by
    :func:`~breadth.bfs.id_map.owner_of` (a hash of the id's value).  The pieces go into the id shuffle
    (:func:`breadth.pipeline.shuffle.exchange`): task outputs in the workers' memory, or files on its
@@ -13,14 +13,16 @@ No process holds all the ids.  With ``P`` owners (one per worker by default) the
 3. **offsets**: the client gathers the ``P`` part sizes; owner ``p``'s ids get dense ids
    ``offsets[p] .. offsets[p+1]-1`` in sorted order.
 4. **look up** (one small task per chunk and owner, next to the owner's part): the chunk's piece for
-   ``p`` -> dense ids by a merge walk through part ``p`` (binary search for strings).
+   ``p`` -> dense ids by a merge walk through part ``p`` (a galloping one for strings).
 5. **densify** (one task per chunk): the chunk's table (its unique ids, now with dense ids) maps the
    chunk's codes to dense ids, 32-bit while ``n < 2**31``: the form a chunk waits in until preparation.
 
 Each worker holds its share of the map plus what its chunks need; the client holds ``O(P + chunks)``
 numbers.  The map back stays where step 2 left it, as a :class:`~breadth.bfs.id_map.PartitionedIdMap`.
+String ids stay Arrow string arrays throughout (pieces, parts, the map back), never Python strings.
 The array operations are the pure functions of :mod:`breadth.bfs.id_map` plus the ones below (sorted
-merges in Numba for integer ids, :mod:`breadth.pipeline.sorted_merge`); :mod:`hash_relabel_gpu` has their
+merges in Numba, :mod:`breadth.pipeline.sorted_merge` for integer ids and
+:mod:`breadth.pipeline.sorted_string_merge` for strings); :mod:`hash_relabel_gpu` has their
 CuPy twins (sort, searchsorted), and :func:`relabel_hashed` runs either set with one orchestration.
 This module itself imports no Numba, so that GPU workers never load it.
 """
@@ -33,7 +35,7 @@ from typing import Any
 import dask
 import numpy as np
 
-from breadth.bfs.id_map import PartitionedIdMap, lookup_sorted, owner_of, unique_ids
+from breadth.bfs.id_map import PartitionedIdMap, is_strings, lookup_sorted, owner_of
 
 MERGE_FANIN = 8  # pieces (or partial unions) per task of an owner's merge tree
 
@@ -51,20 +53,20 @@ def chunk_split(edges: np.ndarray, nowners: int, dtype) -> tuple[np.ndarray, np.
     ``pieces[p]`` are the ids of ``u`` that owner ``p`` numbers, sorted, and ``order`` (``(len(u),)``)
     is the permutation of ``u`` that lists them piece after piece.
 
+    String ids (``dtype`` object; the chunk an Arrow table or an object array): the pieces are Arrow
+    string arrays (:func:`~breadth.pipeline.string_chunks.split_strings`).
+
     >>> codes, order, pieces = chunk_split(np.array([[30, 20], [20, 10]]), 1, np.int64)
     >>> codes.tolist(), [p.tolist() for p in pieces]
     ([[0, 1], [1, 2]], [[10, 20, 30]])
     """
-    flat = _as_dtype(np.ascontiguousarray(edges).ravel(), dtype)
-    if flat.dtype == object:
-        import pandas as pd
+    if np.dtype(dtype) == object:
+        from .string_chunks import split_strings
 
-        codes, uniq = pd.factorize(flat, sort=False)  # hashing: linear, unlike a sort of every endpoint
-        uniq = np.asarray(uniq, dtype=dtype)
-    else:
-        from .factorize import factorize  # Numba: 2-3x pandas.factorize on 64-bit ids
+        return split_strings(edges, nowners)
+    from .factorize import factorize  # Numba: 2-3x pandas.factorize on 64-bit ids
 
-        codes, uniq = factorize(flat)
+    codes, uniq = factorize(_as_dtype(np.ascontiguousarray(edges).ravel(), dtype))
     owner = owner_of(uniq, nowners)
     # sorted pieces (a sort of the chunk's distinct ids only) let owners merge and look up in linear time
     # the ids are distinct, so any sort is stable: numpy's default (vectorised) argsort is 4x its mergesort
@@ -79,12 +81,15 @@ def chunk_split(edges: np.ndarray, nowners: int, dtype) -> tuple[np.ndarray, np.
 
 
 def owner_part(dtype, *pieces: np.ndarray) -> np.ndarray:
-    """Owner ``p``'s part of the id map: the sorted union of the (sorted) pieces the chunks sent it."""
+    """Owner ``p``'s part of the id map: the sorted union of the (sorted) pieces the chunks sent it
+    (an Arrow string array for strings)."""
+    if np.dtype(dtype) == object:
+        from .sorted_string_merge import union_strings
+
+        return union_strings(list(pieces))
     arrs = [_as_dtype(p, dtype) for p in pieces if len(p)]
     if not arrs:
         return np.empty(0, dtype)
-    if np.dtype(dtype) == object:
-        return unique_ids(np.concatenate(arrs))
     from .sorted_merge import union_sorted  # Numba, imported where CPU steps run (GPU workers never load it)
 
     return union_sorted(arrs)
@@ -92,7 +97,11 @@ def owner_part(dtype, *pieces: np.ndarray) -> np.ndarray:
 
 def lookup_piece(part: np.ndarray, offset: int, piece: np.ndarray) -> np.ndarray:
     """Dense ids (``(k,)`` int64) of a chunk's sorted piece in its owner's sorted part (-1 if absent)."""
-    if part.dtype == object or piece.dtype != part.dtype:
+    if is_strings(part):
+        from .sorted_string_merge import lookup_strings
+
+        return lookup_strings(part, offset, piece)
+    if piece.dtype != part.dtype:
         return lookup_sorted(part, offset, piece)
     from .sorted_merge import merge_lookup
 

@@ -16,7 +16,8 @@ client) and picks one of two paths:
   hash path.
 
 The raw chunks are delayed ``(edges, ChunkStats)`` pairs produced by the readers in :mod:`breadth.io`;
-``edges`` is ``(k, 2)`` of int64, uint64 or object (str) ids.
+``edges`` is ``(k, 2)`` of int64, uint64 or object (str) ids, or for strings read from files a
+two-column Arrow table (source, target).
 """
 
 from __future__ import annotations
@@ -72,9 +73,9 @@ def _chunk_meta(part) -> tuple:
     from breadth.bfs.id_map import on_device
 
     edges, stats = part
-    k = _kind(edges) if edges.size else "empty"
+    k = _kind(edges) if edges.shape[0] else "empty"
     lo = hi = None
-    if k in ("int", "uint") and edges.size:
+    if k in ("int", "uint"):
         lo, hi = int(edges.min()), int(edges.max())  # NumPy: no JIT warm-up on a fresh worker
     return int(edges.shape[0]), stats, k, lo, hi, on_device(edges)
 

@@ -345,29 +345,54 @@ def consume(client, sent: Sent, spec: ShuffleSpec, workers: list[str], fn: Calla
 def _exchange_chunk(chunk, index: int, split: Callable, nowners: int, tier: str, root: str | None,
                     args: tuple) -> tuple:
     """Chunk side of :func:`exchange`: ``split(chunk, *args) -> (kept, pieces)``; the pieces go to the
-    tier (the disk tier writes ``.npy`` files and keeps their lengths)."""
+    tier (the disk tier writes each to a file, :func:`save_piece`, and keeps the files' names)."""
     kept, pieces = split(chunk, *args)
     if len(pieces) != nowners:
         raise ValueError(f"split returned {len(pieces)} pieces for {nowners} owners")
     if tier != "disk":
         return kept, list(pieces)
+    names = []
     for p, a in enumerate(pieces):
         d = os.path.join(root, f"owner-{p}")
         with contextlib.suppress(FileExistsError):
             os.mkdir(d)
-        tmp = os.path.join(d, f"chunk-{index}.tmp.npy")
-        np.save(tmp, np.asarray(a), allow_pickle=a.dtype == object)  # strings: this run's own files only
-        os.replace(tmp, os.path.join(d, f"chunk-{index}.npy"))
-    return kept, [int(len(a)) for a in pieces]
+        names.append(save_piece(os.path.join(d, f"chunk-{index}"), a))
+    return kept, names
 
 
-def _load_piece(root: str, owner: int, chunk: int, _length: int) -> np.ndarray:
-    path = os.path.join(root, f"owner-{owner}", f"chunk-{chunk}.npy")
+def save_piece(stem: str, a) -> str:
+    """A piece as ``stem.npy`` (NumPy) or ``stem.arrow`` (an Arrow array: one column ``id`` in the Arrow IPC
+    file format), written under a temporary name and renamed; the file's name."""
+    import pyarrow as pa
+
+    if isinstance(a, pa.Array):
+        path = stem + ".arrow"
+        tmp = stem + ".tmp.arrow"
+        batch = pa.record_batch([a], names=["id"])
+        with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, batch.schema) as w:
+            w.write_batch(batch)
+    else:
+        path = stem + ".npy"
+        tmp = stem + ".tmp.npy"
+        a = np.asarray(a)
+        np.save(tmp, a, allow_pickle=a.dtype == object)  # this run's own files only
+    os.replace(tmp, path)
+    return os.path.basename(path)
+
+
+def _load_piece(root: str, owner: int, name: str):
+    """A piece that :func:`save_piece` wrote (``name`` in owner ``owner``'s folder)."""
+    path = os.path.join(root, f"owner-{owner}", name)
+    if name.endswith(".arrow"):
+        import pyarrow as pa
+
+        with pa.OSFile(path) as f:  # read into memory: the folder goes before the piece does
+            return pa.ipc.open_file(f).get_batch(0).column(0)
     return load_npy(path, allow_pickle=True)  # written by _exchange_chunk of this run
 
 
-def _reduce_files(root: str, owner: int, chunks: list[int], combine: Callable, args: tuple, *lengths: int):
-    return combine(*args, *[_load_piece(root, owner, c, 0) for c in chunks])
+def _reduce_files(root: str, owner: int, combine: Callable, args: tuple, *names: str):
+    return combine(*args, *[_load_piece(root, owner, nm) for nm in names])
 
 
 @dataclass
@@ -378,7 +403,7 @@ class OwnerPieces:
     tier: str
     root: str | None
     workers: list[str]
-    parcels: list[list]  # parcels[c][p]: a future of chunk c's piece for p (disk: of its length)
+    parcels: list[list]  # parcels[c][p]: a future of chunk c's piece for p (disk: of its file's name)
     kept: list  # kept[c]: a future of what chunk c's split kept for itself
 
     def _where(self, p: int) -> dict:
@@ -389,7 +414,7 @@ class OwnerPieces:
         f = self.parcels[c][p]
         if self.tier != "disk":
             return f
-        return self.client.submit(_load_piece, self.root, p, c, f, **self._where(p))
+        return self.client.submit(_load_piece, self.root, p, f, **self._where(p))
 
     def reduce(self, p: int, combine: Callable, *args, fanin: int = 8):
         """``combine(*args, *pieces)`` of owner ``p``'s pieces as a tree of fan-in ``fanin`` on ``p``'s
@@ -397,8 +422,8 @@ class OwnerPieces:
         ``combine`` must be associative (a sorted union is).  The disk tier's leaves read their files."""
         nchunks = len(self.parcels)
         if self.tier == "disk":
-            level = [self.client.submit(_reduce_files, self.root, p, list(range(i, min(i + fanin, nchunks))),
-                                        combine, args, *[self.parcels[c][p] for c in range(i, min(i + fanin, nchunks))],
+            level = [self.client.submit(_reduce_files, self.root, p, combine, args,
+                                        *[self.parcels[c][p] for c in range(i, min(i + fanin, nchunks))],
                                         **self._where(p))
                      for i in range(0, nchunks, fanin)]
         else:
@@ -418,8 +443,9 @@ def exchange(client, chunks: list, split: Callable, nowners: int, workers: list[
     """The id shuffle's first half: one task per chunk (futures or delayed objects) runs
     ``split(chunk, *args) -> (kept, pieces)`` (``pieces``: ``nowners`` 1-D arrays, e.g. the chunk's
     distinct ids cut by owner) and stores the pieces in ``tier`` (``"memory"`` and ``"host"``: Dask task
-    outputs; ``"disk"``: ``.npy`` files under ``root``, a :func:`spill_space` folder).  Owners then
-    consume them with :meth:`OwnerPieces.reduce` and :meth:`OwnerPieces.piece`.
+    outputs; ``"disk"``: files under ``root``, a :func:`spill_space` folder: ``.npy`` for NumPy pieces,
+    Arrow IPC for Arrow arrays, :func:`save_piece`).  Owners then consume them with
+    :meth:`OwnerPieces.reduce` and :meth:`OwnerPieces.piece`.
 
     >>> def cut(ids, n):                      # doctest: +SKIP
     ...     u = np.unique(ids); return u.size, [u[u % n == p] for p in range(n)]

@@ -1,0 +1,58 @@
+"""A chunk of string ids split for the owners, with Arrow C++ and no Python strings.
+
+:func:`split_strings` is :func:`breadth.pipeline.hash_relabel.chunk_split` for string ids: the chunk's
+endpoints (a two-column Arrow table from the readers, or a ``(k, 2)`` object array) are numbered by
+``pyarrow.compute.dictionary_encode`` (a hash table in C++: codes in first-seen order and the distinct
+strings), the distinct strings sorted by ``array_sort_indices`` (UTF-8 bytes: code-point order) and cut
+into per-owner pieces by their XXH64 owners (:func:`breadth.bfs.id_map.owner_of`).  A Numba table over
+the XXH64 hashes that compares the bytes of equal hashes numbered 2^21 URL-like endpoints in 0.84 s,
+``dictionary_encode`` in 0.29 s (the byte comparison's cache misses).  The pieces are Arrow
+string arrays, which the id shuffle moves as they are (in memory, or as Arrow IPC files on its disk tier).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from breadth.bfs.arrow_strings import as_strings, concat
+from breadth.bfs.id_map import owner_of
+
+
+def endpoints(edges) -> pa.Array:
+    """A chunk's ``k`` tuples as ``(2k,)`` strings: every source, then every target."""
+    if isinstance(edges, pa.Table):
+        return concat([c for i in range(2) for c in edges.column(i).chunks])
+    e = np.asarray(edges)
+    return as_strings(np.concatenate([e[:, 0], e[:, 1]]))
+
+
+def split_strings(edges, nowners: int) -> tuple[np.ndarray, np.ndarray, list[pa.Array]]:
+    """A chunk's ``(k, 2)`` string edges -> ``(codes, order, pieces)`` as
+    :func:`~breadth.pipeline.hash_relabel.chunk_split` gives them: ``codes`` ``(k, 2)`` int32 index the
+    chunk's distinct strings ``u`` (first-seen order), ``pieces[p]`` (Arrow) are the strings of ``u`` that
+    owner ``p`` numbers, sorted, and ``order`` lists ``u``'s positions piece after piece.
+
+    >>> codes, order, pieces = split_strings(np.array([["b", "a"], ["a", "c"]], dtype=object), 1)
+    >>> codes.tolist(), pieces[0].to_pylist()
+    ([[0, 1], [1, 2]], ['a', 'b', 'c'])
+    """
+    flat = endpoints(edges)
+    k = len(flat) // 2
+    enc = pc.dictionary_encode(flat)
+    uniq = enc.dictionary
+    index = np.int32 if len(uniq) < (1 << 31) else np.int64
+    flat_codes = enc.indices.to_numpy(zero_copy_only=False)
+    codes = np.empty((k, 2), index)
+    codes[:, 0] = flat_codes[:k]
+    codes[:, 1] = flat_codes[k:]
+    by_value = pc.array_sort_indices(uniq).to_numpy().astype(index, copy=False)
+    if nowners == 1:
+        return codes, by_value, [uniq.take(pa.array(by_value))]
+    owner = owner_of(uniq, nowners)
+    small = owner.astype(np.uint16 if nowners <= 1 << 16 else np.int64)  # 16-bit keys: numpy's radix sort
+    order = by_value[np.argsort(small[by_value], kind="stable")]
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(owner, minlength=nowners))))
+    # a take per piece: each piece owns its buffers (a slice would drag the chunk's along when sent)
+    return codes, order, [uniq.take(pa.array(order[bounds[p]:bounds[p + 1]])) for p in range(nowners)]
