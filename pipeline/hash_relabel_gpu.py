@@ -15,9 +15,10 @@ String ids arrive as a two-column cuDF frame of strings (:func:`breadth.io.cudf_
 and take the same steps with cuDF: ``factorize`` and ``argsort`` of the chunk's strings, ``unique`` for
 an owner's union, ``searchsorted`` for lookups (cuDF orders strings by their UTF-8 bytes, which is
 Python's code-point order, so the host's binary searches agree with the parts).  Owners of strings are
-the host's :func:`~breadth.bfs.id_map.owner_of` of the chunk's distinct strings (copied to the host only
-when there are several owners), so a map built here is looked up like any other.  The parts end on the
-host (:func:`part_to_host`), the form the id map, the store and result mapping use.
+the host's :func:`~breadth.bfs.id_map.owner_of` (XXH64 of the UTF-8 bytes) of the chunk's distinct strings
+as an Arrow array (copied to the host only when there are several owners), so a map built here is looked
+up like any other.  The parts end on the host as Arrow string arrays (:func:`part_to_host`), the form
+the CPU's parts, the store and result mapping use.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def _split_strings(df, nowners: int) -> tuple:
     by_value = cp.asarray(uniq.argsort().values)
     if nowners == 1:
         return codes, by_value, [uniq.take(by_value).reset_index(drop=True)]
-    owner = cp.asarray(owner_of(uniq.to_pandas().to_numpy(dtype=object), nowners))
+    owner = cp.asarray(owner_of(uniq.to_arrow(), nowners))  # XXH64 of the UTF-8 bytes, as on the CPU
     order = by_value[cp.argsort((owner[by_value].astype(cp.uint64) << np.uint64(40))
                                 | cp.arange(len(uniq), dtype=cp.uint64))]
     bounds = np.concatenate(([0], np.cumsum(cp.bincount(owner, minlength=nowners).get())))
@@ -149,7 +150,7 @@ def chunk_dense(split: tuple, *looked_up, dtype=np.int64) -> "cp.ndarray":
 
 def part_to_host(part) -> np.ndarray:
     """An owner's part as the host array the id map keeps (its share of the ids, once): NumPy integers,
-    or Python strings in an object array."""
+    or an Arrow string array (no Python strings), as the CPU's string parts are."""
     if _is_cudf(part):
-        return part.to_pandas().to_numpy(dtype=object)
+        return part.to_arrow()
     return cp.asnumpy(part)

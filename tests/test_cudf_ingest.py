@@ -276,3 +276,14 @@ def test_snap_and_csv_read_on_the_gpu_give_the_cpu_graph(gclient, tmp_path):
         assert gpu.num_edges == cpu.num_edges
         root = int(e[0, 0])
         pd.testing.assert_series_equal(_levels_by_id(gpu, root), _levels_by_id(cpu, root))
+
+
+def test_string_owners_hash_like_cudf_xxhash64():
+    """The owners' hash of string ids (XXH64, seed 0, of the UTF-8 bytes) is cuDF's ``xxhash64``, so a GPU
+    could compute owners where the strings are."""
+    from breadth.bfs.string_hash import xxh64
+
+    words = ["", "a", "abc", "https://h17.example.org/p/123456789", "ünïcödé", "x" * 31, "y" * 32, "z" * 100]
+    ours = xxh64(pa.array(words))
+    theirs = cudf.Series(words).hash_values(method="xxhash64", seed=0).to_numpy()
+    np.testing.assert_array_equal(ours, theirs.astype(np.uint64))
