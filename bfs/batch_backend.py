@@ -54,7 +54,7 @@ def cpu_batch_kernels() -> SimpleNamespace:
     return SimpleNamespace(
         name="cpu", xp=np, parent_dtype=_parent_dtype, to_host=np.asarray, synchronize=lambda: None,
         result_bytes=None,
-        validation=SimpleNamespace(name="cpu", xp=np, to_host=np.asarray),
+        validation=SimpleNamespace(name="cpu", xp=np, to_host=np.asarray, checks_on_device=False),
         vertex_chunks=batch_frontier.vertex_chunks, finish_touched=finish_touched, bottom_up_step=bottom_up_step,
         top_down_step=batch_top_down.top_down_step, claim_pairs=batch_top_down.claim_pairs,
         pairs_by_owner=batch_top_down.pairs_by_owner, nonzero_bits=batch_frontier.nonzero_bits,

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -40,9 +39,15 @@ def on_device(a) -> bool:
     return type(a).__module__.partition(".")[0] in ("cupy", "cudf")
 
 
+def _is_arrow(a) -> bool:
+    """Whether ``a`` is an Arrow array (told by its type's package: a worker that never meets string ids
+    never imports pyarrow, ~27 MB of its memory)."""
+    return type(a).__module__.partition(".")[0] == "pyarrow"
+
+
 def is_strings(ids) -> bool:
     """Whether ``ids`` are string ids: an Arrow array, or a NumPy object or ``U``/``S`` array."""
-    return isinstance(ids, (pa.Array, pa.ChunkedArray)) or np.asarray(ids).dtype.kind in "OUS"
+    return _is_arrow(ids) or np.asarray(ids).dtype.kind in "OUS"
 
 
 def id_hash(ids: np.ndarray) -> np.ndarray:
@@ -137,7 +142,9 @@ def take_local(part, offset: int, dense: np.ndarray) -> np.ndarray:
     """Original ids of dense ids that this part holds (``offset <= d < offset + part.size``): a NumPy
     array, Python strings in an object array for a part of strings."""
     idx = np.asarray(dense, np.int64) - offset
-    if isinstance(part, pa.Array):
+    if _is_arrow(part):
+        import pyarrow as pa
+
         from .arrow_strings import to_objects
 
         return to_objects(part.take(pa.array(idx)))
@@ -208,7 +215,7 @@ class PartitionedIdMap:
 
     def _is_future(self, p: int) -> bool:
         """Whether part ``p`` lives on a worker (a Dask future) rather than in this process (an array)."""
-        return not isinstance(self.parts[p], (np.ndarray, pa.Array))
+        return not (isinstance(self.parts[p], np.ndarray) or _is_arrow(self.parts[p]))
 
     def futures(self) -> list:
         """The parts as futures on the workers (local parts are scattered once)."""
@@ -287,7 +294,7 @@ class PartitionedIdMap:
                 got = self._client().gather([parts[p] for p in fut])
                 for p, a in zip(fut, got):
                     parts[p] = a
-            parts = [p.to_numpy(zero_copy_only=False) if isinstance(p, pa.Array) else p for p in parts]
+            parts = [p.to_numpy(zero_copy_only=False) if _is_arrow(p) else p for p in parts]
             self._whole = np.concatenate(parts).astype(self.dtype, copy=False) if parts else np.empty(0, self.dtype)
         return self._whole
 

@@ -80,11 +80,11 @@ def make_communicator(rank: int, size: int, session: str, protocol: str, timeout
     raise ValueError(f"unknown protocol {protocol!r}: expected 'tcp', 'ucx' or 'nccl' (resolve 'auto' first)")
 
 
-def _engine_class(backend: str, comm, config: SearchConfig) -> type:
+def _engine_class(backend: str, comm, config: SearchConfig | None = None) -> type:
     """The device-counter engine for GPU ranks whose communicator has device rounds (NCCL, or one GPU
     alone), unless ``config.device_counters`` is off (kept for A/B measurements); the host-counter engine
     otherwise."""
-    if backend == "gpu" and comm.device_counters and config.device_counters:
+    if backend == "gpu" and comm.device_counters and (config or SearchConfig()).device_counters:
         from .device_engine import DeviceEngine
 
         return DeviceEngine
