@@ -127,7 +127,7 @@ def main() -> None:
                          "synchronisation of a NCCL rank 2-4x slower (benchmarks/diag_sync.py)")
     ap.add_argument("--env-variants", nargs="+", default=[""],
                     help="every configuration runs once per variant: 'VAR=VAL,VAR=VAL' set on every worker "
-                         "(BREADTH_* variables not named are unset), alpha=A and beta=B for the direction "
+                         "(the variant's BREADTH_* settings alone, as a SearchConfig), alpha=A and beta=B for the direction "
                          "rule; '' is the defaults")
     ap.add_argument("--stall", type=float, default=0.0,
                     help="after this many seconds dump every worker thread's stack and end the worker (0: never): "

@@ -20,14 +20,14 @@ waits only where it must know a size:
   peer will send it (synchronisation one).  The exact pairs then go out, the receivers' claims append to
   the level's own queue and counters, and a second all-gather closes the level (synchronisation two).
 
-By default (``BREADTH_LEVEL_GRAPHS=0`` turns it off) each of these levels is replayed as a CUDA graph
+By default (``SearchConfig(level_graphs=False)`` turns it off) each of these levels is replayed as a CUDA graph
 (:mod:`breadth.bfs.level_graphs`): one launch and one wait per level, a second exact round only when a
 top-down level's pairs overflow the captured buffers; the queued levels below remain for A/B runs.
 
 The search itself (direction rule, levels, results) is the base engine's; only where the counts live
 changes.  Per-level ``local_s`` is the kernels' time from CUDA events; ``exchange_s`` the rest of the
 level; ``reduce_s`` the last counters round.  Selected by :func:`breadth.bfs.session.run_session` for GPU
-ranks whose communicator supports device rounds (NCCL), unless ``BREADTH_DEVICE_COUNTERS=0``.
+ranks whose communicator supports device rounds (NCCL), unless ``SearchConfig(device_counters=False)``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class DeviceEngine(Engine):
 
     _gather_kw = {"wait": False}
     #: largest frontier degree sum (pairs) for the one-synchronisation top-down level
-    #: (``BREADTH_SPEC_PAIRS`` overrides it; 0 always takes the exact two-synchronisation level)
+    #: (``SearchConfig.spec_pairs`` overrides it; 0 always takes the exact two-synchronisation level)
     spec_pairs = 1 << 18
     #: bottom-up reads first neighbours from the backend's packed table once the frontier holds this share
     #: of the vertices (most unvisited vertices then settle on their first neighbour; on an H200 at scale

@@ -232,7 +232,7 @@ class LevelGraphs:
         return cnt, float(ts[1] - ts[0]) * 1e-9
 
     def _check_same(self, cnt: np.ndarray, key) -> None:
-        """``BREADTH_CHECK_ROUNDS=1``: every rank must read the same gathered counters after a level (the
+        """``SearchConfig.check_rounds``: every rank must read the same gathered counters after a level (the
         ranks' decisions depend on it); compared over the communicator's host mesh, slow, for diagnosis."""
         tcp = getattr(self.e.comm, "_tcp", None)
         if tcp is None:
