@@ -59,7 +59,8 @@ def bfs_batch(graph, roots, *, depth_limit: int | None = None, batch_size: int =
     if orig.size == 0:
         return []
     dense = to_dense(graph, orig)
-    ranks = run_session(graph, _batch_rank, dense, depth_limit, batch_size, protocol=protocol, timeout=timeout, config=config,
+    ranks = run_session(graph, _batch_rank, dense, depth_limit, batch_size, protocol=protocol, timeout=timeout,
+                        config=config,
                         gather=False, engine_class=BatchEngine)
     client, idm = graph.client, graph_id_map(graph)
     ids = orig.tolist() if orig.dtype != object else list(orig)

@@ -90,14 +90,16 @@ def bfs(graph, root=None, *, sources=None, depth_limit: int | None = None, proto
         if orig.size == 0:
             raise ValueError("sources is empty: a search needs at least one source")
         dense = to_dense(graph, orig)
-        ranks = run_session(graph, _multi_source_rank, dense, depth_limit, protocol=protocol, timeout=timeout, config=config,
+        ranks = run_session(graph, _multi_source_rank, dense, depth_limit, protocol=protocol, timeout=timeout,
+                            config=config,
                             gather=False)
         ids = orig.tolist() if orig.dtype != object else list(orig)
         return BFSResult(ids[0], ranks, idm, client, sources=ids)
     single = np.ndim(root) == 0
     orig = _as_ids(root)
     dense = to_dense(graph, orig)
-    ranks = run_session(graph, _bfs_rank, dense, depth_limit, protocol=protocol, timeout=timeout, config=config, gather=False)
+    ranks = run_session(graph, _bfs_rank, dense, depth_limit, protocol=protocol, timeout=timeout, config=config,
+                        gather=False)
     roots = orig.tolist() if orig.dtype != object else list(orig)
     results = []
     for i, r in enumerate(roots):

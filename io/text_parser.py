@@ -382,8 +382,8 @@ def read_text_file_chunks(path: str, opts: TextOptions, chunk_bytes: int, data_s
     gpu = "gpu-" if device == "gpu" else ""
     if is_gzip(path):
         fn = read_stream if not gpu else _read_stream_to_device
-        return [dask.delayed(fn, pure=True)(path, opts, chunk_bytes, "gzip", header_lines,
-                                            dask_key_name=f"read-gz-{gpu}{_tok(path, opts, chunk_bytes, header_lines)}")]
+        key = f"read-gz-{gpu}{_tok(path, opts, chunk_bytes, header_lines)}"
+        return [dask.delayed(fn, pure=True)(path, opts, chunk_bytes, "gzip", header_lines, dask_key_name=key)]
     fn = read_range_to_device if gpu else read_range
     return [dask.delayed(fn, pure=True)(path, a, b, opts, data_start,
                                         dask_key_name=f"read-range-{gpu}{_tok(path, opts, data_start)}-{a}-{b}")

@@ -72,8 +72,8 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
 
     ``workers`` (default: every visible GPU) limits the GPUs used.  ``device_memory_limit`` (bytes, or a
     string such as ``"8GB"``; default dask-cuda's 80 % of the GPU) is where a worker starts moving task
-    outputs to host memory; preparation also sizes its shuffle to it (:func:`~breadth.pipeline.shuffle.cluster_memory`).
-    Each worker sees only its own GPU
+    outputs to host memory; preparation also sizes its shuffle to it
+    (:func:`~breadth.pipeline.shuffle.cluster_memory`).  Each worker sees only its own GPU
     (``CUDA_VISIBLE_DEVICES`` rotated), so CuPy's device 0 on worker ``r`` is GPU ``r``.  CuPy allocates
     from its own pool on the workers even where RMM is installed (see
     :func:`breadth.bfs.gpu_kernels.use_cupy_pool`).  Install with the ``gpu`` extra (CUDA 12) or
