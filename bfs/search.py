@@ -91,8 +91,7 @@ def bfs(graph, root=None, *, sources=None, depth_limit: int | None = None, proto
             raise ValueError("sources is empty: a search needs at least one source")
         dense = to_dense(graph, orig)
         ranks = run_session(graph, _multi_source_rank, dense, depth_limit, protocol=protocol, timeout=timeout,
-                            config=config,
-                            gather=False)
+                            config=config, gather=False)
         ids = orig.tolist() if orig.dtype != object else list(orig)
         return BFSResult(ids[0], ranks, idm, client, sources=ids)
     single = np.ndim(root) == 0
