@@ -93,16 +93,23 @@ def compare(oa, da, i, ob, db, j) -> int:
 
 
 @numba.njit(nogil=True, cache=True)
+def lower_bound(po, pd, lo, hi, qo, qd, i):
+    """The first position in ``[lo, hi)`` of sorted strings ``(po, pd)`` not below string ``i`` of
+    ``(qo, qd)`` (``hi`` if none): a binary search by UTF-8 bytes."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if compare(po, pd, mid, qo, qd, i) < 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(nogil=True, cache=True)
 def _search(po, pd, qo, qd, offset, out):
     n = po.size - 1
     for i in range(qo.size - 1):
-        lo, hi = 0, n
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if compare(po, pd, mid, qo, qd, i) < 0:
-                lo = mid + 1
-            else:
-                hi = mid
+        lo = lower_bound(po, pd, 0, n, qo, qd, i)
         out[i] = offset + lo if lo < n and compare(po, pd, lo, qo, qd, i) == 0 else -1
 
 

@@ -11,7 +11,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from breadth.bfs.arrow_strings import as_strings, buffers, compare, concat
+from breadth.bfs.arrow_strings import as_strings, buffers, compare, concat, lower_bound
 
 
 @numba.njit(nogil=True, cache=True)
@@ -55,15 +55,7 @@ def _gallop_lookup(po, pd, qo, qd, offset, out):
                 lo = hi
                 step *= 2
                 hi = lo + step
-            hi = min(hi, n)
-            lo += 1
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if compare(po, pd, mid, qo, qd, i) < 0:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            j = lo
+            j = lower_bound(po, pd, lo + 1, min(hi, n), qo, qd, i)
         out[i] = offset + j if j < n and compare(po, pd, j, qo, qd, i) == 0 else -1
 
 
