@@ -109,31 +109,43 @@ def _worker_peaks() -> dict:
 
 class _PoolPeak:
     """Samples CuPy's pool on a worker every 5 ms in a thread: the peak bytes in use by arrays and held
-    by the pool (the difference is freed memory the pool keeps for reuse)."""
+    by the pool (the difference is freed memory the pool keeps for reuse), and the peak in use of every
+    half second (``series``: ``[seconds since the epoch, bytes, bytes of task outputs dask-cuda counts on
+    the device]``) to set beside the task timeline."""
 
-    def __init__(self):
+    def __init__(self, data=None):
         import threading
 
         import cupy as cp
 
         self.pool, self.used, self.held = cp.get_default_memory_pool(), 0, 0
+        self.series: list = []
+        buffer = getattr(data, "device_buffer", None)  # dask-cuda's device store; a dict without a limit
+        self.stored = getattr(getattr(buffer, "fast", None), "total_weight", None) is not None and buffer.fast
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self):
+        window, peak = time.time(), 0
         while not self.stop.wait(0.005):
-            self.used = max(self.used, self.pool.used_bytes())
+            used = self.pool.used_bytes()
+            self.used = max(self.used, used)
             self.held = max(self.held, self.pool.total_bytes())
+            peak = max(peak, used)
+            if time.time() - window >= 0.5:
+                self.series.append([round(window, 3), peak, int(self.stored.total_weight) if self.stored else None])
+                window, peak = time.time(), 0
 
     def finish(self) -> dict:
         self.stop.set()
         self.thread.join()
-        return {"cupy_pool_peak_used_bytes": self.used, "cupy_pool_peak_held_bytes": self.held}
+        return {"cupy_pool_peak_used_bytes": self.used, "cupy_pool_peak_held_bytes": self.held,
+                "series": self.series}
 
 
 def _start_pool_peak(dask_worker) -> None:
-    dask_worker._breadth_pool_peak = _PoolPeak()
+    dask_worker._breadth_pool_peak = _PoolPeak(dask_worker.data)
 
 
 def _finish_pool_peak(dask_worker) -> dict:
@@ -218,7 +230,8 @@ def run_breadth(inp: str, roots: int, device_memory_limit: str | None = None) ->
                "tier": _tier(client, g), "cluster_start_s": cluster_start_s, "ingest_pool_peak": pool_peak,
                "read_relabel_s": t_read, "prepare_s": t_prep, "total_s": t_read + t_prep,
                "roots": roots, "harmonic_mean_teps": res.harmonic_mean_teps, "validated": res.valid,
-               "task_seconds": _by_prefix(ts.data), "tasks": len(ts.data), "timeline": _timeline(ts.data, wall0)}
+               "task_seconds": _by_prefix(ts.data), "tasks": len(ts.data), "timeline": _timeline(ts.data, wall0),
+               "timeline_epoch_s": wall0}
         g.release()
         del g, el
         # the same ingest again in this process: what a long-lived cluster's second input costs

@@ -185,3 +185,23 @@ def test_bits_to_queue_gives_the_set_bits_ascending(nwords):
     want = np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))
     got = GpuBackend().bits_to_queue(cp.asarray(words))
     np.testing.assert_array_equal(got.get(), want)
+
+
+def test_degree_order_sorted_a_row_range_at_a_time_equals_one_sort(monkeypatch):
+    from breadth.bfs import gpu_kernels
+    from breadth.bfs.bottom_up import degree_ordered_columns as cpu_order
+
+    p = KroneckerParams.make(14, 9, 0.57, 0.19, 0.19)
+    shard = build_shard(0, 1, 1 << 14, split_by_owner(generate_edges(p, 0, 16 << 14), 1 << 14, 1 << 14, 1))
+    off, col = cp.asarray(shard.offsets), cp.asarray(shard.columns)
+    whole = gpu_kernels.degree_ordered_columns(off, col)  # 2^27 entries a sort: one range here
+    monkeypatch.setattr(gpu_kernels, "ORDER_SORT_ENTRIES", 1000)  # a few hundred ranges, hubs alone in theirs
+    ranged = gpu_kernels.degree_ordered_columns(off, col)
+    assert ranged.dtype == col.dtype
+    np.testing.assert_array_equal(ranged.get(), whole.get())
+    deg = np.diff(shard.offsets)
+    for r in range(0, deg.size, 97):  # each row: a permutation of its sorted row, by decreasing degree
+        a, b = shard.offsets[r], shard.offsets[r + 1]
+        np.testing.assert_array_equal(np.sort(ranged.get()[a:b]), shard.columns[a:b])
+        assert np.all(np.diff(np.floor(np.log2(deg[ranged.get()[a:b]]))) <= 0)
+    np.testing.assert_array_equal(ranged.get(), cpu_order(shard.offsets, shard.columns))
