@@ -19,11 +19,11 @@ _HOST: dict = {}
 def _time_host_parts() -> None:
     """Host seconds inside each step of a search, without synchronising (a step that waits for the
     device shows the device's time)."""
-    import breadth.bfs.device_engine as device_engine
-    import breadth.bfs.engine as engine
-    import breadth.bfs.gpu_kernels as gpu_kernels
-    import breadth.bfs.level_graphs as level_graphs
-    import breadth.bfs.solo_gpu_comm as solo_gpu_comm
+    import breadth.bfs.engine.device_engine as device_engine
+    import breadth.bfs.engine.engine as engine
+    import breadth.bfs.gpu.kernels as gpu_kernels
+    import breadth.bfs.gpu.level_graphs as level_graphs
+    import breadth.bfs.transport.solo_gpu as solo_gpu_comm
 
     def timed(cls, name):
         fn = getattr(cls, name)
@@ -58,9 +58,9 @@ def main() -> None:
     import cupy as cp
     from distributed import Client
 
-    from breadth.bfs.solo_gpu_comm import SoloGpuCommunicator
-    from breadth.bfs.device_engine import DeviceEngine
-    from breadth.bfs.roots import choose_roots
+    from breadth.bfs.engine.device_engine import DeviceEngine
+    from breadth.bfs.graph500.roots import choose_roots
+    from breadth.bfs.transport.solo_gpu import SoloGpuCommunicator
     from breadth.pipeline import kronecker, prepare
 
     client = Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None)
@@ -112,8 +112,8 @@ def main() -> None:
             print(f"first_neighbours={v}: median {np.median(ts) * 1e3:.3f} ms; level local ms {lv}", flush=True)
             e.close()
     if a.bu_inline:
-        import breadth.bfs.gpu_kernels as gk
-        from breadth.bfs.validate import validate_rank
+        import breadth.bfs.gpu.kernels as gk
+        from breadth.bfs.graph500.validate import validate_rank
 
         source = gk._SOURCE
         for v in a.bu_inline:

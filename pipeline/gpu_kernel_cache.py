@@ -29,9 +29,9 @@ LARGE_WARM_UP_BYTES = 64 << 30
 LARGE_WARM_UP_SCALE = 26
 
 #: files whose CUDA sources (and the CuPy kernels they call) the warm-up compiles
-KERNEL_SOURCES = ("bfs/gpu_kernels.py", "bfs/batch_gpu.py", "bfs/level_graphs.py", "bfs/peer_memory.py",
-                  "pipeline/kronecker_gpu.py", "pipeline/build_csr_gpu.py", "pipeline/array_backend.py",
-                  "pipeline/hash_relabel_gpu.py")
+KERNEL_SOURCES = ("bfs/gpu/kernels.py", "bfs/gpu/batch_kernels.py", "bfs/gpu/level_graphs.py",
+                  "bfs/transport/peer_memory.py", "pipeline/kronecker_gpu.py", "pipeline/build_csr_gpu.py",
+                  "pipeline/array_backend.py", "pipeline/hash_relabel_gpu.py")
 
 
 def cache_dir() -> str:
@@ -97,7 +97,7 @@ def warm_up(client) -> None:
     what a real job runs, then prepare a scale-26 graph where the GPUs have room (the 64-bit-indexed
     variants); the graphs' shards are dropped at the end."""
     from breadth.bfs import bfs_batch, graph500
-    from breadth.bfs.roots import choose_roots
+    from breadth.bfs.graph500.roots import choose_roots
     from breadth.pipeline.kronecker import kronecker
     from breadth.pipeline.prepare import prepare
 

@@ -1,7 +1,7 @@
 """The GPU kernels' CUDA C++ parses, checked on the CPU: NVRTC compiles it only on a GPU machine, where a
 typo costs a device run.  ``tests/cuda_syntax_shim.h`` declares the CUDA built-ins the source uses (as
-host C++), and ``g++ -fsyntax-only`` reads the source as ``bfs/gpu_kernels.py`` embeds it, for 32- and
-64-bit column ids, and the peer-memory round of ``bfs/peer_memory.py``.  It checks names, types and
+host C++), and ``g++ -fsyntax-only`` reads the source as ``bfs/gpu/kernels.py`` embeds it, for 32- and
+64-bit column ids, and the peer-memory round of ``bfs/transport/peer_memory.py``.  It checks names, types and
 declarations, not device semantics."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _kernel_source(module: str = "gpu_kernels") -> str:
+def _kernel_source(module: str = "gpu/kernels") -> str:
     """``_SOURCE`` of bfs/<module>.py, read without importing the module (it needs CuPy)."""
     tree = ast.parse(open(os.path.join(ROOT, "bfs", module + ".py")).read())
     for node in tree.body:
@@ -26,7 +26,8 @@ def _kernel_source(module: str = "gpu_kernels") -> str:
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
-@pytest.mark.parametrize("module,defines", [("gpu_kernels", []), ("gpu_kernels", ["-DCOL64"]), ("peer_memory", [])],
+@pytest.mark.parametrize("module,defines", [("gpu/kernels", []), ("gpu/kernels", ["-DCOL64"]),
+                                            ("transport/peer_memory", [])],
                          ids=["col32", "col64", "peer_memory"])
 def test_cuda_source_parses(tmp_path, module, defines):
     src = tmp_path / "kernels.cu"
@@ -52,7 +53,7 @@ def test_shim_catches_a_redeclaration(tmp_path):
 def test_kernel_cache_marker_names_one_version_of_the_kernels_and_one_toolchain():
     from breadth.pipeline.gpu_kernel_cache import kernels_digest
 
-    a = kernels_digest({"bfs/gpu_kernels.py": b"x", "pipeline/kronecker_gpu.py": b"y"}, "cupy 14; sm_90")
-    assert a == kernels_digest({"pipeline/kronecker_gpu.py": b"y", "bfs/gpu_kernels.py": b"x"}, "cupy 14; sm_90")
-    assert a != kernels_digest({"bfs/gpu_kernels.py": b"x2", "pipeline/kronecker_gpu.py": b"y"}, "cupy 14; sm_90")
-    assert a != kernels_digest({"bfs/gpu_kernels.py": b"x", "pipeline/kronecker_gpu.py": b"y"}, "cupy 14; sm_100")
+    a = kernels_digest({"bfs/gpu/kernels.py": b"x", "pipeline/kronecker_gpu.py": b"y"}, "cupy 14; sm_90")
+    assert a == kernels_digest({"pipeline/kronecker_gpu.py": b"y", "bfs/gpu/kernels.py": b"x"}, "cupy 14; sm_90")
+    assert a != kernels_digest({"bfs/gpu/kernels.py": b"x2", "pipeline/kronecker_gpu.py": b"y"}, "cupy 14; sm_90")
+    assert a != kernels_digest({"bfs/gpu/kernels.py": b"x", "pipeline/kronecker_gpu.py": b"y"}, "cupy 14; sm_100")

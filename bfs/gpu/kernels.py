@@ -1,6 +1,6 @@
 """GPU backend: the engine's kernels on CuPy arrays, written as CUDA C++ (NVRTC through ``cupy.RawModule``).
 
-Same names and signatures as the CPU backend (:func:`breadth.bfs.backend.cpu_backend`), so the engine's
+Same names and signatures as the CPU backend (:func:`breadth.bfs.engine.backend.cpu_backend`), so the engine's
 orchestration is shared; only the kernels differ.  What changes on the device:
 
 * **Visited bitmap.**  Each backend instance keeps one bit per owned vertex (``uint32`` words; 2**26
@@ -22,7 +22,7 @@ orchestration is shared; only the kernels differ.  What changes on the device:
   for exactly the array it returned, so the engine's following ``degree_sum``/``bits_to_queue`` calls on that
   array cost no further synchronisation.
 
-CuPy is imported when this module is; the CPU path never imports it (see :mod:`breadth.bfs.backend`).
+CuPy is imported when this module is; the CPU path never imports it (see :mod:`breadth.bfs.engine.backend`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 import cupy as cp
 import numpy as np
 
-from .search_config import SearchConfig
+from ..search_config import SearchConfig
 
 _BU_LONG, _BU_CHUNK, _SCAN_TILE = 32, 1024, 1024  # BU_LONG, BU_CHUNK and SCAN_TILE of the CUDA source
 _FULL_GRID_PER_SM = 16  # blocks per multiprocessor for grid-stride kernels whose work size is on the device
@@ -177,7 +177,7 @@ extern "C" __global__ void td_expand(const i64* __restrict__ offsets, const col_
     td_body(offsets, cols, queue, pre, qn, lo, hi, parent, level, depth, visited, sent, has_sent, nxt, rpairs, ctr);
 }
 
-// The *_g kernels are the same steps for a CUDA graph (bfs/level_graphs.py): what changes from one level
+// The *_g kernels are the same steps for a CUDA graph (bfs/gpu/level_graphs.py): what changes from one level
 // to the next is read from the device parameter block prm (prm[0] the depth, prm[1] the queue length),
 // which the graph's first node copies from pinned host memory, so a captured level replays unchanged.
 extern "C" __global__ void td_expand_g(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
@@ -683,7 +683,7 @@ extern "C" __global__ void owner_scatter(const i64* __restrict__ pairs, i64 n, i
     }
 }
 
-// Graph500 rules 2-5 over this shard's rows (same counts as breadth.bfs.validate._row_rules), a warp per
+// Graph500 rules 2-5 over this shard's rows (same counts as breadth.bfs.graph500.validate._row_rules), a warp per
 // row so that hub rows are read by 32 lanes.  cnt[0..3] += rule 2, 3, 4, 5 violations.
 extern "C" __global__ void row_rules(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
                                      const i64* __restrict__ in_offsets, const col_t* __restrict__ in_cols,
@@ -823,14 +823,14 @@ def use_cupy_pool() -> None:
 class GpuBackend:
     """The engine's kernel set on CuPy arrays, plus per-engine device state (visited bitmap, known counts).
 
-    One instance serves one :class:`~breadth.bfs.engine.Engine` (``get_backend("gpu")`` makes a new one
+    One instance serves one :class:`~breadth.bfs.engine.engine.Engine` (``get_backend("gpu")`` makes a new one
     each time).  Arrays: ``offsets`` int64 ``(num_local + 1,)``; ``cols`` int32/int64 global ids; queues
     int64 local ids; bitmaps uint64 words (viewed as uint32 words inside the kernels).
     """
 
     name = "gpu"
     xp = cp
-    #: optional features (see :class:`~breadth.bfs.backend.Backend`): all of them
+    #: optional features (see :class:`~breadth.bfs.engine.backend.Backend`): all of them
     async_levels = True
     claims_count_degrees = True
     checks_on_device = True
@@ -1075,7 +1075,7 @@ class GpuBackend:
             self._tasks = (offsets, cp.empty(max(bound, 1), cp.int64))
         return self._tasks[1]
 
-    # -- steps of a captured level (bfs/level_graphs.py): what varies is read from the device block prm
+    # -- steps of a captured level (bfs/gpu/level_graphs.py): what varies is read from the device block prm
     #    (prm[0] depth, prm[1] queue length), the grids are fixed, nothing is allocated ----------------
     def bottom_up_g(self, offsets, cols, fbits, parent, level, prm, next_bits, ctr, first_neighbours: bool = False
                     ) -> None:
@@ -1246,7 +1246,8 @@ class GpuBackend:
 
     # -- validation on the device (breadth.bfs.validate uses these when present) ------------------
     def row_violations(self, shard, parent_local, level_g, root: int) -> tuple[int, int, int, int]:
-        """Rules 2-5 over ``shard``'s rows, as :func:`breadth.bfs.validate.row_violations` counts them."""
+        """Rules 2-5 over ``shard``'s rows, as :func:`breadth.bfs.graph500.validate.row_violations` counts
+        them."""
         in_off = shard.in_offsets if shard.directed else shard.offsets
         in_col = shard.in_columns if shard.directed else shard.columns
         if in_col.dtype != shard.columns.dtype:
@@ -1262,7 +1263,7 @@ class GpuBackend:
 
     @staticmethod
     def tree_violations(parent_g, root: int) -> int:
-        """Rule 1 on the device: :func:`breadth.bfs.validate.tree_violations` with CuPy arrays."""
+        """Rule 1 on the device: :func:`breadth.bfs.graph500.validate.tree_violations` with CuPy arrays."""
         parent_g = cp.asarray(parent_g, cp.int64)
         n = parent_g.size
         reached = parent_g >= 0

@@ -1,6 +1,6 @@
 """Device rounds through peer memory: ranks write into each other's GPU buffers over NVLink (CUDA IPC).
 
-A captured multi-GPU level (:mod:`breadth.bfs.level_graphs`) makes two rounds: pairs or frontier bits to
+A captured multi-GPU level (:mod:`breadth.bfs.gpu.level_graphs`) makes two rounds: pairs or frontier bits to
 the peers, then everyone's counters.  Over NCCL a round moves whole buffers whose sizes were fixed at
 capture.  Here every receive buffer of a captured round is allocated once, from ``cudaMalloc``, and mapped
 into every peer process (``cudaIpc*``), so a round is one kernel, ``peer_push``, which can also read how
@@ -29,7 +29,7 @@ the filled pair rows move and the second round is rarer; a tiny round is not fas
 Failure: the spin gives up after ``timeout`` seconds, or at once when the host raises the abort flag (in
 pinned host memory, which the GPU reads through unified addressing): the kernel records why in the same
 pinned block and exits, the graph's remaining kernels run on stale data, and the host, which checks the
-record after every wait, raises :class:`~breadth.bfs.communicator.CommError`.  The host raises the flag
+record after every wait, raises :class:`~breadth.bfs.transport.communicator.CommError`.  The host raises the flag
 when its own watch of the peers (their TCP sockets, the Dask task's cancellation) sees one fail.
 """
 
