@@ -21,7 +21,7 @@ def _time_host_parts() -> None:
     device shows the device's time)."""
     import breadth.bfs.engine.device_engine as device_engine
     import breadth.bfs.engine.engine as engine
-    import breadth.bfs.gpu.kernels as gpu_kernels
+    import breadth.bfs.gpu.backend as gpu_backend
     import breadth.bfs.gpu.level_graphs as level_graphs
     import breadth.bfs.transport.solo_gpu as solo_gpu_comm
 
@@ -36,9 +36,9 @@ def _time_host_parts() -> None:
                 _HOST[f"{cls.__name__}.{name}"] = _HOST.get(f"{cls.__name__}.{name}", 0.0) + time.perf_counter() - t0
         setattr(cls, name, wrapper)
 
-    for cls, name in ((engine.Engine, "_start"), (engine.Engine, "_counters"), (gpu_kernels.GpuBackend, "degree_sum"),
-                      (gpu_kernels.GpuBackend, "start_search"), (gpu_kernels.GpuBackend, "queue_to_bits"),
-                      (gpu_kernels.GpuBackend, "bits_to_queue"), (level_graphs.LevelGraphs, "top_down"),
+    for cls, name in ((engine.Engine, "_start"), (engine.Engine, "_counters"), (gpu_backend.GpuBackend, "degree_sum"),
+                      (gpu_backend.GpuBackend, "start_search"), (gpu_backend.GpuBackend, "queue_to_bits"),
+                      (gpu_backend.GpuBackend, "bits_to_queue"), (level_graphs.LevelGraphs, "top_down"),
                       (level_graphs.LevelGraphs, "bottom_up"), (level_graphs.LevelGraphs, "_run"),
                       (solo_gpu_comm.SoloGpuCommunicator, "wait"), (device_engine.DeviceEngine, "_search")):
         timed(cls, name)

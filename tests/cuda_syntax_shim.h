@@ -1,6 +1,5 @@
-// Host-C++ declarations of the CUDA built-ins bfs/gpu/kernels.py and bfs/transport/peer_memory.py use, so that
-// g++ -fsyntax-only can check the kernels' source on machines without CUDA
-// (tests/test_gpu_source.py).  Declarations only.
+// Host-C++ declarations of the CUDA built-ins the kernels of bfs/gpu/*.cu use, so that g++ -fsyntax-only can
+// check the kernels' source on machines without CUDA (tests/test_gpu_source.py).  Declarations only.
 #define __global__
 #define __device__
 #define __forceinline__ inline

@@ -129,13 +129,13 @@ def test_batch_gpu_kernel_source_parses(tmp_path):
     import shutil
     import subprocess
 
-    from test_gpu_source import ROOT, _kernel_source
+    from test_gpu_source import ROOT, _embedded_source
 
     if shutil.which("g++") is None:
         pytest.skip("g++ is not installed")
     src = tmp_path / "batch.cu"
     shim = os.path.join(ROOT, "tests", "cuda_syntax_shim.h")
-    src.write_text(f'#include "{shim}"\n' + _kernel_source("gpu/batch_kernels"))
+    src.write_text(f'#include "{shim}"\n' + _embedded_source("gpu.batch_kernels"))
     for defines in ([], ["-DCOL64"]):
         res = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-x", "c++", *defines, str(src)],
                              capture_output=True, text=True)

@@ -175,7 +175,7 @@ def test_several_sources_depth_limit_and_batches_on_gpu_match_the_cpu():
 
 @pytest.mark.parametrize("nwords", [0, 1, 1023, 1024, 1025, 5000])
 def test_bits_to_queue_gives_the_set_bits_ascending(nwords):
-    from breadth.bfs.gpu.kernels import GpuBackend
+    from breadth.bfs.gpu.backend import GpuBackend
 
     rng = np.random.default_rng(nwords)
     words = rng.integers(0, 2**63, nwords, dtype=np.uint64) & rng.integers(0, 2**63, nwords, dtype=np.uint64)

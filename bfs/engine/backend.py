@@ -9,7 +9,7 @@ import numpy as np
 from ..search_config import SearchConfig
 
 if TYPE_CHECKING:
-    from ..gpu.kernels import GpuBackend
+    from ..gpu.backend import GpuBackend
 
 
 def _parent_dtype(num_vertices: int) -> np.dtype:
@@ -19,7 +19,7 @@ def _parent_dtype(num_vertices: int) -> np.dtype:
 
 class Backend(Protocol):
     """What the engines ask of an array backend (:class:`CpuBackend`, the GPU's
-    :class:`~breadth.bfs.gpu.kernels.GpuBackend`): the array module, the kernels of a level (top-down
+    :class:`~breadth.bfs.gpu.backend.GpuBackend`): the array module, the kernels of a level (top-down
     step and claims, bottom-up step, frontier conversions), search hooks, and these declared features:
 
     * ``async_levels``: levels can be queued without a host wait (``top_down_async``, ``bottom_up_async``,
@@ -120,7 +120,7 @@ def get_backend(name: str = "cpu", config: SearchConfig | None = None) -> CpuBac
     if name == "cpu":
         return cpu_backend()
     if name == "gpu":
-        from ..gpu.kernels import gpu_backend
+        from ..gpu.backend import gpu_backend
 
         return gpu_backend(config)
     raise ValueError(f"unknown backend {name!r}: expected 'cpu' or 'gpu'")

@@ -362,7 +362,7 @@ RESULT_BYTES = 4 << 30
 def gpu_batch_kernels() -> SimpleNamespace:
     """The batched engine's kernel names on CuPy arrays (int64 parents: the kernels write 64-bit ids), and the
     single-search GPU backend for validating results on the device."""
-    from .kernels import gpu_backend
+    from .backend import gpu_backend
 
     return SimpleNamespace(
         name="gpu", xp=cp, parent_dtype=lambda n: np.dtype(np.int64), to_host=cp.asnumpy,
