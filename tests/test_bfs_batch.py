@@ -124,18 +124,18 @@ def test_batch_engine_deep_levels_grow_the_planes(directed):
 
 
 def test_batch_gpu_kernel_source_parses(tmp_path):
-    """bfs/gpu/batch_kernels.py's CUDA C++ parses (g++ -fsyntax-only with the shim of tests/test_gpu_source.py),
+    """bfs/gpu/batch_kernels.cu's CUDA C++ parses (g++ -fsyntax-only with the shim of tests/test_gpu_source.py),
     for 32- and 64-bit column ids: NVRTC compiles it only on a GPU machine."""
     import shutil
     import subprocess
 
-    from test_gpu_source import ROOT, _embedded_source
+    from test_gpu_source import ROOT, _kernel_source
 
     if shutil.which("g++") is None:
         pytest.skip("g++ is not installed")
     src = tmp_path / "batch.cu"
     shim = os.path.join(ROOT, "tests", "cuda_syntax_shim.h")
-    src.write_text(f'#include "{shim}"\n' + _embedded_source("gpu.batch_kernels"))
+    src.write_text(f'#include "{shim}"\n' + _kernel_source("batch_kernels.cu"))
     for defines in ([], ["-DCOL64"]):
         res = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-x", "c++", *defines, str(src)],
                              capture_output=True, text=True)

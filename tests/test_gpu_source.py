@@ -1,9 +1,10 @@
 """The GPU kernels' CUDA C++ parses, checked on the CPU: NVRTC compiles it only on a GPU machine, where a
 typo costs a device run.  ``tests/cuda_syntax_shim.h`` declares the CUDA built-ins the sources use (as host
 C++), and ``g++ -fsyntax-only`` reads the ``.cu`` files as the installed package carries them
-(``bfs/gpu/kernels.cu`` for 32- and 64-bit column ids, the peer-memory round ``bfs/gpu/peer_push.cu``).  It
-checks names, types and declarations, not device semantics.  The kernels the Python side compiles and
-launches are checked to be defined there, read without importing the modules (they need CuPy)."""
+(``bfs/gpu/kernels.cu`` for 32- and 64-bit column ids, the peer-memory round ``bfs/gpu/peer_push.cu``;
+``tests/test_bfs_batch.py`` checks ``bfs/gpu/batch_kernels.cu``).  It checks names, types and declarations,
+not device semantics.  The kernels the Python side compiles and launches are checked to be defined there,
+read without importing the modules (they need CuPy)."""
 
 from __future__ import annotations
 
@@ -25,16 +26,6 @@ def _kernel_source(name: str = "kernels.cu") -> str:
     from breadth.bfs.gpu.cuda_source import read
 
     return read(name)
-
-
-def _embedded_source(module: str) -> str:
-    """``_SOURCE`` of the installed ``breadth.bfs.<module>`` (CUDA C++ still in a Python string), read without
-    importing the module (it needs CuPy)."""
-    tree = ast.parse(open(importlib.util.find_spec(f"breadth.bfs.{module}").origin).read())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_SOURCE" for t in node.targets):
-            return ast.literal_eval(node.value)
-    raise AssertionError(f"breadth.bfs.{module} has no _SOURCE")
 
 
 def _kernel_names(module: str) -> tuple[set[str], set[str]]:
@@ -73,6 +64,7 @@ def test_cuda_source_parses(tmp_path, name, defines):
 @pytest.mark.parametrize("name,compiler,launchers", [
     ("kernels.cu", "gpu.kernels", ["gpu.kernels", "gpu.backend"]),
     ("peer_push.cu", "transport.peer_memory", ["transport.peer_memory"]),
+    ("batch_kernels.cu", "gpu.batch_kernels", ["gpu.batch_kernels"]),
 ])
 def test_installed_cuda_sources_define_every_kernel_the_python_side_launches(name, compiler, launchers):
     """A kernel renamed or dropped in a ``.cu`` file, or a ``.cu`` file missing from the installed package
