@@ -23,7 +23,7 @@ def _time_host_parts() -> None:
     import breadth.bfs.engine.engine as engine
     import breadth.bfs.gpu.backend as gpu_backend
     import breadth.bfs.gpu.level_graphs as level_graphs
-    import breadth.bfs.transport.solo_gpu as solo_gpu_comm
+    import breadth.bfs.transport.solo_gpu as solo_gpu
 
     def timed(cls, name):
         fn = getattr(cls, name)
@@ -40,7 +40,7 @@ def _time_host_parts() -> None:
                       (gpu_backend.GpuBackend, "start_search"), (gpu_backend.GpuBackend, "queue_to_bits"),
                       (gpu_backend.GpuBackend, "bits_to_queue"), (level_graphs.LevelGraphs, "top_down"),
                       (level_graphs.LevelGraphs, "bottom_up"), (level_graphs.LevelGraphs, "_run"),
-                      (solo_gpu_comm.SoloGpuCommunicator, "wait"), (device_engine.DeviceEngine, "_search")):
+                      (solo_gpu.SoloGpuCommunicator, "wait"), (device_engine.DeviceEngine, "_search")):
         timed(cls, name)
 
 
