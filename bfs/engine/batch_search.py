@@ -37,13 +37,13 @@ def bfs_batch(graph, roots, *, depth_limit: int | None = None, batch_size: int =
     """Independent breadth-first searches from ``roots`` (original ids), ``batch_size`` (<= 64) per pass.
 
     Returns one :class:`~breadth.bfs.results.BFSResult` per root, in order (a repeated root is searched
-    again).  ``depth_limit`` as in :func:`~breadth.bfs.engine.search.bfs`.  CPU graphs run the Numba kernels;
-    GPU graphs the CuPy kernels of :mod:`~breadth.bfs.gpu.batch_kernels` (``tests/test_gpu.py`` checks them
-    against the CPU's levels).
+    again).  ``depth_limit`` as in :func:`~breadth.bfs.search.bfs`.  CPU graphs run the Numba kernels;
+    GPU graphs the CuPy kernels of :mod:`breadth.bfs.batch_gpu` (``tests/test_gpu.py`` checks them against the
+    CPU's levels).
     A pass holds ``3 + B`` 64-bit words per owned vertex (``B`` level planes, 4 up to depth 15); each root's
     parents and levels are then derived from them, a group of roots at a time (on GPUs at most
     ``BatchEngine.result_bytes`` of them on the device), and kept on the worker's host memory:
-    ``12`` bytes per owned vertex and root, as :func:`~breadth.bfs.engine.search.bfs` keeps them.
+    ``12`` bytes per owned vertex and root, as :func:`~breadth.bfs.search.bfs` keeps them.
 
     >>> from breadth.bfs import bfs_batch
     >>> res = bfs_batch(g, [0, 5, 9])                 # doctest: +SKIP

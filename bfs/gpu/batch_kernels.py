@@ -73,8 +73,8 @@ def _counters(ctr) -> tuple[int, int, int, int, int]:
 
 
 def top_down_step(offsets, cols, lo: int, queue, frontier, seen, nxt, sent, nchunks: int):
-    """One batched top-down level (see :func:`~breadth.bfs.cpu.batch_top_down.top_down_step`); returns
-    ``(touched, pairs)`` on the device.  ``nchunks`` is unused (one thread per frontier vertex)."""
+    """One batched top-down level (see :func:`.batch_top_down.top_down_step`); returns ``(touched, pairs)``
+    on the device.  ``nchunks`` is unused (one thread per frontier vertex)."""
     qn = int(queue.size)
     if qn == 0:
         return cp.empty(0, np.int64), cp.empty((0, 2), np.int64)
@@ -103,9 +103,8 @@ def claim_pairs(pairs, lo: int, seen, nxt):
 
 
 def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offsets, nchunks):
-    """The end of a top-down level over the vertices it touched (see
-    :func:`~breadth.bfs.cpu.batch_frontier.finish_touched`); returns the counters as host integers (the
-    unfinished in-degree sum 0).  ``nchunks`` is unused."""
+    """The end of a top-down level over the vertices it touched (see :func:`.batch_frontier.finish_touched`);
+    returns the counters as host integers (the unfinished in-degree sum 0).  ``nchunks`` is unused."""
     ctr = cp.zeros(5, np.uint64)
     k = _kern()
     if queue.size:
@@ -118,8 +117,8 @@ def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offse
 
 
 def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, planes, depth, out_offsets, chunks):
-    """One batched bottom-up level with its end (see :func:`~breadth.bfs.cpu.batch_bottom_up.bottom_up_step`);
-    returns the counters as host integers."""
+    """One batched bottom-up level with its end (see :func:`.batch_bottom_up.bottom_up_step`); returns the
+    counters as host integers."""
     ctr = cp.zeros(5, np.uint64)
     nloc = int(seen.size)
     if nloc:
@@ -132,7 +131,7 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
 
 def word_table(seen, planes):
     """``seen`` and ``planes`` side by side, ``(n, max(8, B + 1))`` uint64 (see
-    :func:`~breadth.bfs.cpu.batch_results.word_table`; CuPy's allocations are 256-byte aligned)."""
+    :func:`.batch_results.word_table`; CuPy's allocations are 256-byte aligned)."""
     n, nplanes = planes.shape
     table = cp.zeros((n, max(8, nplanes + 1)), np.uint64)
     table[:, 0] = seen
@@ -141,9 +140,8 @@ def word_table(seen, planes):
 
 
 def derive(in_offsets, in_cols, lo, table, nplanes, roots, first, count, chunks, parent, level) -> None:
-    """Levels and parents of searches ``first .. first+count-1`` (see
-    :func:`~breadth.bfs.cpu.batch_results.derive`), into ``(count, nloc)`` device arrays (int64 parents, int32
-    levels).  ``chunks`` is unused."""
+    """Levels and parents of searches ``first .. first+count-1`` (see :func:`.batch_results.derive`), into
+    ``(count, nloc)`` device arrays (int64 parents, int32 levels).  ``chunks`` is unused."""
     nloc = int(parent.shape[1])
     if nloc:
         _kern(in_cols)["batch_derive"](_grid(nloc), (_THREADS,),
@@ -163,7 +161,7 @@ def nonzero_bits(words):
 
 
 def encode(frontier, nonzero: int):
-    """As :func:`~breadth.bfs.cpu.batch_frontier.encode`, on the device."""
+    """As :func:`.batch_frontier.encode`, on the device."""
     if 2 * nonzero < frontier.size:
         idx = cp.flatnonzero(frontier)
         return cp.stack([idx.astype(np.uint64), frontier[idx]], axis=1).ravel()
@@ -171,7 +169,7 @@ def encode(frontier, nonzero: int):
 
 
 def decode(part, nonzero: int, nloc: int, out) -> None:
-    """As :func:`~breadth.bfs.cpu.batch_frontier.decode`, on the device."""
+    """As :func:`.batch_frontier.decode`, on the device."""
     if 2 * nonzero < nloc:
         out[:] = 0
         pairs = cp.asarray(part).reshape(-1, 2)
