@@ -471,7 +471,7 @@ class GpuBackend:
     def to_host(a):
         return cp.asnumpy(a)
 
-    # -- validation on the device (breadth.bfs.validate uses these when present) ------------------
+    # -- validation on the device (breadth.bfs.graph500.validate uses these when present) ---------
     def row_violations(self, shard, parent_local, level_g, root: int) -> tuple[int, int, int, int]:
         """Rules 2-5 over ``shard``'s rows, as :func:`breadth.bfs.graph500.validate.row_violations` counts
         them."""
