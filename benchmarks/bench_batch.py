@@ -10,9 +10,9 @@ and fast phases, so only interleaved runs compare):
 
 * **single**: the single-root engine, each root timed between barriers (max over ranks), summed (each
   search leaves its parent and level arrays, as a search does);
-* **batch**: :class:`~breadth.bfs.batch_engine.BatchEngine`, the 64 roots in one pass, timed the same way
+* **batch**: :class:`~breadth.bfs.engine.batch_engine.BatchEngine`, the 64 roots in one pass, timed the same way
   (``batch_s``: the pass, which leaves every root's levels bit-sliced), then the 64 roots' parent and level
-  arrays derived from it (``results_s``, :meth:`~breadth.bfs.batch_engine.BatchEngine.results`): the
+  arrays derived from it (``results_s``, :meth:`~breadth.bfs.engine.batch_engine.BatchEngine.results`): the
   speedups are given for the pass and for the pass with the results.
 
 After the timed rounds every root's batched levels are compared with its single-root levels on every
@@ -37,9 +37,9 @@ from results_file import machine, versions, write_json  # noqa: E402
 
 def _rank(engine, setup_s, roots, repeats, nvalidate):
     """Rank body: warm both engines, then ``repeats`` interleaved rounds of single and batched searches."""
-    from breadth.bfs.batch_engine import BatchEngine
-    from breadth.bfs.graph500 import _search_edge_count, _search_view
-    from breadth.bfs.validate import validate_rank
+    from breadth.bfs.engine.batch_engine import BatchEngine
+    from breadth.bfs.graph500.driver import _search_edge_count, _search_view
+    from breadth.bfs.graph500.validate import validate_rank
 
     comm = engine.comm
     t0 = time.perf_counter()

@@ -101,7 +101,7 @@ def ceilings() -> dict:
 
 
 def choose_roots(shard, nroots: int, seed: int) -> np.ndarray:
-    """Graph500 roots as :func:`breadth.bfs.roots.choose_roots` draws them (same seed, same roots)."""
+    """Graph500 roots as :func:`breadth.bfs.graph500.roots.choose_roots` draws them (same seed, same roots)."""
     deg = (shard.offsets[1:] - shard.offsets[:-1]).get()
     rng = np.random.default_rng(seed)
     chosen, seen = [], set()
@@ -118,7 +118,7 @@ def choose_roots(shard, nroots: int, seed: int) -> np.ndarray:
 def run_searches(engine, roots, validate: bool, info: dict | None = None) -> list[dict]:
     import cupy as cp
 
-    from breadth.bfs.validate import validate_rank
+    from breadth.bfs.graph500.validate import validate_rank
 
     s = engine.shard
     t0 = time.perf_counter()
@@ -151,7 +151,7 @@ def hmean(x) -> float:
 def single_rank(scale: int, args, results: dict) -> None:
     import cupy as cp
 
-    from breadth.bfs.engine import Engine
+    from breadth.bfs.engine.engine import Engine
     from breadth.pipeline.build_csr_gpu import build_shard_gpu, split_by_owner_gpu
     from breadth.pipeline.kronecker import KroneckerParams, generate_edges
     from breadth.pipeline.kronecker_gpu import generate_edges_gpu

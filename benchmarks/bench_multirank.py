@@ -26,8 +26,8 @@ from results_file import machine, versions, write_json  # noqa: E402
 
 def _bench_rank(engine, setup_s, roots, nvalidate):
     """Rank body: warm-up, then each root timed between barriers; every rank returns its own records."""
-    from breadth.bfs.graph500 import _search_edge_count
-    from breadth.bfs.validate import validate_rank
+    from breadth.bfs.graph500.driver import _search_edge_count
+    from breadth.bfs.graph500.validate import validate_rank
 
     comm = engine.comm
     engine.search(int(roots[0]))  # warm-up: kernels compiled, pages touched
@@ -49,7 +49,7 @@ def run_one(scale: int, workers: int, roots: int, seed: int, protocol: str, nval
     from distributed import wait
 
     from breadth.bfs import choose_roots, run_session
-    from breadth.bfs.statistics import statistics
+    from breadth.bfs.graph500.statistics import statistics
     from breadth.pipeline import kronecker, local_cluster, prepare
 
     client = local_cluster(workers=workers)

@@ -19,11 +19,11 @@ _HOST: dict = {}
 def _time_host_parts() -> None:
     """Host seconds inside each step of a search, without synchronising (a step that waits for the
     device shows the device's time)."""
-    import breadth.bfs.device_engine as device_engine
-    import breadth.bfs.engine as engine
-    import breadth.bfs.gpu_kernels as gpu_kernels
-    import breadth.bfs.level_graphs as level_graphs
-    import breadth.bfs.solo_gpu_comm as solo_gpu_comm
+    import breadth.bfs.engine.device_engine as device_engine
+    import breadth.bfs.engine.engine as engine
+    import breadth.bfs.gpu.backend as gpu_backend
+    import breadth.bfs.gpu.level_graphs as level_graphs
+    import breadth.bfs.transport.solo_gpu as solo_gpu
 
     def timed(cls, name):
         fn = getattr(cls, name)
@@ -36,11 +36,11 @@ def _time_host_parts() -> None:
                 _HOST[f"{cls.__name__}.{name}"] = _HOST.get(f"{cls.__name__}.{name}", 0.0) + time.perf_counter() - t0
         setattr(cls, name, wrapper)
 
-    for cls, name in ((engine.Engine, "_start"), (engine.Engine, "_counters"), (gpu_kernels.GpuBackend, "degree_sum"),
-                      (gpu_kernels.GpuBackend, "start_search"), (gpu_kernels.GpuBackend, "queue_to_bits"),
-                      (gpu_kernels.GpuBackend, "bits_to_queue"), (level_graphs.LevelGraphs, "top_down"),
+    for cls, name in ((engine.Engine, "_start"), (engine.Engine, "_counters"), (gpu_backend.GpuBackend, "degree_sum"),
+                      (gpu_backend.GpuBackend, "start_search"), (gpu_backend.GpuBackend, "queue_to_bits"),
+                      (gpu_backend.GpuBackend, "bits_to_queue"), (level_graphs.LevelGraphs, "top_down"),
                       (level_graphs.LevelGraphs, "bottom_up"), (level_graphs.LevelGraphs, "_run"),
-                      (solo_gpu_comm.SoloGpuCommunicator, "wait"), (device_engine.DeviceEngine, "_search")):
+                      (solo_gpu.SoloGpuCommunicator, "wait"), (device_engine.DeviceEngine, "_search")):
         timed(cls, name)
 
 
@@ -58,9 +58,9 @@ def main() -> None:
     import cupy as cp
     from distributed import Client
 
-    from breadth.bfs.solo_gpu_comm import SoloGpuCommunicator
-    from breadth.bfs.device_engine import DeviceEngine
-    from breadth.bfs.roots import choose_roots
+    from breadth.bfs.engine.device_engine import DeviceEngine
+    from breadth.bfs.graph500.roots import choose_roots
+    from breadth.bfs.transport.solo_gpu import SoloGpuCommunicator
     from breadth.pipeline import kronecker, prepare
 
     client = Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None)
@@ -112,8 +112,8 @@ def main() -> None:
             print(f"first_neighbours={v}: median {np.median(ts) * 1e3:.3f} ms; level local ms {lv}", flush=True)
             e.close()
     if a.bu_inline:
-        import breadth.bfs.gpu_kernels as gk
-        from breadth.bfs.validate import validate_rank
+        import breadth.bfs.gpu.kernels as gk
+        from breadth.bfs.graph500.validate import validate_rank
 
         source = gk._SOURCE
         for v in a.bu_inline:

@@ -21,8 +21,8 @@ def searches(shard, roots, switch_s: float | None = None) -> dict:
 
     import cupy as cp
 
-    from breadth.bfs.device_engine import DeviceEngine
-    from breadth.bfs.solo_gpu_comm import SoloGpuCommunicator
+    from breadth.bfs.engine.device_engine import DeviceEngine
+    from breadth.bfs.transport.solo_gpu import SoloGpuCommunicator
 
     old = sys.getswitchinterval()
     if switch_s is not None:
@@ -52,7 +52,7 @@ def main() -> None:
     a = ap.parse_args()
     from distributed import Client
 
-    from breadth.bfs.roots import choose_roots
+    from breadth.bfs.graph500.roots import choose_roots
     from breadth.pipeline import kronecker, prepare
     from breadth.pipeline.cluster import local_cuda_cluster
 

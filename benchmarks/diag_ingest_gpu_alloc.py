@@ -1,6 +1,6 @@
 """Which allocator a dask-cuda worker's CuPy uses, and what an RMM pool changes for the GPU ingest
 (fresh process per setting; the ingest of bench_ingest_gpu.py, twice).  Measured on one H200 before CuPy's
-own pool was restored on the workers (``bfs.gpu_kernels.use_cupy_pool``): RMM without a pool 1.39-1.42 s +
+own pool was restored on the workers (``bfs.gpu.backend.use_cupy_pool``): RMM without a pool 1.39-1.42 s +
 0.46-0.51 s, with a 60 GB pool 1.03-1.16 s + 0.42-0.50 s (read and relabel + prepare, 2^28 tuples).
 
     python benchmarks/diag_ingest_gpu_alloc.py /tmp/wc28 none 60GB

@@ -1,4 +1,5 @@
-"""Do peer-memory rounds (bfs/peer_memory.py) move the right bytes, captured and not, and what do they cost?
+"""Do peer-memory rounds (bfs/transport/peer_memory.py) move the right bytes, captured and not, and what do they
+cost?
 
     python benchmarks/diag_peer.py --json $OUT/diag_peer.json
 
@@ -48,7 +49,7 @@ class PipeMesh:
 def _rank(rank: int, size: int, conns: dict, stall: float, q) -> None:
     import cupy as cp
 
-    from breadth.bfs.peer_memory import PeerMemory
+    from breadth.bfs.transport.peer_memory import PeerMemory
 
     faulthandler.dump_traceback_later(stall, exit=True)
     cp.cuda.Device(rank).use()

@@ -172,7 +172,7 @@ def plain(size=2):
 
 
 def _dask_rank(rank, size, session):
-    from breadth.bfs.nccl_comm import NCCLCommunicator
+    from breadth.bfs.transport.nccl import NCCLCommunicator
 
     old = sys.getswitchinterval()
     sys.setswitchinterval(2e-5)  # as run_session's rank tasks

@@ -213,7 +213,7 @@ def machine_info(gap_bfs: str) -> dict:
 # ------------------------------------------------------------------------------------------------ one scale
 
 def run_scale(args, scale: int, workdir: str) -> dict:
-    from breadth.bfs.statistics import statistics
+    from breadth.bfs.graph500.statistics import statistics
     from breadth.pipeline.kronecker import KroneckerParams, generate_edges
 
     rec: dict = {"scale": scale, "seed": args.seed, "edgefactor": EDGEFACTOR, "abc": [A, B, C],

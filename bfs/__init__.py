@@ -15,29 +15,29 @@ from typing import TYPE_CHECKING
 from .lazy_exports import install
 
 _EXPORTS = {
-    "BatchEngine": ".batch_engine", "bfs_batch": ".batch_search",
-    "Engine": ".engine", "LevelRecord": ".engine",
-    "Graph500Result": ".graph500", "graph500": ".graph500",
-    "choose_roots": ".roots",
-    "BFSResult": ".search", "bfs": ".search",
-    "RankError": ".session", "run_session": ".session",
+    "BatchEngine": ".engine.batch_engine", "bfs_batch": ".engine.batch_search",
+    "Engine": ".engine.engine", "LevelRecord": ".engine.engine",
+    "Graph500Result": ".graph500.driver", "graph500": ".graph500.driver",
+    "choose_roots": ".graph500.roots",
+    "BFSResult": ".engine.search", "bfs": ".engine.search",
+    "RankError": ".engine.session", "run_session": ".engine.session",
     "SearchConfig": ".search_config",
     "Shard": ".shard",
     "ShardedGraph": ".sharded_graph",
-    "RULES": ".validate", "validate": ".validate",
+    "RULES": ".graph500.validate", "validate": ".graph500.validate",
 }
 __all__ = sorted(_EXPORTS)
 install(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # what the names are, for type checkers and editors
-    from .batch_engine import BatchEngine
-    from .batch_search import bfs_batch
-    from .engine import Engine, LevelRecord
-    from .graph500 import Graph500Result, graph500
-    from .roots import choose_roots
-    from .search import BFSResult, bfs
+    from .engine.batch_engine import BatchEngine
+    from .engine.batch_search import bfs_batch
+    from .engine.engine import Engine, LevelRecord
+    from .engine.search import BFSResult, bfs
+    from .engine.session import RankError, run_session
+    from .graph500.driver import Graph500Result, graph500
+    from .graph500.roots import choose_roots
+    from .graph500.validate import RULES, validate
     from .search_config import SearchConfig
-    from .session import RankError, run_session
     from .shard import Shard
     from .sharded_graph import ShardedGraph
-    from .validate import RULES, validate

@@ -8,12 +8,13 @@ the machine's core count, a later compile fails with "Cannot set NUMBA_NUM_THREA
 and an idle worker holds twice the memory it needs.  With lazy namespaces, ``import breadth.pipeline``
 costs nothing and a worker imports only the modules its tasks use.
 
-Several public names are also module names (``breadth.bfs.graph500`` is a module and the function it
-defines).  Importing a submodule makes the import system set the package attribute of the same name to
-the module; :class:`LazyPackage` keeps the exported function there instead, as an eager ``from .graph500
-import graph500`` did.  The submodule itself stays importable (``from breadth.bfs.graph500 import ...``).
+Several public names are also module names (``breadth.bfs.graph500`` is a sub-package and the function
+its driver defines).  Importing a submodule makes the import system set the package attribute of the same
+name to the module; :class:`LazyPackage` keeps the exported function there instead, as an eager ``from
+.graph500.driver import graph500`` did.  The submodule itself stays importable (``from
+breadth.bfs.graph500.driver import ...``).
 
->>> install(__name__, {"graph500": ".graph500"})         # doctest: +SKIP
+>>> install(__name__, {"graph500": ".graph500.driver"})         # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -27,10 +27,10 @@ class SearchConfig:
 
     * ``alpha``, ``beta``: the direction rule (bottom-up once the frontier's edges exceed the unexplored
       edges / ``alpha``; top-down again below n / ``beta`` vertices).  ``alpha`` None: the backend's
-      default (:meth:`breadth.bfs.engine.Engine.default_alpha`).
+      default (:meth:`breadth.bfs.engine.engine.Engine.default_alpha`).
     * ``degree_order``: bottom-up scans a shard's degree-ordered rows where it has them (CPU).
     * ``level_graphs``: GPU ranks with device rounds replay each level as a captured CUDA graph
-      (:mod:`breadth.bfs.level_graphs`); False queues every level from Python.
+      (:mod:`breadth.bfs.gpu.level_graphs`); False queues every level from Python.
     * ``graph_caps``: ``(small, large)`` row capacities of the captured top-down rounds (None: the
       defaults; tests force the second round with small ones).  ``check_rounds``: verify every captured
       round against an exact one (slow; for tests).

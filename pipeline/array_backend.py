@@ -115,7 +115,7 @@ def _gpu_bottom_up_order(shard):
     degree-ordered rows, built with the shard so that construction time counts them (several ranks get
     theirs from :func:`~breadth.pipeline.prepare`, which gathers every owner's degrees)."""
     if shard.nparts == 1:
-        from breadth.bfs.gpu_kernels import degree_ordered_columns
+        from breadth.bfs.gpu.kernels import degree_ordered_columns
 
         bu_off, bu_col = (shard.in_offsets, shard.in_columns) if shard.directed else (shard.offsets, shard.columns)
         ordered = degree_ordered_columns(bu_off, bu_col)  # None when device memory is short

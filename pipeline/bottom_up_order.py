@@ -23,8 +23,8 @@ def _bottom_up_rows(shard: Shard):
 
 def shard_degree_buckets(shard: Shard) -> np.ndarray:
     """uint8 ``(num_local,)``: the degree bucket of each owned vertex in bottom-up's rows
-    (:func:`breadth.bfs.bottom_up.degree_buckets`), to be gathered by every owner of a several-rank graph."""
-    from breadth.bfs.bottom_up import degree_buckets
+    (:func:`breadth.bfs.cpu.bottom_up.degree_buckets`), to be gathered by every owner of a several-rank graph."""
+    from breadth.bfs.cpu.bottom_up import degree_buckets
 
     return degree_buckets(_bottom_up_rows(shard)[0])
 
@@ -33,7 +33,7 @@ def with_bottom_up_order(shard: Shard, buckets: list[np.ndarray] | None = None) 
     """The shard with ``meta["bu_columns"]``: its bottom-up rows with each row's neighbours by decreasing
     degree.  ``buckets``: every owner's :func:`shard_degree_buckets` in rank order (one byte per vertex of
     the graph); ``None`` for a one-rank graph, whose own rows give every degree."""
-    from breadth.bfs.bottom_up import degree_ordered_columns
+    from breadth.bfs.cpu.bottom_up import degree_ordered_columns
 
     off, col = _bottom_up_rows(shard)
     ordered = degree_ordered_columns(off, col, None if buckets is None else np.concatenate(buckets))

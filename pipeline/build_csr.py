@@ -21,7 +21,7 @@ from .partition import Piece
 @numba.njit(nogil=True, cache=True)
 def _count_rows(entries, lo, r0, r1, deg):
     """Count the entries whose local row is in ``[r0, r1)``; threads own disjoint row ranges."""
-    # unsigned indices: Numba checks signed ones for wraparound on every access (see bfs/bottom_up.py)
+    # unsigned indices: Numba checks signed ones for wraparound on every access (see bfs/cpu/bottom_up.py)
     base = np.uint64(lo) + np.uint64(r0)
     nrows = np.uint64(r1 - r0)
     for i in range(entries.shape[0]):
@@ -174,7 +174,7 @@ def build_shard(rank: int, nparts: int, num_vertices: int, pieces: list[Piece], 
     in_offsets = in_columns = None
     if directed:
         # tuple_degree stays the OUT-tuple count: a directed search's Graph500 edge count is the tuples
-        # whose tail it reached (each counted once), see bfs/graph500.py
+        # whose tail it reached (each counted once), see bfs/graph500/driver.py
         in_offsets, in_columns, _ = csr_from_entries([p.inc for p in pieces], lo, hi - lo, num_vertices)
     loops = np.zeros(hi - lo, np.int64)
     for p in pieces:

@@ -86,7 +86,7 @@ def build_shard_gpu(rank: int, nparts: int, num_vertices: int, pieces: list[Piec
     if nparts == 1:
         # Bottom-up's degree-ordered copy of its rows is part of the structure a search uses, so it is
         # built here and counted in construction time (one rank: every neighbour's degree is local).
-        from breadth.bfs.gpu_kernels import degree_ordered_columns
+        from breadth.bfs.gpu.kernels import degree_ordered_columns
 
         bu_off, bu_col = (in_offsets, in_columns) if directed else (offsets, columns)
         ordered = degree_ordered_columns(bu_off, bu_col)
@@ -102,8 +102,8 @@ def _bottom_up_rows(shard: Shard):
 
 def shard_degree_buckets(shard: Shard) -> np.ndarray:
     """Host uint8 ``(num_local,)``: the degree bucket of each owned vertex in bottom-up's rows
-    (:func:`breadth.bfs.gpu_kernels.degree_buckets`), to be gathered by every owner."""
-    from breadth.bfs.gpu_kernels import degree_buckets
+    (:func:`breadth.bfs.gpu.kernels.degree_buckets`), to be gathered by every owner."""
+    from breadth.bfs.gpu.kernels import degree_buckets
 
     return cp.asnumpy(degree_buckets(_bottom_up_rows(shard)[0]))
 
@@ -112,7 +112,7 @@ def with_bottom_up_order(shard: Shard, buckets: list[np.ndarray]) -> Shard:
     """Add bottom-up's degree-ordered rows to a shard of a several-rank graph: ``buckets`` are every
     owner's :func:`shard_degree_buckets` in rank order (one byte per vertex of the graph).  Built during
     preparation, as for one rank, so that Graph500's construction time includes it."""
-    from breadth.bfs.gpu_kernels import degree_ordered_columns
+    from breadth.bfs.gpu.kernels import degree_ordered_columns
 
     off, col = _bottom_up_rows(shard)
     ordered = degree_ordered_columns(off, col, cp.asarray(np.concatenate(buckets)))

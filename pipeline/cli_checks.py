@@ -137,7 +137,7 @@ def protocol(name: str, device: str | None = None) -> None:
         if device == "cpu":
             raise UsageError("--protocol nccl moves device buffers between GPU ranks: add --device gpu, or use "
                              "--protocol auto or tcp")
-        from breadth.bfs.session import nccl_available
+        from breadth.bfs.engine.session import nccl_available
 
         if not nccl_available():
             raise UsageError("--protocol nccl: CuPy's NCCL is not available here; install 'breadth[gpu]' "

@@ -84,7 +84,7 @@ def source_items(args) -> list[tuple[str, str]]:
 
 def typed_ids(graph, ids: list) -> np.ndarray:
     """``ids`` as an array of the graph's id type (int64 without an id map, the map's dtype otherwise)."""
-    from breadth.bfs.search import graph_id_map
+    from breadth.bfs.engine.search import graph_id_map
 
     idm = graph_id_map(graph)
     return np.asarray(ids, np.int64) if idm is None else np.array(ids, dtype=idm.dtype)
@@ -93,7 +93,7 @@ def typed_ids(graph, ids: list) -> np.ndarray:
 def missing_source(graph, ids: np.ndarray) -> int | None:
     """Index of the first of ``ids`` (:func:`typed_ids`) that is not a vertex of ``graph``, or None; looked
     up in the id-map parts on the workers, all ids in one pass."""
-    from breadth.bfs.search import graph_id_map
+    from breadth.bfs.engine.search import graph_id_map
 
     idm = graph_id_map(graph)
     if idm is None:

@@ -137,8 +137,8 @@ def ingest(args) -> int:
     Rerunning it on a partial store resumes (the input is read and prepared again, complete shards
     are kept); the input files' sizes and modification times are part of the parameters, so a changed
     input is refused rather than mixed into a half-written store."""
-    from breadth.pipeline import read_edges
     from breadth.io.shard_store import write_store
+    from breadth.pipeline import read_edges
 
     from .cluster import resolve_device
     from .prepare import prepare
@@ -232,7 +232,7 @@ def info(args) -> int:
 
 
 def _parse_roots(graph, texts: list[str]):
-    from breadth.bfs.search import graph_id_map
+    from breadth.bfs.engine.search import graph_id_map
 
     idm = graph_id_map(graph)  # its dtype only: the map itself stays on the workers
     if idm is not None and idm.dtype == object:
@@ -257,7 +257,7 @@ def bfs_cmd(args) -> int:
     a Parquet dataset that ``pandas.read_parquet(DIR)`` reads.  ``--root``: one search per root (``--batch``:
     up to 64 of them per pass); ``--source``/``--sources``: one search from all the sources together."""
     from breadth.bfs import bfs
-    from breadth.bfs.search import to_dense, write_results_dataset
+    from breadth.bfs.engine.search import to_dense, write_results_dataset
     from breadth.io.shard_store import load_store
 
     from .cli_sources import missing_source, typed_ids

@@ -76,7 +76,7 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
     (:func:`~breadth.pipeline.shuffle.cluster_memory`).  Each worker sees only its own GPU
     (``CUDA_VISIBLE_DEVICES`` rotated), so CuPy's device 0 on worker ``r`` is GPU ``r``.  CuPy allocates
     from its own pool on the workers even where RMM is installed (see
-    :func:`breadth.bfs.gpu_kernels.use_cupy_pool`).  Install with the ``gpu`` extra (CUDA 12) or
+    :func:`breadth.bfs.gpu.backend.use_cupy_pool`).  Install with the ``gpu`` extra (CUDA 12) or
     ``gpu-cuda13`` (CUDA 13).  The first start on a machine compiles the GPU kernels, saying so on
     stderr (:mod:`breadth.pipeline.gpu_kernel_cache`).
     """
@@ -112,7 +112,7 @@ def _start_gpu_worker() -> None:
     fresh search's construction.  Here it is part of starting the cluster, like importing CuPy."""
     import cupy
 
-    from breadth.bfs.gpu_kernels import use_cupy_pool
+    from breadth.bfs.gpu.backend import use_cupy_pool
 
     use_cupy_pool()
     a = cupy.arange(1024, dtype=cupy.int64)

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import os
 import sys
 import time
+from importlib import resources
 
 #: free device memory (bytes, on every worker) above which the warm-up also prepares a scale-26 graph,
 #: whose arrays pass 2^31 elements (it holds ~36 GB at its peak)
@@ -29,9 +29,10 @@ LARGE_WARM_UP_BYTES = 64 << 30
 LARGE_WARM_UP_SCALE = 26
 
 #: files whose CUDA sources (and the CuPy kernels they call) the warm-up compiles
-KERNEL_SOURCES = ("bfs/gpu_kernels.py", "bfs/batch_gpu.py", "bfs/level_graphs.py", "bfs/peer_memory.py",
-                  "pipeline/kronecker_gpu.py", "pipeline/build_csr_gpu.py", "pipeline/array_backend.py",
-                  "pipeline/hash_relabel_gpu.py")
+KERNEL_SOURCES = ("bfs/gpu/kernels.cu", "bfs/gpu/kernels.py", "bfs/gpu/backend.py", "bfs/gpu/batch_kernels.cu",
+                  "bfs/gpu/batch_kernels.py", "bfs/gpu/level_graphs.py", "bfs/gpu/peer_push.cu",
+                  "bfs/transport/peer_memory.py", "pipeline/kronecker_gpu.py", "pipeline/build_csr_gpu.py",
+                  "pipeline/array_backend.py", "pipeline/hash_relabel_gpu.py")
 
 
 def cache_dir() -> str:
@@ -48,15 +49,21 @@ def kernels_digest(sources: dict[str, bytes], toolchain: str) -> str:
     return h.hexdigest()[:16]
 
 
+def kernel_sources() -> dict[str, bytes]:
+    """The contents of :data:`KERNEL_SOURCES` (file name -> bytes), read from the installed packages
+    (package-dir maps the folders; the ``.cu`` files are package data)."""
+    sources = {}
+    for rel in KERNEL_SOURCES:
+        folder, name = rel.rsplit("/", 1)
+        sources[rel] = resources.files("breadth." + folder.replace("/", ".")).joinpath(name).read_bytes()
+    return sources
+
+
 def marker_path() -> str:
     """The marker that says this machine's cache holds the kernels of this breadth for this GPU."""
     import cupy
 
-    sources = {}
-    for rel in KERNEL_SOURCES:  # read through the installed modules (package-dir maps the folders)
-        module = importlib.import_module("breadth." + rel[:-3].replace("/", "."))
-        with open(module.__file__, "rb") as f:
-            sources[rel] = f.read()
+    sources = kernel_sources()
     dev = cupy.cuda.Device()
     toolchain = (f"cupy {cupy.__version__}; cuda {cupy.cuda.runtime.runtimeGetVersion()}; "
                  f"sm_{dev.compute_capability}")
@@ -97,7 +104,7 @@ def warm_up(client) -> None:
     what a real job runs, then prepare a scale-26 graph where the GPUs have room (the 64-bit-indexed
     variants); the graphs' shards are dropped at the end."""
     from breadth.bfs import bfs_batch, graph500
-    from breadth.bfs.roots import choose_roots
+    from breadth.bfs.graph500.roots import choose_roots
     from breadth.pipeline.kronecker import kronecker
     from breadth.pipeline.prepare import prepare
 

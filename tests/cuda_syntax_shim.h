@@ -1,4 +1,4 @@
-// Host-C++ declarations of the CUDA built-ins bfs/gpu_kernels.py and bfs/peer_memory.py use, so that g++ -fsyntax-only can
+// Host-C++ declarations of the CUDA built-ins the kernels of bfs/gpu/*.cu use, so that g++ -fsyntax-only can
 // check the kernels' source on machines without CUDA (tests/test_gpu_source.py).  Declarations only.
 #define __global__
 #define __device__

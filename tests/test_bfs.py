@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from breadth.bfs import bfs, graph500, validate
-from breadth.bfs.engine import Engine
+from breadth.bfs.engine.engine import Engine
 from breadth.bfs.shard import block_size
 from breadth.pipeline import from_dask_array, kronecker, prepare
 from breadth.pipeline.build_csr import build_shard

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from breadth.bfs import BatchEngine, bfs_batch
-from breadth.bfs.batch_search import batches
+from breadth.bfs.engine.batch_search import batches
 from breadth.bfs.results import write_results_dataset
 from breadth.pipeline import from_dask_array, kronecker, prepare
 
@@ -124,8 +124,8 @@ def test_batch_engine_deep_levels_grow_the_planes(directed):
 
 
 def test_batch_gpu_kernel_source_parses(tmp_path):
-    """bfs/batch_gpu.py's CUDA C++ parses (g++ -fsyntax-only with the shim of tests/test_gpu_source.py), for
-    32- and 64-bit column ids: NVRTC compiles it only on a GPU machine."""
+    """bfs/gpu/batch_kernels.cu's CUDA C++ parses (g++ -fsyntax-only with the shim of tests/test_gpu_source.py),
+    for 32- and 64-bit column ids: NVRTC compiles it only on a GPU machine."""
     import shutil
     import subprocess
 
@@ -134,7 +134,8 @@ def test_batch_gpu_kernel_source_parses(tmp_path):
     if shutil.which("g++") is None:
         pytest.skip("g++ is not installed")
     src = tmp_path / "batch.cu"
-    src.write_text(f'#include "{os.path.join(ROOT, "tests", "cuda_syntax_shim.h")}"\n' + _kernel_source("batch_gpu"))
+    shim = os.path.join(ROOT, "tests", "cuda_syntax_shim.h")
+    src.write_text(f'#include "{shim}"\n' + _kernel_source("batch_kernels.cu"))
     for defines in ([], ["-DCOL64"]):
         res = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-x", "c++", *defines, str(src)],
                              capture_output=True, text=True)
@@ -143,8 +144,8 @@ def test_batch_gpu_kernel_source_parses(tmp_path):
 
 @pytest.mark.parametrize("directed", [False, True])
 def test_batch_engine_on_gpu_equals_cpu(edges, directed):
-    """The CuPy kernels (bfs/batch_gpu.py) give the CPU's levels and valid parents, also with results derived
-    a few searches at a time; skipped without CuPy and a GPU."""
+    """The CuPy kernels (bfs/gpu/batch_kernels.py) give the CPU's levels and valid parents, also with results
+    derived a few searches at a time; skipped without CuPy and a GPU."""
     cp = pytest.importorskip("cupy")
     try:
         cp.cuda.runtime.getDeviceCount()

@@ -4,7 +4,7 @@ degree first, built by preparation, and searches over them still equal scipy's l
 import numpy as np
 
 from breadth.bfs import bfs
-from breadth.bfs.bottom_up import degree_buckets, degree_ordered_columns
+from breadth.bfs.cpu.bottom_up import degree_buckets, degree_ordered_columns
 from breadth.pipeline import kronecker, prepare
 
 from conftest import one_shard, scipy_levels

@@ -313,7 +313,7 @@ def test_protocol_nccl_on_cpu_ranks_is_a_usage_error():
 
 
 def test_protocol_auto_picks_per_backend():
-    from breadth.bfs.session import resolve_protocol
+    from breadth.bfs.engine.session import resolve_protocol
 
     assert resolve_protocol("auto", "cpu", 2) == "tcp"
     assert resolve_protocol("auto", "cpu", 1) == resolve_protocol("auto", "gpu", 1) == "self"

@@ -15,11 +15,11 @@ except Exception:  # CuPy without a driver
     _NDEV = 0
 pytestmark = pytest.mark.skipif(_NDEV == 0, reason="no CUDA device visible")
 
-from breadth.bfs.device_engine import DeviceEngine  # noqa: E402
-from breadth.bfs.engine import Engine  # noqa: E402
-from breadth.bfs.session import _engine_class, make_communicator  # noqa: E402
-from breadth.bfs.solo_gpu_comm import SoloGpuCommunicator  # noqa: E402
-from breadth.bfs.validate import validate, validate_rank  # noqa: E402
+from breadth.bfs.engine.device_engine import DeviceEngine  # noqa: E402
+from breadth.bfs.engine.engine import Engine  # noqa: E402
+from breadth.bfs.engine.session import _engine_class, make_communicator  # noqa: E402
+from breadth.bfs.graph500.validate import validate, validate_rank  # noqa: E402
+from breadth.bfs.transport.solo_gpu import SoloGpuCommunicator  # noqa: E402
 from breadth.pipeline.build_csr import build_shard  # noqa: E402
 from breadth.pipeline.build_csr_gpu import build_shard_gpu, split_by_owner_gpu  # noqa: E402
 from breadth.pipeline.kronecker import KroneckerParams, generate_edges  # noqa: E402
@@ -175,7 +175,7 @@ def test_several_sources_depth_limit_and_batches_on_gpu_match_the_cpu():
 
 @pytest.mark.parametrize("nwords", [0, 1, 1023, 1024, 1025, 5000])
 def test_bits_to_queue_gives_the_set_bits_ascending(nwords):
-    from breadth.bfs.gpu_kernels import GpuBackend
+    from breadth.bfs.gpu.backend import GpuBackend
 
     rng = np.random.default_rng(nwords)
     words = rng.integers(0, 2**63, nwords, dtype=np.uint64) & rng.integers(0, 2**63, nwords, dtype=np.uint64)
@@ -188,8 +188,8 @@ def test_bits_to_queue_gives_the_set_bits_ascending(nwords):
 
 
 def test_degree_order_sorted_a_row_range_at_a_time_equals_one_sort(monkeypatch):
-    from breadth.bfs import gpu_kernels
-    from breadth.bfs.bottom_up import degree_ordered_columns as cpu_order
+    from breadth.bfs.gpu import kernels as gpu_kernels
+    from breadth.bfs.cpu.bottom_up import degree_ordered_columns as cpu_order
 
     p = KroneckerParams.make(14, 9, 0.57, 0.19, 0.19)
     shard = build_shard(0, 1, 1 << 14, split_by_owner(generate_edges(p, 0, 16 << 14), 1 << 14, 1 << 14, 1))

@@ -145,7 +145,7 @@ def test_results_stay_distributed_and_round_trip(tmp_path, lclient):
     import pyarrow.dataset as ds
 
     from breadth.bfs import bfs
-    from breadth.bfs.search import write_results_dataset
+    from breadth.bfs.engine.search import write_results_dataset
     from breadth.pipeline import read_parquet
     from breadth.pipeline import prepare
 
@@ -188,8 +188,8 @@ def test_results_stay_distributed_and_round_trip(tmp_path, lclient):
 
 def test_store_round_trip_keeps_the_parts(tmp_path, lclient):
     from breadth.bfs import bfs
-    from breadth.pipeline import read_parquet
     from breadth.io.shard_store import load_store, read_manifest, write_store
+    from breadth.pipeline import read_parquet
     from breadth.pipeline import prepare
 
     e = _sparse_edges("str", seed=5)

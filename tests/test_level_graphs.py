@@ -1,10 +1,10 @@
-"""The host-side decisions of the captured multi-GPU levels (bfs/level_graphs.py), which every rank must
+"""The host-side decisions of the captured multi-GPU levels (bfs/gpu/level_graphs.py), which every rank must
 take alike from the same gathered counters: which top-down graph runs a level, and which pairs its exact
 second round moves.  The graphs themselves run on GPU machines (tests/test_multigpu.py)."""
 
 import numpy as np
 
-from breadth.bfs.level_graphs import CAPS, choose_top_down, resend_plan
+from breadth.bfs.gpu.level_graphs import CAPS, choose_top_down, resend_plan
 
 
 def test_choose_top_down_cap_and_prefix():

@@ -24,9 +24,9 @@ except Exception:  # CuPy without a driver
 pytestmark = pytest.mark.skipif(_NDEV < 2, reason="fewer than two CUDA devices visible")
 
 from breadth.bfs import choose_roots, run_session  # noqa: E402
+from breadth.bfs.engine.session import RankError, WorkerDied  # noqa: E402
+from breadth.bfs.graph500.validate import validate_rank  # noqa: E402
 from breadth.bfs.search_config import SearchConfig  # noqa: E402
-from breadth.bfs.session import RankError, WorkerDied  # noqa: E402
-from breadth.bfs.validate import validate_rank  # noqa: E402
 from breadth.pipeline import kronecker, prepare  # noqa: E402
 from breadth.pipeline.cluster import local_cuda_cluster  # noqa: E402
 
@@ -77,12 +77,12 @@ def _graph_levels(engine, setup_s, root):
     return dict(engine.graphs.launches) if getattr(engine, "graphs", None) else {}
 
 
-# "nccl" runs the device-counter engine (breadth.bfs.device_engine) with its levels captured as CUDA
-# graphs (breadth.bfs.level_graphs) whose rounds go through peer memory (breadth.bfs.peer_memory) where
-# the GPUs reach each other, "nccl-nopeer" the same graphs with NCCL rounds, "nccl-overflow" that with
-# pair caps so small that top-down levels take the exact second round, "nccl-queued" the same engine
-# queueing each level from Python, "nccl-exact" that with every top-down level sized by a counters round
-# first, "nccl-host" the host-counter engine
+# "nccl" runs the device-counter engine (breadth.bfs.engine.device_engine) with its levels captured as CUDA
+# graphs (breadth.bfs.gpu.level_graphs) whose rounds go through peer memory (breadth.bfs.transport.peer_memory)
+# where the GPUs reach each other, "nccl-nopeer" the same graphs with NCCL rounds, "nccl-overflow" that with
+# pair caps so small that top-down levels take the exact second round, "nccl-queued" the same engine queueing
+# each level from Python, "nccl-exact" that with every top-down level sized by a counters round first,
+# "nccl-host" the host-counter engine
 _VARIANT = {"nccl-nopeer": SearchConfig(peer_memory=False), "nccl-queued": SearchConfig(level_graphs=False),
             "nccl-overflow": SearchConfig(graph_caps=(16, 64)),
             "nccl-exact": SearchConfig(spec_pairs=0, level_graphs=False),

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from breadth.bfs import RankError, run_session
-from breadth.bfs.communicator import CommError
-from breadth.bfs.session import WorkerDied, make_communicator
-from breadth.bfs.validate import validate_rank
+from breadth.bfs.engine.session import WorkerDied, make_communicator
+from breadth.bfs.graph500.validate import validate_rank
+from breadth.bfs.transport.communicator import CommError
 from breadth.pipeline import from_dask_array, kronecker, prepare
 from breadth.pipeline.cluster import worker_addresses
 

@@ -1,11 +1,11 @@
-"""The host side of peer-memory rounds (bfs/peer_memory.py): which bytes go where.  The rounds themselves
-run only between GPUs (tests/test_multigpu.py runs every level through them on a GPU machine)."""
+"""The host side of peer-memory rounds (bfs/transport/peer_memory.py): which bytes go where.  The rounds
+themselves run only between GPUs (tests/test_multigpu.py runs every level through them on a GPU machine)."""
 
 from __future__ import annotations
 
 import pytest
 
-from breadth.bfs.peer_memory import push_segments
+from breadth.bfs.transport.peer_memory import push_segments
 
 
 def test_segments_land_at_the_receivers_offsets():

@@ -96,7 +96,7 @@ def test_results_dataset_in_slices_equals_the_frames(tmp_path, lclient, monkeypa
     import pyarrow.parquet as pq
 
     from breadth.bfs import bfs, results
-    from breadth.bfs.search import write_results_dataset
+    from breadth.bfs.engine.search import write_results_dataset
     from breadth.pipeline import prepare, read_parquet
 
     rng = np.random.default_rng(7)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from breadth.bfs import RULES, validate
-from breadth.bfs.engine import Engine
+from breadth.bfs.engine.engine import Engine
 from breadth.bfs.shard import block_size
 from breadth.pipeline import kronecker
 from breadth.pipeline.build_csr import build_shard
@@ -74,7 +74,7 @@ def test_engine_results_pass_on_many_roots():
 
 
 def test_tree_violations_counts_each_bad_chain():
-    from breadth.bfs.validate import tree_violations
+    from breadth.bfs.graph500.validate import tree_violations
 
     # 0 is the root; 1 -> 0 and 2 -> 1 are good; 3 <-> 4 is a cycle; 5 -> 6 -> (unreached 7) dangles;
     # 8's parent is outside the graph (counted once as outside and once as not ending at the root)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .id_map import as_id_map
-from .results import BFSResult, write_results_dataset
-from .search_config import SearchConfig
+from ..id_map import as_id_map
+from ..results import BFSResult, write_results_dataset
+from ..search_config import SearchConfig
 from .session import run_session
 
 __all__ = ["BFSResult", "bfs", "to_dense", "write_results_dataset"]
@@ -62,7 +62,7 @@ def bfs(graph, root=None, *, sources=None, depth_limit: int | None = None, proto
 
     * ``root``: an original id -> one :class:`~breadth.bfs.results.BFSResult`; a list of original ids ->
       a list of independent searches, one result each (searched one after another in one session; see
-      :func:`~breadth.bfs.batch_search.bfs_batch` to run up to 64 of them in one pass);
+      :func:`~breadth.bfs.engine.batch_search.bfs_batch` to run up to 64 of them in one pass);
     * ``sources``: original ids searched *together*, all at level 0 -> one result in which each reached
       vertex's level is its distance to the nearest source and its parent chain ends in one source (a
       source is its own parent).  Repeated sources count once.  The result's ``root`` (and the ``root``

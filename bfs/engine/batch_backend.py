@@ -1,6 +1,6 @@
 """Array backends of the batched engine: the same kernel names on NumPy (Numba) or CuPy arrays.
 
-:class:`~breadth.bfs.batch_engine.BatchEngine` calls only these names, so its level loop is the same on
+:class:`~breadth.bfs.engine.batch_engine.BatchEngine` calls only these names, so its level loop is the same on
 CPU and GPU ranks (as :mod:`.backend` does for the single-search engine).  The level steps return the
 level's counters as host integers ``(vertices, pairs, out_degree_sum, unfinished_in_degree_sum, or_word)``
 (``or_word``: the OR of the new frontier words, viewed as int64).
@@ -27,9 +27,10 @@ def _reduced(ctr: np.ndarray, orw: np.ndarray) -> tuple[int, int, int, int, int]
 
 
 def cpu_batch_kernels() -> SimpleNamespace:
-    """NumPy arrays, Numba kernels (:mod:`.batch_top_down`, :mod:`.batch_bottom_up`, :mod:`.batch_frontier`,
-    :mod:`.batch_results`)."""
-    from . import batch_bottom_up, batch_frontier, batch_results, batch_top_down
+    """NumPy arrays, Numba kernels (:mod:`~breadth.bfs.cpu.batch_top_down`,
+    :mod:`~breadth.bfs.cpu.batch_bottom_up`, :mod:`~breadth.bfs.cpu.batch_frontier`,
+    :mod:`~breadth.bfs.cpu.batch_results`)."""
+    from ..cpu import batch_bottom_up, batch_frontier, batch_results, batch_top_down
 
     def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, planes, depth, out_offsets,
                        chunks):
@@ -64,11 +65,12 @@ def cpu_batch_kernels() -> SimpleNamespace:
 
 
 def batch_kernels(name: str = "cpu") -> SimpleNamespace:
-    """``"cpu"`` or ``"gpu"`` (CuPy kernels of :mod:`.batch_gpu`, imported only when asked for)."""
+    """``"cpu"`` or ``"gpu"`` (CuPy kernels of :mod:`~breadth.bfs.gpu.batch_kernels`, imported only when
+    asked for)."""
     if name == "cpu":
         return cpu_batch_kernels()
     if name == "gpu":
-        from .batch_gpu import gpu_batch_kernels
+        from ..gpu.batch_kernels import gpu_batch_kernels
 
         return gpu_batch_kernels()
     raise ValueError(f"unknown backend {name!r}: expected 'cpu' or 'gpu'")

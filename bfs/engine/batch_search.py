@@ -1,17 +1,17 @@
 """``bfs_batch``: many independent searches, up to 64 per pass (MS-BFS), results as the single searches'.
 
 The roots are cut into batches of at most 64; each batch is one level-synchronous pass of
-:class:`~breadth.bfs.batch_engine.BatchEngine` on every rank, all batches in one session.  Each root's
-result is a :class:`~breadth.bfs.results.BFSResult` like :func:`~breadth.bfs.search.bfs`'s: the same levels
-as a single-root search (parents may differ; each is a neighbour one level up), data left on the workers.
+:class:`~breadth.bfs.engine.batch_engine.BatchEngine` on every rank, all batches in one session.  Each root's
+result is a :class:`~breadth.bfs.results.BFSResult` like :func:`~breadth.bfs.engine.search.bfs`'s: the same
+levels as a single-root search (parents may differ; each is a neighbour one level up), data left on the workers.
 """
 
 from __future__ import annotations
 
+from ..results import BFSResult
+from ..search_config import SearchConfig
 from .batch_engine import MAX_BATCH, BatchEngine
-from .results import BFSResult
 from .search import _as_ids, _pick, graph_id_map, to_dense
-from .search_config import SearchConfig
 from .session import run_session
 
 

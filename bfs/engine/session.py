@@ -13,9 +13,9 @@ import time
 import uuid
 from typing import Any, Callable
 
-from .communicator import SelfCommunicator
+from ..search_config import SearchConfig
+from ..transport.communicator import SelfCommunicator
 from .engine import Engine
-from .search_config import SearchConfig
 
 
 #: the search ranks' transports; "auto" picks one (:func:`resolve_protocol`)
@@ -23,7 +23,7 @@ PROTOCOLS = ("auto", "tcp", "ucx", "nccl")
 
 
 def nccl_available() -> bool:
-    """True when CuPy's NCCL binding loads (GPU ranks can use :mod:`breadth.bfs.nccl_comm`)."""
+    """True when CuPy's NCCL binding loads (GPU ranks can use :mod:`breadth.bfs.transport.nccl`)."""
     try:
         from cupy.cuda import nccl
 
@@ -61,20 +61,20 @@ def make_communicator(rank: int, size: int, session: str, protocol: str, timeout
     TCP, UCX or NCCL peers otherwise; NCCL's polling and peer memory as ``config`` says)."""
     if size == 1:
         if backend == "gpu":
-            from .solo_gpu_comm import SoloGpuCommunicator
+            from ..transport.solo_gpu import SoloGpuCommunicator
 
             return SoloGpuCommunicator()
         return SelfCommunicator()
     if protocol == "tcp":
-        from .tcp_comm import TCPCommunicator
+        from ..transport.tcp import TCPCommunicator
 
         return TCPCommunicator.connect(rank, size, session, timeout=timeout)
     if protocol == "ucx":
-        from .ucx_comm import UCXCommunicator
+        from ..transport.ucx import UCXCommunicator
 
         return UCXCommunicator.connect(rank, size, session, timeout=timeout)
     if protocol == "nccl":
-        from .nccl_comm import NCCLCommunicator
+        from ..transport.nccl import NCCLCommunicator
 
         return NCCLCommunicator.connect(rank, size, session, timeout=timeout, config=config)
     raise ValueError(f"unknown protocol {protocol!r}: expected 'tcp', 'ucx' or 'nccl' (resolve 'auto' first)")
@@ -142,7 +142,7 @@ def run_session(graph, body: Callable, *args, protocol: str = "auto", timeout: f
     """Run ``body(engine, setup_seconds, *args)`` on every rank of ``graph``; return the ranks' results
     (with ``gather=False``: the finished futures of the results, left on the ranks' workers).
     ``engine_class``: the engine each rank builds (default: the single-search engine for the backend;
-    :class:`~breadth.bfs.batch_engine.BatchEngine` for batched searches).  ``config``: the search's
+    :class:`~breadth.bfs.engine.batch_engine.BatchEngine` for batched searches).  ``config``: the search's
     tunables, the same on every rank (default: :meth:`SearchConfig.from_env` here, on the client).
 
     ``body`` must make the same collective calls on every rank.  If a rank raises, or its worker dies, the
@@ -206,7 +206,7 @@ class WorkerDied(RuntimeError):
 
 
 def _dead_ranks(client, graph) -> list[int]:
-    from .dask_workers import workers_info
+    from ..dask_workers import workers_info
 
     alive = set(workers_info(client))
     return [r for r, w in enumerate(graph.workers) if w not in alive]
@@ -218,7 +218,7 @@ def _first_failure(client, graph, futs) -> tuple[int, BaseException]:
     A rank's own exception (anything but ``CommError``) comes first, then a rank whose worker died, then
     the peer named by the earliest ``CommError`` (a rank that hangs), then the lowest failed rank.
     """
-    from .communicator import CommError
+    from ..transport.communicator import CommError
 
     # By now some rank has failed.  The others settle at once (they see its closed connections) unless
     # one is stalled -- and then its peers have already waited `timeout` for it (that is how the failure

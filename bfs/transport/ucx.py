@@ -1,6 +1,6 @@
 """UCX transport between BFS ranks, over ``ucxx`` (``pip install "breadth[ucx]"``).
 
-The same protocol as :mod:`.tcp_comm` (one header + one raw payload per peer and round, addresses
+The same protocol as :mod:`.tcp` (one header + one raw payload per peer and round, addresses
 exchanged once through Dask), with UCX endpoints instead of sockets: UCX picks shared memory, TCP,
 InfiniBand or NVLink by itself.  Payloads go to ``Endpoint.send``/``recv`` as buffers, never pickled:
 NumPy arrays now, CuPy arrays later (the header's device flag tells the receiver to allocate the receive
@@ -8,7 +8,7 @@ buffer with CuPy, so a device array travels GPU to GPU with no host copy when UC
 
 ucxx is asyncio-based; each communicator runs its own event loop in a daemon thread, and the synchronous
 collectives submit a coroutine to it and wait.  ``ucxx`` is imported only when a communicator is built,
-so ``import breadth.bfs.ucx_comm`` works on machines without UCX and :meth:`UCXCommunicator.connect`
+so ``import breadth.bfs.transport.ucx`` works on machines without UCX and :meth:`UCXCommunicator.connect`
 raises ``ImportError`` with the install command.
 """
 

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from .search_config import SearchConfig
+from ..search_config import SearchConfig
 
 if TYPE_CHECKING:
-    from .gpu_kernels import GpuBackend
+    from ..gpu.backend import GpuBackend
 
 
 def _parent_dtype(num_vertices: int) -> np.dtype:
@@ -19,7 +19,7 @@ def _parent_dtype(num_vertices: int) -> np.dtype:
 
 class Backend(Protocol):
     """What the engines ask of an array backend (:class:`CpuBackend`, the GPU's
-    :class:`~breadth.bfs.gpu_kernels.GpuBackend`): the array module, the kernels of a level (top-down
+    :class:`~breadth.bfs.gpu.backend.GpuBackend`): the array module, the kernels of a level (top-down
     step and claims, bottom-up step, frontier conversions), search hooks, and these declared features:
 
     * ``async_levels``: levels can be queued without a host wait (``top_down_async``, ``bottom_up_async``,
@@ -49,7 +49,7 @@ class Backend(Protocol):
 
 class CpuBackend:
     """NumPy arrays, Numba kernels, and the per-engine state they keep between levels (one instance per
-    :class:`~breadth.bfs.engine.Engine`): the top-down workspace (buffers that grow to the largest level
+    :class:`~breadth.bfs.engine.engine.Engine`): the top-down workspace (buffers that grow to the largest level
     seen and are then reused, so no level page-faults fresh memory), bottom-up's words of unvisited
     vertices with edges (rebuilt from the parents at the first bottom-up level after a search starts or a
     top-down level, then kept by the bottom-up kernel itself) and the shard's degree-ordered rows."""
@@ -63,7 +63,7 @@ class CpuBackend:
     checks_on_device = False
 
     def __init__(self):
-        from . import bottom_up, frontier, top_down
+        from ..cpu import bottom_up, frontier, top_down
 
         self._td, self._bu = top_down, bottom_up
         self.degree_sum = top_down.degree_sum
@@ -120,7 +120,7 @@ def get_backend(name: str = "cpu", config: SearchConfig | None = None) -> CpuBac
     if name == "cpu":
         return cpu_backend()
     if name == "gpu":
-        from .gpu_kernels import gpu_backend
+        from ..gpu.backend import gpu_backend
 
         return gpu_backend(config)
     raise ValueError(f"unknown backend {name!r}: expected 'cpu' or 'gpu'")

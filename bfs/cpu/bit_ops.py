@@ -1,14 +1,14 @@
 """Word primitives for Numba kernels that Numba does not offer: atomic fetch-or, count-trailing-zeros,
 population count and a cache prefetch hint.
 
-The batched search (:mod:`breadth.bfs.batch_top_down`) lets several threads set bits of the same 64-bit
+The batched search (:mod:`breadth.bfs.cpu.batch_top_down`) lets several threads set bits of the same 64-bit
 visit word.  A plain ``seen[v] |= bits`` from two threads can lose one thread's bits (read-modify-write),
 and a lost bit there is a lost vertex for that root, so the word is updated with LLVM's ``atomicrmw or``,
 which also returns the previous word: the one thread that finds a ``next`` word empty lists its vertex,
 and ``bits & ~old`` of a ``sent`` word are the bits this thread is the first to send.  ``ctz`` is LLVM's ``cttz``, one instruction (``tzcnt``)
 where a loop over the bits would take up to 63 steps; ``popcount`` is ``ctpop`` (``popcnt``).  ``prefetch``
 (LLVM's ``prefetch``) asks for a line that a scan will read a few steps later, for scans whose reads are
-random (:mod:`breadth.bfs.batch_results`).
+random (:mod:`breadth.bfs.cpu.batch_results`).
 
 >>> import numba, numpy as np
 >>> @numba.njit

@@ -21,11 +21,11 @@ from types import SimpleNamespace
 import numba
 import numpy as np
 
-from .batch_engine import BatchEngine
-from .batch_search import batches
+from ..engine.batch_engine import BatchEngine
+from ..engine.batch_search import batches
+from ..engine.session import resolve_protocol, run_session
+from ..search_config import SearchConfig
 from .roots import choose_roots
-from .search_config import SearchConfig
-from .session import resolve_protocol, run_session
 from .statistics import report_lines, statistics
 from .validate import RULES, validate_rank
 
@@ -201,10 +201,10 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
     defaults with the environment's ``BREADTH_*`` overrides), recorded in the report's header
     (``search_config``).  ``alpha``/``beta`` override its direction rule's thresholds (bottom-up once the
     frontier's edges exceed the unexplored edges / alpha; top-down again below n / beta vertices);
-    ``alpha`` None is the backend's default (:meth:`breadth.bfs.engine.Engine.default_alpha`: 15 on CPUs,
+    ``alpha`` None is the backend's default (:meth:`breadth.bfs.engine.engine.Engine.default_alpha`: 15 on CPUs,
     50 on one or two GPUs, scaled by (ranks / 2)^2 beyond).
 
-    ``batch``: search the roots 64 at a time in one pass each (MS-BFS, :mod:`breadth.bfs.batch_engine`);
+    ``batch``: search the roots 64 at a time in one pass each (MS-BFS, :mod:`breadth.bfs.engine.batch_engine`);
     each root's ``time`` is then its batch's time -- the pass plus deriving every root's parents and
     levels -- divided by the batch's size (the rows also carry ``batch``, ``batch_size``, ``batch_time``,
     ``pass_time`` and ``results_time``), so TEPS are the batch's edges per second shared out, not a

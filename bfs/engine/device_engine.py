@@ -1,6 +1,6 @@
 """The SPMD engine with its counters kept on the device: multi-GPU levels with one or two synchronisations.
 
-:class:`~breadth.bfs.engine.Engine` learns each count on the host as soon as a kernel produces it.  On
+:class:`~breadth.bfs.engine.engine.Engine` learns each count on the host as soon as a kernel produces it.  On
 GPUs every such read is a synchronisation, and with two ranks a top-down level made about five of them
 (expansion, shape header, payload, claim, counters) and a bottom-up level three: ~350 µs a level on two
 NVLink H200s, against a few µs of data moved.  Here each kernel adds its counts to a small int64 vector
@@ -21,12 +21,12 @@ waits only where it must know a size:
   the level's own queue and counters, and a second all-gather closes the level (synchronisation two).
 
 By default (``SearchConfig(level_graphs=False)`` turns it off) each of these levels is replayed as a CUDA graph
-(:mod:`breadth.bfs.level_graphs`): one launch and one wait per level, a second exact round only when a
+(:mod:`breadth.bfs.gpu.level_graphs`): one launch and one wait per level, a second exact round only when a
 top-down level's pairs overflow the captured buffers; the queued levels below remain for A/B runs.
 
 The search itself (direction rule, levels, results) is the base engine's; only where the counts live
 changes.  Per-level ``local_s`` is the kernels' time from CUDA events; ``exchange_s`` the rest of the
-level; ``reduce_s`` the last counters round.  Selected by :func:`breadth.bfs.session.run_session` for GPU
+level; ``reduce_s`` the last counters round.  Selected by :func:`breadth.bfs.engine.session.run_session` for GPU
 ranks whose communicator supports device rounds (NCCL), unless ``SearchConfig(device_counters=False)``.
 """
 
@@ -63,7 +63,7 @@ class DeviceEngine(Engine):
         # config.level_graphs off queues every level from Python (for A/B measurements)
         self.graphs = None
         if self.config.level_graphs:
-            from .level_graphs import LevelGraphs
+            from ..gpu.level_graphs import LevelGraphs
 
             self.graphs = LevelGraphs(self)
 

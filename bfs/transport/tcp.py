@@ -14,7 +14,7 @@ that send to each other at once.
 
 Failure model: a peer whose process exits or whose socket closes is seen at once (EOF or reset); a peer
 that stops answering is given up after ``timeout`` seconds without progress.  Either way the collective
-raises :class:`~breadth.bfs.communicator.CommError` naming the peer.
+raises :class:`~breadth.bfs.transport.communicator.CommError` naming the peer.
 """
 
 from __future__ import annotations

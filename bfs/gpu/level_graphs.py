@@ -17,9 +17,9 @@ counters' all-gather and their copy to the host) is captured once into a CUDA gr
   peer went past it shows it in the gathered counters, and an exact second round (the level's only other
   wait) resends those.  Ping-pong queues, one graph per (buffer, ``cap``, prefix kind).
 
-The rounds go through the communicator: NCCL calls, or one :mod:`breadth.bfs.peer_memory` kernel each when
-the GPUs reach each other's memory; the buffers a round lands in are the communicator's
-(:meth:`~breadth.bfs.nccl_comm.NCCLCommunicator.device_buffer`) and shared by every graph of a kind.
+The rounds go through the communicator: NCCL calls, or one :mod:`breadth.bfs.transport.peer_memory` kernel each
+when the GPUs reach each other's memory; the buffers a round lands in are the communicator's
+(:meth:`~breadth.bfs.transport.nccl.NCCLCommunicator.device_buffer`) and shared by every graph of a kind.
 
 What varies between levels (the depth, this rank's queue length) is copied by the graph's first node from
 pinned host memory into a device block that the ``*_g`` kernels read.  Every rank picks the graph and
@@ -87,13 +87,13 @@ def _caps(peer: bool, given: tuple[int, int] | None) -> tuple[int, int]:
 
 
 class LevelGraphs:
-    """The captured levels of one :class:`~breadth.bfs.device_engine.DeviceEngine` (its buffers, graphs and
+    """The captured levels of one :class:`~breadth.bfs.engine.device_engine.DeviceEngine` (its buffers, graphs and
     stream).  Call :meth:`bottom_up` / :meth:`top_down` inside ``with graphs.stream:``."""
 
     def __init__(self, engine):
         import cupy as cp
 
-        from .gpu_kernels import _SMALL_QUEUE
+        from .kernels import _SMALL_QUEUE
 
         self.cp, self.e = cp, engine
         s, comm = engine.shard, engine.comm

@@ -2,11 +2,13 @@
 
 Algorithm (Then et al., "The More the Merrier: Efficient Multi-Source Graph Traversal", VLDB 2015, on the
 1D partition of :mod:`.engine`): each owned vertex has a 64-bit ``seen``/``frontier``/``next`` word, bit ``i``
-for search ``i``, and ``B`` words of bit-sliced levels (``planes``, see :mod:`.batch_frontier`).  Each level is
+for search ``i``, and ``B`` words of bit-sliced levels (``planes``, see
+:mod:`~breadth.bfs.cpu.batch_frontier`).  Each level is
 
-1. a local step over the aggregate frontier -- top-down (:mod:`.batch_top_down`: each frontier vertex's
-   edges read once for all its searches) or bottom-up (:mod:`.batch_bottom_up`: each unfinished vertex
-   ORs its in-neighbours' frontier words until it has every search still running);
+1. a local step over the aggregate frontier -- top-down (:mod:`~breadth.bfs.cpu.batch_top_down`: each
+   frontier vertex's edges read once for all its searches) or bottom-up
+   (:mod:`~breadth.bfs.cpu.batch_bottom_up`: each unfinished vertex ORs its in-neighbours' frontier words until
+   it has every search still running);
 2. the exchange -- top-down: ``(vertex, bits)`` pairs to the vertices' owners; bottom-up: an all-gather of
    the frontier words (as ``(id, word)`` pairs when sparser than half the words);
 3. the end of the level (``seen |= next``, the level's bits into ``planes``, ``frontier = next``; fused into
@@ -16,7 +18,8 @@ for search ``i``, and ``B`` words of bit-sliced levels (``planes``, see :mod:`.b
 Nothing is written per (vertex, search) during the pass: its state is ``3 + B`` words per owned vertex
 (``B = 4`` planes hold 15 levels; more are added as the depth grows), plus, on several ranks, two words per
 global vertex (the gathered frontier and the sent filter).  Per-search levels and parents are derived
-afterwards, for a group of searches at a time (:meth:`BatchEngine.results`, :mod:`.batch_results`).
+afterwards, for a group of searches at a time (:meth:`BatchEngine.results`,
+:mod:`~breadth.bfs.cpu.batch_results`).
 
 The direction is chosen on the aggregate frontier with Beamer's rule (bottom-up once the frontier
 vertices' out-edges times ``alpha`` exceed the in-edges of the vertices still missing a running search;
@@ -34,11 +37,11 @@ import time
 
 import numpy as np
 
+from ..search_config import SearchConfig
+from ..shard import Shard
+from ..transport.communicator import Communicator, SelfCommunicator
 from .batch_backend import batch_kernels
-from .communicator import Communicator, SelfCommunicator
 from .engine import Engine, LevelRecord
-from .search_config import SearchConfig
-from .shard import Shard
 
 #: searches per batch: one bit of a 64-bit word each
 MAX_BATCH = 64
@@ -48,15 +51,15 @@ FIRST_PLANES = 4
 
 class BatchEngine:
     """Batched searches over one rank's shard (``backend`` "cpu": Numba kernels; "gpu": the CuPy kernels of
-    :mod:`.batch_gpu`).  After :meth:`search`, :meth:`result` gives search ``i``'s ``(parent, level)`` of the
-    owned vertices as host arrays (parents in global ids; -1 unreached).
+    :mod:`~breadth.bfs.gpu.batch_kernels`).  After :meth:`search`, :meth:`result` gives search ``i``'s
+    ``(parent, level)`` of the owned vertices as host arrays (parents in global ids; -1 unreached).
 
     ``result_bytes``: the most bytes of per-search results (``parent`` and ``level`` of the owned vertices,
     ``nloc * (parent itemsize + 4)`` a search) derived at once; None takes the backend's
     (all the batch's searches on CPUs, where the results stay on the worker anyway; 4 GiB on GPUs, so a
     batch never holds 64 n-sized parent arrays on the device).
 
-    ``records`` are :class:`~breadth.bfs.engine.LevelRecord` whose ``frontier``/``found`` count (vertex,
+    ``records`` are :class:`~breadth.bfs.engine.engine.LevelRecord` whose ``frontier``/``found`` count (vertex,
     search) pairs, all ranks."""
 
     #: the direction rule's ``alpha`` when none is given (GPUs: the single search's).  A batch's bottom-up

@@ -1,9 +1,9 @@
 """Per-search levels and parents of a batched pass (CPU), derived from its words after the pass.
 
-The pass (:mod:`.batch_engine`) leaves, for every vertex, ``seen`` (bit ``i``: search ``i`` reached it) and
-the bit-sliced levels ``planes`` (bit ``b`` of search ``i``'s level is bit ``i`` of ``planes[v, b]``).  A
-group of searches ``first .. first+count-1`` is turned into ``(count, nloc)`` level and parent arrays in
-one pass over the owned vertices, all the group's searches at once::
+The pass (:mod:`~breadth.bfs.engine.batch_engine`) leaves, for every vertex, ``seen`` (bit ``i``: search
+``i`` reached it) and the bit-sliced levels ``planes`` (bit ``b`` of search ``i``'s level is bit ``i`` of
+``planes[v, b]``).  A group of searches ``first .. first+count-1`` is turned into ``(count, nloc)`` level and
+parent arrays in one pass over the owned vertices, all the group's searches at once::
 
     for v owned:
         level[i, v] = sum_b bit_i(planes[v, b]) << b       (-1 where bit i of seen[v] is clear)

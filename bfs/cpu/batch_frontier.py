@@ -9,10 +9,10 @@ reached, whatever the number of searches that reached it.  :mod:`.batch_results`
 per-search levels and parents.
 
 After a top-down level the words found (``next``) become the frontier and ``next`` is cleared, over the
-vertices the level touched only, counting what the direction rule needs (see :mod:`.batch_engine`; a
-bottom-up level does the same for its vertices in its own loop).  For the bottom-up all-gather a
-rank sends its frontier as ``(local id, word)`` pairs when fewer than half of its words are non-zero, else
-the dense words (Bisson et al.'s list-or-bitmap choice, per word instead of per bit).
+vertices the level touched only, counting what the direction rule needs (see
+:mod:`~breadth.bfs.engine.batch_engine`; a bottom-up level does the same for its vertices in its own loop).  For
+the bottom-up all-gather a rank sends its frontier as ``(local id, word)`` pairs when fewer than half of its
+words are non-zero, else the dense words (Bisson et al.'s list-or-bitmap choice, per word instead of per bit).
 """
 
 from __future__ import annotations

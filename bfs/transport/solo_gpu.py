@@ -1,7 +1,7 @@
-"""One GPU rank alone: the device rounds of :mod:`breadth.bfs.device_engine` with no peer to talk to.
+"""One GPU rank alone: the device rounds of :mod:`breadth.bfs.engine.device_engine` with no peer to talk to.
 
 With a single GPU there is nothing to exchange, yet the device engine still pays off: its levels are
-captured as CUDA graphs (:mod:`breadth.bfs.level_graphs`), one launch and one wait each, where the host
+captured as CUDA graphs (:mod:`breadth.bfs.gpu.level_graphs`), one launch and one wait each, where the host
 engine queues every kernel of a level from Python and waits several times.  Here the "rounds" are what
 they mean for one rank: an all-gather is a device-to-device copy on the current stream (capturable), an
 exchange has no peer, and gathering the counters is one copy to pinned memory and one wait.
@@ -17,7 +17,7 @@ from .communicator import SelfCommunicator
 
 
 class SoloGpuCommunicator(SelfCommunicator):
-    """:class:`SelfCommunicator` with the device rounds of :class:`~breadth.bfs.nccl_comm.NCCLCommunicator`
+    """:class:`SelfCommunicator` with the device rounds of :class:`~breadth.bfs.transport.nccl.NCCLCommunicator`
     (``gather_device``, ``exchange_device``, ``allgather_into``, ``device_buffer``, ``wait``), so that a
     lone GPU rank runs the device engine.
 
@@ -26,7 +26,7 @@ class SoloGpuCommunicator(SelfCommunicator):
     array([[0, 1, 2]])
     """
 
-    #: the engine may keep its counters on the device (see :func:`breadth.bfs.session._engine_class`)
+    #: the engine may keep its counters on the device (see :func:`breadth.bfs.engine.session._engine_class`)
     device_counters = True
     #: no peer's memory is mapped: a round is a local copy
     peer_memory = False

@@ -75,7 +75,7 @@ def bottom_up_step(offsets, cols, frontier_bits, parent, level, depth, next_bits
 @numba.njit(parallel=True, nogil=True, cache=True)
 def degree_buckets(offsets):
     """uint8 ``63 - bitlength(degree)`` per row of ``offsets`` (``(num_local,)``): the sort key that puts
-    high-degree neighbours first (the GPU's :func:`~breadth.bfs.gpu_kernels.degree_buckets`, on the CPU);
+    high-degree neighbours first (the GPU's :func:`~breadth.bfs.gpu.kernels.degree_buckets`, on the CPU);
     owners exchange theirs so that every rank orders by global degree."""
     n = offsets.size - 1
     out = np.empty(n, np.uint8)

@@ -36,9 +36,9 @@ class Communicator(ABC):
     Optional features are declared here and overridden by the transports that have them:
     ``device_counters`` -- device rounds (counters, pair exchanges and all-gathers of device buffers on
     the GPU's stream, and ``device_buffer`` for their receive buffers), which the device engine and its
-    captured levels need (:mod:`breadth.bfs.nccl_comm`, :mod:`breadth.bfs.solo_gpu_comm`);
+    captured levels need (:mod:`breadth.bfs.transport.nccl`, :mod:`breadth.bfs.transport.solo_gpu`);
     ``peer_memory`` -- those rounds write straight into the peers' memory, so a round moves only its rows
-    (:mod:`breadth.bfs.peer_memory`)."""
+    (:mod:`breadth.bfs.transport.peer_memory`)."""
 
     rank: int
     size: int

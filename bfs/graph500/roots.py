@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .id_map import on_device
+from ..id_map import on_device
 
 
 def _degrees_of(shard, ids):

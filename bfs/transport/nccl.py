@@ -2,7 +2,7 @@
 
 The collectives run as NCCL kernels on the calling thread's current CUDA stream, so they are ordered
 with the engine's own kernels and never stage payloads through the host.  A TCP mesh
-(:class:`~breadth.bfs.tcp_comm.TCPCommunicator`, addresses exchanged once through Dask) comes first: it
+(:class:`~breadth.bfs.transport.tcp.TCPCommunicator`, addresses exchanged once through Dask) comes first: it
 carries NCCL's unique id from rank 0 to the others (so the id, too, goes through Dask's rendezvous once),
 and afterwards serves only as a liveness channel.
 
@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from ..search_config import SearchConfig
 from .communicator import CommError, Communicator
-from .search_config import SearchConfig
 
 _MAXDIM = 8
 _HDR = 3 + _MAXDIM  # dtype code, device flag, ndim, shape[8]
@@ -84,7 +84,8 @@ class NCCLCommunicator(Communicator):
         # poll="sleep" restores the old wait (time.sleep(0) between queries), for measurements
         self._spin_s = 0.0 if poll == "sleep" else _SPIN_S
         self._cancelled = _task_cancelled_probe()
-        #: peer-mapped receive buffers for captured rounds (:mod:`breadth.bfs.peer_memory`), set by connect
+        #: peer-mapped receive buffers for captured rounds (:mod:`breadth.bfs.transport.peer_memory`), set by
+        #: connect
         self._peer = None
 
     @classmethod
@@ -96,7 +97,7 @@ class NCCLCommunicator(Communicator):
             from cupy.cuda import nccl
         except Exception as e:  # CuPy without NCCL
             raise ImportError(f"protocol='nccl' needs CuPy with NCCL ({type(e).__name__}: {e})") from e
-        from .tcp_comm import TCPCommunicator
+        from .tcp import TCPCommunicator
 
         tcp = TCPCommunicator.connect(rank, size, session, timeout=timeout)
         try:
@@ -238,7 +239,7 @@ class NCCLCommunicator(Communicator):
         if payload:
             self._sent += sum(a.nbytes for p, x in sends.items() if p != self.rank for a in _arrays(x))
 
-    # -- device-resident rounds (breadth.bfs.device_engine): no host staging, at most one wait ---------
+    # -- device-resident rounds (breadth.bfs.engine.device_engine): no host staging, at most one wait ---------
     #: the engine may keep its counters on the device and use the two methods below
     device_counters = True
 
@@ -285,7 +286,7 @@ class NCCLCommunicator(Communicator):
     def device_buffer(self, shape, dtype):
         """A zeroed device array for a captured round to receive into (collective: every rank allocates
         the same shapes in the same order): mapped into every peer when peer memory is on, so that rounds
-        into it are one :func:`~breadth.bfs.peer_memory.peer_push` kernel instead of NCCL calls."""
+        into it are one :func:`~breadth.bfs.transport.peer_memory.peer_push` kernel instead of NCCL calls."""
         if self._peer is None:
             return self._cp.zeros(shape, dtype)
         return self._peer.alloc(shape, dtype)

@@ -1,7 +1,7 @@
-"""The wire format the host transports share (:mod:`~breadth.bfs.tcp_comm`, :mod:`~breadth.bfs.ucx_comm`): a
-message is a fixed header (magic, sequence number, dtype, device flag, shape, byte count) followed by the
-raw bytes of a C-contiguous array; ranks of one session recognise each other by a digest of its name and
-listen on their Dask worker's host."""
+"""The wire format the host transports share (:mod:`~breadth.bfs.transport.tcp`,
+:mod:`~breadth.bfs.transport.ucx`): a message is a fixed header (magic, sequence number, dtype, device flag,
+shape, byte count) followed by the raw bytes of a C-contiguous array; ranks of one session recognise each other
+by a digest of its name and listen on their Dask worker's host."""
 
 from __future__ import annotations
 

@@ -15,11 +15,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..cpu.frontier import num_words
+from ..search_config import SearchConfig
+from ..shard import Shard
+from ..transport.communicator import Communicator, SelfCommunicator
 from .backend import get_backend
-from .communicator import Communicator, SelfCommunicator
-from .frontier import num_words
-from .search_config import SearchConfig
-from .shard import Shard
 
 
 @dataclass
