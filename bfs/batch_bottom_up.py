@@ -29,12 +29,12 @@ import numba
 import numpy as np
 
 from .batch_frontier import record_level
-from .bit_ops import popcount
+from .bit_ops import ctz, popcount
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
 def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, planes, depth, out_offsets,
-                   bounds, ctr, orw):
+                   bounds, ctr, orw, found_by, found_at):
     """One batched bottom-up level, with the end of the level.
 
     ``offsets``/``cols``: this rank's in-edge rows (CSR of an undirected graph, CSC of a directed one),
@@ -45,6 +45,9 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
     ``planes`` (``(nloc, B)`` uint64) updated.  ``out_offsets``: the out-edge offsets (for the counters).
     ``bounds``: the threads' vertex chunks (:func:`.batch_frontier.vertex_chunks`); ``ctr``/``orw`` as
     :func:`.batch_frontier.finish_touched` writes them (with the unfinished in-degree sum counted).
+    ``found_by``: ``(nloc, k)`` parents by vertex (:func:`.batch_results.unpack`); for each search ``i`` that
+    reaches ``v`` now, ``found_by[v, i]`` gets the first in-neighbour found in its frontier (global id) and
+    ``found_at[v, i]`` (``(nloc, k)`` int32) the depth.
 
     >>> bottom_up_step(off, cols, fg, nonzero_bits(fg), True, np.uint64(3), seen, nxt, planes, 2, off,
     ...                bounds, ctr, orw)                                              # doctest: +SKIP
@@ -67,27 +70,29 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
                 # Unsigned indices: Numba checks every signed index for wraparound (see bottom_up.py).
                 k = np.uint64(offsets[v])
                 stop = np.uint64(offsets[v + 1])
-                if sparse:
-                    while k < stop:
-                        u = np.uint64(cols[k])
-                        # the bitmap (n / 8 bytes) stays in cache where the words (8 n bytes) do not: most
-                        # neighbours are not in a sparse frontier and cost no read of their word
-                        if (nonzero[u >> six] >> (u & low)) & one:
-                            got |= frontier[u]
-                            if (got & missing) == missing:
+                while k < stop:
+                    u = np.uint64(cols[k])
+                    # the bitmap (n / 8 bytes) stays in cache where the words (8 n bytes) do not: most
+                    # neighbours are not in a sparse frontier and cost no read of their word
+                    if not sparse or (nonzero[u >> six] >> (u & low)) & one:
+                        new = frontier[u] & missing & ~got
+                        if new:
+                            # u is the parent of the searches it is the first to bring
+                            got |= new
+                            while new:
+                                found_by[v, ctz(new)] = u
+                                new &= new - one
+                            if got == missing:
                                 break
-                        k += one
-                else:
-                    while k < stop:
-                        got |= frontier[np.uint64(cols[k])]
-                        if (got & missing) == missing:
-                            break
-                        k += one
-                got &= missing
+                    k += one
                 if got:
                     s |= got
                     seen[v] = s
                     record_level(planes, v, got, depth)
+                    x = got
+                    while x:
+                        found_at[v, ctz(x)] = depth
+                        x &= x - one
                     nv += 1
                     pairs += popcount(got)
                     fdeg += out_offsets[v + 1] - out_offsets[v]

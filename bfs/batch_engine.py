@@ -90,6 +90,10 @@ class BatchEngine:
         self.fglobal = xp.zeros(n, np.uint64) if self.comm.size > 1 else None
         s = self.shard
         self._bu = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
+        if backend == "cpu" and "bu_columns" in s.meta and self.config.degree_order:
+            # the rows by decreasing neighbour degree (as the single search's bottom-up): a hub is in
+            # most searches' frontiers, so a vertex meets all its missing searches sooner
+            self._bu = (self._bu[0], s.meta["bu_columns"])
         self._in_edges = int(self._bu[0][-1])
         self.nchunks = nchunks or 8 * (os.cpu_count() or 1)
         # the threads' vertex ranges for passes over all owned vertices, balanced on the in-edge rows
@@ -98,6 +102,9 @@ class BatchEngine:
         self._words = None  # seen and planes over all global ids, gathered once per batch for results
         self._group = None  # (first, parent, level): the last derived group of results
         self._buffers = None  # (parent, level) of a group, reused from group to group
+        # where ``k.records_parents``: (nloc, k) parents and levels by vertex, written by the steps (``rec``)
+        self._found = None
+        self._unpacked = False  # the batch's results are laid out in ``_buffers``
         self.nroots = 0
         self.roots = np.empty(0, np.int64)
         self.records: list[LevelRecord] = []
@@ -134,15 +141,32 @@ class BatchEngine:
         for a in (self.seen, self.next, self.frontier, self.planes, self.sent):
             a.fill(0)
         self._words = self._group = None
+        self._unpacked = False
+        if self.k.records_parents and (self._found is None or self._found[0].shape[1] != roots.size):
+            self._found = None
+            self._found = (xp.empty((s.num_local, roots.size), self.k.parent_dtype(s.num_vertices)),
+                           xp.empty((s.num_local, roots.size), np.int32))
         # built on the host (at most 64 roots), then copied: one transfer per array on a GPU
         words = {}
         for i, r in enumerate(roots.tolist()):
             if s.lo <= r < s.hi:
                 words[r - s.lo] = words.get(r - s.lo, 0) | (1 << i)
+                if self.k.records_parents:  # a root is its own parent, at level 0
+                    self._found[0][r - s.lo, i] = r
+                    self._found[1][r - s.lo, i] = 0
         local = xp.asarray(np.fromiter(words, np.int64, len(words)))
         if words:
             self.next[local] = xp.asarray(np.array(list(words.values()), np.uint64))
         return local
+
+    def _result_buffers(self, count: int):
+        """``(parent, level)``, ``(count, nloc)`` views of buffers kept from call to call (grown when short)."""
+        s = self.shard
+        if self._buffers is None or self._buffers[0].shape[0] < count:
+            self._buffers = None  # let the old ones go before the new ones are allocated
+            self._buffers = (self.xp.empty((count, s.num_local), self.k.parent_dtype(s.num_vertices)),
+                             self.xp.empty((count, s.num_local), np.int32))
+        return self._buffers[0][:count], self._buffers[1][:count]
 
     def _planes_for(self, depth: int) -> None:
         """Grow ``planes`` so that it holds level ``depth`` (one more plane, the old ones copied)."""
@@ -167,9 +191,10 @@ class BatchEngine:
         self.nroots, self.roots = int(roots.size), roots
         queue = self._start(roots)
         bu_off, bu_col = self._bu
+        rec = self._found if k.records_parents else None
         # level 0: the roots become the frontier; every in-edge is still to explore
         c = k.finish_touched(queue, queue[:0], self.next, self.frontier, self.seen, self.planes, 0, s.offsets,
-                             self.nchunks)
+                             self.nchunks, rec)
         cnt = self._counters(*c[:3], self._in_edges, c[4])
         counts, active = cnt[:, 0], self._active(cnt)
         frontier_vertices, frontier_pairs = int(counts.sum()), int(cnt[:, 1].sum())
@@ -191,7 +216,7 @@ class BatchEngine:
                 sparse = 8 * frontier_vertices <= fglobal.size
                 nonzero = k.nonzero_bits(fglobal) if sparse else fglobal[:0]
                 c = k.bottom_up_step(bu_off, bu_col, fglobal, nonzero, sparse, active, self.seen, self.next,
-                                     self.planes, depth, s.offsets, self.chunks)
+                                     self.planes, depth, s.offsets, self.chunks, rec)
                 self.frontier, self.next = self.next, self.frontier
                 next_is_clear, queue = False, None
                 t2 = t3 = time.perf_counter()
@@ -203,17 +228,18 @@ class BatchEngine:
                 if queue is None:
                     queue = xp.flatnonzero(self.frontier)
                 touched, pairs = k.top_down_step(s.offsets, s.columns, s.lo, queue, self.frontier, self.seen,
-                                                 self.next, self.sent, self.nchunks)
+                                                 self.next, self.sent, self.nchunks, rec)
                 t1 = time.perf_counter()
                 if comm.size > 1:
                     got = [touched]
                     for part in comm.alltoallv(k.pairs_by_owner(pairs, s.block, comm.size)):
                         if part.shape[0]:
-                            got.append(k.claim_pairs(part.reshape(-1, 2), s.lo, self.seen, self.next))
+                            got.append(k.claim_pairs(part.reshape(-1, k.pair_width), s.lo, self.seen, self.next,
+                                                     rec))
                     touched = xp.concatenate(got) if len(got) > 1 else touched
                 t2 = time.perf_counter()
                 c = k.finish_touched(touched, queue, self.next, self.frontier, self.seen, self.planes, depth,
-                                     s.offsets, self.nchunks)
+                                     s.offsets, self.nchunks, rec)
                 queue = touched
                 t3 = time.perf_counter()
                 local_s, exch = (t1 - t0) + (t3 - t2), t2 - t1
@@ -250,7 +276,7 @@ class BatchEngine:
     def group_size(self) -> int:
         """How many searches' results :meth:`result` derives at once (``result_bytes`` over a search's)."""
         per = self.shard.num_local * (self.k.parent_dtype(self.shard.num_vertices).itemsize + 4)
-        if self.result_bytes is None or per == 0:
+        if self.k.records_parents or self.result_bytes is None or per == 0:
             return MAX_BATCH
         return int(max(1, min(MAX_BATCH, self.result_bytes // per)))
 
@@ -263,14 +289,17 @@ class BatchEngine:
         count = self.nroots - first if count is None else count
         if not (0 <= first and 1 <= count and first + count <= self.nroots):
             raise IndexError(f"searches {first}..{first + count - 1} not in this batch of {self.nroots}")
-        s, xp = self.shard, self.xp
+        if self.k.records_parents:
+            # the steps wrote every reached (vertex, search)'s parent: laid out per search once per batch
+            if not self._unpacked:
+                self._group = None
+                self.k.unpack(self.seen, *self._found, self.chunks, *self._result_buffers(self.nroots))
+                self._unpacked = True
+            return self._buffers[0][first:first + count], self._buffers[1][first:first + count]
+        s = self.shard
         table = self._global_words()
         self._group = None  # its views are about to be overwritten
-        if self._buffers is None or self._buffers[0].shape[0] < count:
-            self._buffers = None  # let the old ones go before the new ones are allocated
-            self._buffers = (xp.empty((count, s.num_local), self.k.parent_dtype(s.num_vertices)),
-                             xp.empty((count, s.num_local), np.int32))
-        parent, level = self._buffers[0][:count], self._buffers[1][:count]
+        parent, level = self._result_buffers(count)
         self.k.derive(*self._bu, s.lo, table, self.planes.shape[1], self.roots, first, count, self.chunks, parent,
                       level)
         return parent, level

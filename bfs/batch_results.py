@@ -141,3 +141,31 @@ def derive(in_offsets, in_cols, lo, table, nplanes, roots, first, count, bounds,
                     parent[i, j0 + t] = par[first + i, t]
                     par[first + i, t] = -1
             j0 = j1
+
+
+
+
+@numba.njit(parallel=True, nogil=True, cache=True)
+def unpack(seen, found_by, found_at, bounds, parent, level):
+    """Per-search parents and levels of a pass whose steps recorded them by vertex (CPU).
+
+    ``seen``: ``(nloc,)`` uint64; ``found_by``/``found_at``: ``(nloc, k)`` parents (global ids; each search's
+    root its own) and int32 levels, valid where the search's bit of ``seen`` is set -- the steps write a
+    vertex's searches side by side, one cache line for up to 16 of them, where search-major rows would
+    take a line each.  Writes ``parent`` (``(k, nloc)``, -1 unreached) and ``level`` (``(k, nloc)`` int32, -1
+    unreached), search-major as the single search gives them, a tile of vertices at a time (the tile's
+    rows stay in cache while each search's run of it is written).  ``bounds``: the threads' vertex chunks
+    (:func:`.batch_frontier.vertex_chunks`)."""
+    one = np.uint64(1)
+    count = parent.shape[0]
+    for c in numba.prange(bounds.size - 1):
+        j0 = bounds[c]
+        while j0 < bounds[c + 1]:
+            j1 = min(j0 + TILE, bounds[c + 1])
+            for i in range(count):
+                bit = np.uint64(i)
+                for j in range(j0, j1):
+                    reached = (seen[j] >> bit) & one
+                    level[i, j] = found_at[j, i] if reached else -1
+                    parent[i, j] = found_by[j, i] if reached else -1
+            j0 = j1
