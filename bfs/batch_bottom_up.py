@@ -47,7 +47,7 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
     :func:`.batch_frontier.finish_touched` writes them (with the unfinished in-degree sum counted).
     ``found_by``: ``(nloc, k)`` parents by vertex (:func:`.batch_results.unpack`); for each search ``i`` that
     reaches ``v`` now, ``found_by[v, i]`` gets the first in-neighbour found in its frontier (global id) and
-    ``found_at[v, i]`` (``(nloc, k)`` int32) the depth.
+    ``found_at[v, i]`` (``(nloc, k)`` uint8) the depth's low byte.
 
     >>> bottom_up_step(off, cols, fg, nonzero_bits(fg), True, np.uint64(3), seen, nxt, planes, 2, off,
     ...                bounds, ctr, orw)                                              # doctest: +SKIP
@@ -90,8 +90,9 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
                     seen[v] = s
                     record_level(planes, v, got, depth)
                     x = got
+                    depth_byte = np.uint8(depth & 255)
                     while x:
-                        found_at[v, ctz(x)] = depth
+                        found_at[v, ctz(x)] = depth_byte
                         x &= x - one
                     nv += 1
                     pairs += popcount(got)

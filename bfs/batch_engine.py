@@ -145,7 +145,7 @@ class BatchEngine:
         if self.k.records_parents and (self._found is None or self._found[0].shape[1] != roots.size):
             self._found = None
             self._found = (xp.empty((s.num_local, roots.size), self.k.parent_dtype(s.num_vertices)),
-                           xp.empty((s.num_local, roots.size), np.int32))
+                           xp.empty((s.num_local, roots.size), np.uint8))
         # built on the host (at most 64 roots), then copied: one transfer per array on a GPU
         words = {}
         for i, r in enumerate(roots.tolist()):
@@ -293,7 +293,7 @@ class BatchEngine:
             # the steps wrote every reached (vertex, search)'s parent: laid out per search once per batch
             if not self._unpacked:
                 self._group = None
-                self.k.unpack(self.seen, *self._found, self.chunks, *self._result_buffers(self.nroots))
+                self.k.unpack(self.seen, self.planes, *self._found, self.chunks, *self._result_buffers(self.nroots))
                 self._unpacked = True
             return self._buffers[0][first:first + count], self._buffers[1][first:first + count]
         s = self.shard

@@ -48,8 +48,8 @@ def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offse
     next queue.  Writes chunk ``c`` (``touched[bounds[c]:bounds[c+1]]``)'s :data:`COUNTERS` to ``ctr[c]``,
     but for the unfinished in-degree sum (left 0: it needs a pass over all vertices; the engine keeps the
     last one, an overestimate, which only keeps it top-down longer), and its OR to ``orw[c]``.  ``found_at``:
-    ``(nloc, k)`` int32 levels by vertex (:func:`.batch_results.unpack`; ``(0, 0)`` where the backend does not
-    record them), ``depth`` for each search that reached a vertex now."""
+    ``(nloc, k)`` uint8 low bytes of the levels by vertex (:func:`.batch_results.unpack`), ``depth``'s for each
+    search that reached a vertex now."""
     zero = np.uint64(0)
     one = np.uint64(1)
     for i in numba.prange(queue.size):
@@ -66,8 +66,9 @@ def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offse
             seen[v] |= w
             record_level(planes, v, w, depth)
             x = w
+            depth_byte = np.uint8(depth & 255)
             while x:
-                found_at[v, ctz(x)] = depth
+                found_at[v, ctz(x)] = depth_byte
                 x &= x - one
             pairs += popcount(w)
             fdeg += out_offsets[v + 1] - out_offsets[v]

@@ -146,6 +146,20 @@ def test_batch_engine_deep_levels_grow_the_planes(directed):
         assert_bfs_parents(e, n, level, parent, [r], directed)
 
 
+def test_batch_engine_levels_past_255():
+    """A path of 600 vertices: the steps record a level's low byte per (vertex, search) and the planes give
+    the rest (10 planes), so levels past 255 still equal the oracle's."""
+    e = np.stack([np.arange(599), np.arange(1, 600)], axis=1)
+    roots = np.array([0, 599, 300, 256])
+    eng = BatchEngine(one_shard(e, 640, False))
+    eng.search(roots)
+    assert eng.planes.shape[1] == 10
+    for i, r in enumerate(roots):
+        parent, level = eng.result(i)
+        np.testing.assert_array_equal(level, scipy_levels(e, 640, int(r), False))
+        assert_bfs_parents(e, 640, level, parent, [r], False)
+
+
 def test_batch_gpu_kernel_source_parses(tmp_path):
     """bfs/batch_gpu.py's CUDA C++ parses (g++ -fsyntax-only with the shim of tests/test_gpu_source.py), for
     32- and 64-bit column ids: NVRTC compiles it only on a GPU machine."""
