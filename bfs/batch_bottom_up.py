@@ -9,15 +9,17 @@ Algorithm (the bottom-up half of MS-BFS, Then et al., VLDB 2015, with Beamer's e
     for v owned:
         missing = active & ~seen[v]
         got = 0
-        for u in in_neighbours(v) while got & missing != missing:
-            got |= frontier[u]
-        next[v] = got & missing; seen[v] |= next[v]; record the level of next[v]
+        for u in in_neighbours(v) while got != missing:
+            new = frontier[u] & missing & ~got
+            got |= new; found_by[v, i] = u for each bit i of new
+        next[v] = got; seen[v] |= got; record the level of got (planes, found_at)
 
 The scan stops once every missing search has been found, the batch's version of bottom-up's "stop at
 the first parent"; a search that ended (no frontier) is left out of ``missing`` so it never keeps a vertex
-scanning.  Nothing is written per (vertex, search): the level goes into the bit-sliced ``planes`` (see
-:mod:`.batch_frontier`) and parents are derived afterwards (:mod:`.batch_results`), so a level costs its
-edge reads and one word written per vertex.  When the frontier is sparse each neighbour is first tested
+scanning.  The level goes into the bit-sliced ``planes`` (see :mod:`.batch_frontier`) and each found
+(vertex, search)'s parent and level's low byte into ``found_by``/``found_at`` (a vertex's searches side by
+side, laid out per search after the pass, :func:`.batch_results.unpack`).  The rows are the shard's
+degree-ordered ones where it has them (hubs, in most searches' frontiers, first).  When the frontier is sparse each neighbour is first tested
 in a bitmap of the non-zero frontier words (one bit per vertex, in cache) and its word read only when set.
 Each thread owns a contiguous range of whole vertices, so no word is shared between threads, and the
 end-of-level pass (``frontier = next``, counters) is done in the same loop.

@@ -13,10 +13,14 @@ for search ``i``, and ``B`` words of bit-sliced levels (``planes``, see :mod:`.b
    the bottom-up step) and one all-reduce of each rank's counters and the OR of its frontier words (the
    searches still running).
 
-Nothing is written per (vertex, search) during the pass: its state is ``3 + B`` words per owned vertex
-(``B = 4`` planes hold 15 levels; more are added as the depth grows), plus, on several ranks, two words per
-global vertex (the gathered frontier and the sent filter).  Per-search levels and parents are derived
-afterwards, for a group of searches at a time (:meth:`BatchEngine.results`, :mod:`.batch_results`).
+The pass's state is ``3 + B`` words per owned vertex (``B = 4`` planes hold 15 levels; more are added as
+the depth grows), plus, on several ranks, two words per global vertex (the gathered frontier and the sent
+filter).  On CPUs (``records_parents``) the steps also write each found (vertex, search)'s parent and
+level's low byte, a vertex's searches side by side (``5 k`` bytes per owned vertex for ``k`` searches), and
+:meth:`BatchEngine.results` lays them out per search once per batch (:func:`.batch_results.unpack`); on GPUs
+per-search levels and parents are derived after the pass, a group of searches at a time
+(:func:`.batch_results.derive`'s algorithm).  Scale 20, 64 roots, one rank of 2 threads: deriving took
+0.36 s after a 0.13 s pass; recording takes 0.10 s after a 0.21 s pass (``benchmarks/bench_batch.py``).
 
 The direction is chosen on the aggregate frontier with Beamer's rule (bottom-up once the frontier
 vertices' out-edges times ``alpha`` exceed the in-edges of the vertices still missing a running search;
@@ -52,9 +56,9 @@ class BatchEngine:
     owned vertices as host arrays (parents in global ids; -1 unreached).
 
     ``result_bytes``: the most bytes of per-search results (``parent`` and ``level`` of the owned vertices,
-    ``nloc * (parent itemsize + 4)`` a search) derived at once; None takes the backend's
-    (all the batch's searches on CPUs, where the results stay on the worker anyway; 4 GiB on GPUs, so a
-    batch never holds 64 n-sized parent arrays on the device).
+    ``nloc * (parent itemsize + 4)`` a search) derived at once where the backend derives them after the pass
+    (GPUs: 4 GiB, so a batch never holds 64 n-sized parent arrays on the device); None takes the backend's.
+    CPUs record every search's parents during the pass and lay out the whole batch at once.
 
     ``records`` are :class:`~breadth.bfs.engine.LevelRecord` whose ``frontier``/``found`` count (vertex,
     search) pairs, all ranks."""
@@ -282,7 +286,8 @@ class BatchEngine:
 
     def results(self, first: int = 0, count: int | None = None):
         """Levels and parents of searches ``first .. first+count-1`` (default: to the end of the batch) for
-        the owned vertices, derived in one pass (collective on several ranks): ``(parent, level)``, both
+        the owned vertices (CPUs: laid out from what the steps recorded, once per batch; GPUs: derived in one
+        pass, collective on several ranks): ``(parent, level)``, both
         ``(count, nloc)`` device arrays -- parents in global ids (a root its own parent), levels int32,
         -1 unreached.  They are views of buffers the engine keeps (as the single search keeps its
         ``parent``/``level``), overwritten by the next derivation: copy what must outlive it."""

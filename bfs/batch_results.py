@@ -1,4 +1,6 @@
-"""Per-search levels and parents of a batched pass (CPU), derived from its words after the pass.
+"""Per-search levels and parents of a batched pass (CPU): laid out from what the steps recorded
+(:func:`unpack`, what the CPU engine runs), or derived from the pass's words afterwards (:func:`derive`, the
+algorithm of the GPU's kernels, kept here as their CPU twin and checked against :func:`unpack` by the tests).
 
 The pass (:mod:`.batch_engine`) leaves, for every vertex, ``seen`` (bit ``i``: search ``i`` reached it) and
 the bit-sliced levels ``planes`` (bit ``b`` of search ``i``'s level is bit ``i`` of ``planes[v, b]``).  A
