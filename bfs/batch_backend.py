@@ -7,9 +7,9 @@ level's counters as host integers ``(vertices, pairs, out_degree_sum, unfinished
 
 ``records_parents`` states where per-search parents come from.  True (CPU): the steps write each search's
 parent and level of every vertex they reach into ``rec = (found_by, found_at)`` (``(nloc, k)`` each, the
-engine's), so results cost one pass that lays them out per search (``unpack``); the top-down exchange then carries
-``(vertex, bits, parent)`` rows (``pair_width`` 3).  False (GPU): the steps take ``rec=None``
-and parents are derived after the pass from the levels (``word_table``, ``derive``, a group at a time).
+engine's), so results cost one pass that lays them out per search (``unpack``); the top-down exchange then
+carries ``(vertex, bits, parent)`` rows (``pair_width`` 3).  False (GPU): the steps take ``rec=None`` and
+parents are derived after the pass from the levels (``word_table``, ``derive``, a group at a time).
 
 >>> k = batch_kernels("cpu")
 >>> k.xp.__name__, k.parent_dtype(1000)

@@ -19,10 +19,11 @@ the first parent"; a search that ended (no frontier) is left out of ``missing`` 
 scanning.  The level goes into the bit-sliced ``planes`` (see :mod:`.batch_frontier`) and each found
 (vertex, search)'s parent and level's low byte into ``found_by``/``found_at`` (a vertex's searches side by
 side, laid out per search after the pass, :func:`.batch_results.unpack`).  The rows are the shard's
-degree-ordered ones where it has them (hubs, in most searches' frontiers, first).  When the frontier is sparse each neighbour is first tested
-in a bitmap of the non-zero frontier words (one bit per vertex, in cache) and its word read only when set.
-Each thread owns a contiguous range of whole vertices, so no word is shared between threads, and the
-end-of-level pass (``frontier = next``, counters) is done in the same loop.
+degree-ordered ones where it has them (hubs, in most searches' frontiers, first).  When the frontier is
+sparse each neighbour is first tested in a bitmap of the non-zero frontier words (one bit per vertex, in
+cache) and its word read only when set.  Each thread owns a contiguous range of whole vertices, so no
+word is shared between threads, and the end-of-level pass (``frontier = next``, counters) is done in the
+same loop.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
     ``found_at[v, i]`` (``(nloc, k)`` uint8) the depth's low byte.
 
     >>> bottom_up_step(off, cols, fg, nonzero_bits(fg), True, np.uint64(3), seen, nxt, planes, 2, off,
-    ...                bounds, ctr, orw)                                              # doctest: +SKIP
+    ...                bounds, ctr, orw, found_by, found_at)                          # doctest: +SKIP
     """
     one = np.uint64(1)
     zero = np.uint64(0)

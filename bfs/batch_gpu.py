@@ -367,7 +367,8 @@ def gpu_batch_kernels() -> SimpleNamespace:
     return SimpleNamespace(
         name="gpu", xp=cp, parent_dtype=lambda n: np.dtype(np.int64), to_host=cp.asnumpy,
         synchronize=lambda: cp.cuda.get_current_stream().synchronize(),
-        result_bytes=RESULT_BYTES, records_parents=False, pair_width=2, validation=gpu_backend(), vertex_chunks=lambda offsets, nchunks: None,
+        result_bytes=RESULT_BYTES, records_parents=False, pair_width=2, validation=gpu_backend(),
+        vertex_chunks=lambda offsets, nchunks: None,
         finish_touched=finish_touched, bottom_up_step=bottom_up_step, top_down_step=top_down_step,
         claim_pairs=claim_pairs, pairs_by_owner=pairs_by_owner, nonzero_bits=nonzero_bits, encode=encode,
         decode=decode, word_table=word_table, derive=derive,

@@ -101,9 +101,10 @@ def top_down_step(offsets, cols, lo: int, queue: np.ndarray, frontier: np.ndarra
     ``queue``: int64 local ids of the vertices whose ``frontier`` word (``(nloc,)`` uint64) is non-zero.
     ``nxt`` (``(nloc,)`` uint64, zero before the level's first step) gets the searches that reach each
     owned vertex now, and ``found_by`` (``(nloc, k)``, global ids, see :func:`.batch_results.unpack`) the
-    frontier vertex that brought each of them.  ``sent``: ``(n,)`` uint64 over global ids (empty on one rank).  Returns ``(touched, pairs)``:
-    the int64 local ids whose ``nxt`` word this step made non-zero (each once), and the ``(k, 3)`` int64
-    rows ``(vertex, bits, parent)`` for other ranks (global ids; ``bits`` the searches' word viewed as int64).
+    frontier vertex that brought each of them.  ``sent``: ``(n,)`` uint64 over global ids (empty on one
+    rank).  Returns ``(touched, pairs)``: the int64 local ids whose ``nxt`` word this step made non-zero
+    (each once), and the ``(k, 3)`` int64 rows ``(vertex, bits, parent)`` for other ranks (global ids;
+    ``bits`` the searches' word viewed as int64).
 
     >>> touched, pairs = top_down_step(off, cols, 0, q, fr, seen, nxt, sent, found_by)   # doctest: +SKIP
     """
