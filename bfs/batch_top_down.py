@@ -36,19 +36,22 @@ from .bit_ops import ctz
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
-def _expand(offsets, cols, lo, n, queue, frontier, seen, nxt, sent, found_by, nparts, tl, rv, rb, rp, cnt_l, cnt_r):
+def _expand(offsets, cols, lo, n, queue, frontier, seen, nxt, sent, found_by, nparts, cap, tl, rv, rb, rp, cnt_l,
+            cnt_r):
     # Unsigned indices: Numba checks every signed index for wraparound (see bottom_up.py).
     one = np.uint64(1)
     ulo = np.uint64(lo)
     unloc = np.uint64(nxt.size)
     for c in numba.prange(nparts):
-        # part c owns local ids [jlo, jhi) and remote global ids [vlo, vhi): it alone writes their words
+        # part c owns local ids [jlo, jhi) and remote global ids [vlo, vhi): it alone writes their words; it
+        # lists a touched local id once (at tl[jlo:]) and a remote one once per frontier vertex bringing it new
+        # bits (at rv[c * cap:], ``cap`` the frontier's edges)
         jlo = np.uint64(c * nxt.size // nparts)
         jhi = np.uint64((c + 1) * nxt.size // nparts)
         vlo = np.uint64(c * n // nparts)
         vhi = np.uint64((c + 1) * n // nparts)
         kl = jlo
-        kr = vlo
+        kr = np.uint64(c * cap)
         for idx in range(queue.size):
             u = np.uint64(queue[idx])
             f = frontier[u]
@@ -80,15 +83,15 @@ def _expand(offsets, cols, lo, n, queue, frontier, seen, nxt, sent, found_by, np
                         kr += one
                 k += one
         cnt_l[c] = kl - jlo
-        cnt_r[c] = kr - vlo
+        cnt_r[c] = kr - np.uint64(c * cap)
 
 
 @numba.njit(cache=True)
-def _gather(buf, n, nparts, cnt, out):
-    """Concatenate into ``out`` the first ``cnt[c]`` items part ``c`` wrote at ``buf[c * n // nparts:]``."""
+def _gather(buf, starts, cnt, out):
+    """Concatenate into ``out`` the first ``cnt[c]`` items part ``c`` wrote at ``buf[starts[c]:]``."""
     k = 0
-    for c in range(nparts):
-        base = c * n // nparts
+    for c in range(cnt.size):
+        base = starts[c]
         for j in range(cnt[c]):
             out[k] = buf[base + j]
             k += 1
@@ -111,20 +114,24 @@ def top_down_step(offsets, cols, lo: int, queue: np.ndarray, frontier: np.ndarra
     nloc = frontier.size
     n = sent.size
     nparts = max(1, min(numba.get_num_threads(), nloc))
+    # one rank owns everything: nothing is remote
+    cap = int((offsets[queue + 1] - offsets[queue]).sum()) if n else 0
     tl = np.empty(nloc, np.int64)
-    rv = np.empty(n, np.uint64)
-    rb = np.empty(n, np.uint64)
-    rp = np.empty(n, np.uint64)
+    rv = np.empty(nparts * cap, np.uint64)
+    rb = np.empty(nparts * cap, np.uint64)
+    rp = np.empty(nparts * cap, np.uint64)
     cnt_l = np.zeros(nparts, np.int64)
     cnt_r = np.zeros(nparts, np.int64)
-    _expand(offsets, cols, lo, n, queue, frontier, seen, nxt, sent, found_by, nparts, tl, rv, rb, rp, cnt_l, cnt_r)
+    _expand(offsets, cols, lo, n, queue, frontier, seen, nxt, sent, found_by, nparts, cap, tl, rv, rb, rp, cnt_l,
+            cnt_r)
+    parts = np.arange(nparts, dtype=np.int64)
     touched = np.empty(int(cnt_l.sum()), np.int64)
-    _gather(tl, nloc, nparts, cnt_l, touched)
+    _gather(tl, parts * nloc // nparts, cnt_l, touched)
     nr = int(cnt_r.sum())
     out = np.empty((nr, 3), np.uint64)
     if nr:
         for col, buf in enumerate((rv, rb, rp)):
-            _gather(buf, n, nparts, cnt_r, out[:, col])
+            _gather(buf, parts * cap, cnt_r, out[:, col])
     return touched, out.view(np.int64)
 
 

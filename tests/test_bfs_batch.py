@@ -146,6 +146,25 @@ def test_batch_engine_deep_levels_grow_the_planes(directed):
         assert_bfs_parents(e, n, level, parent, [r], directed)
 
 
+def test_batch_top_down_lists_a_remote_vertex_once_per_frontier_vertex():
+    """64 owned frontier vertices, each in its own search, all with an edge to the same vertex of another
+    rank: the step sends 64 ``(vertex, bits, parent)`` rows for it (more than the vertices its thread owns),
+    each search's bit with its own parent, and marks them sent."""
+    from breadth.bfs.batch_top_down import top_down_step
+
+    frontier = np.uint64(1) << np.arange(64, dtype=np.uint64)
+    sent = np.zeros(66, np.uint64)
+    found_by = np.full((64, 64), -1, np.int32)
+    touched, pairs = top_down_step(np.arange(65, dtype=np.int64), np.full(64, 65, np.int64), 0, np.arange(64),
+                                   frontier, frontier.copy(), np.zeros(64, np.uint64), sent, found_by)
+    assert touched.size == 0 and (found_by == -1).all()
+    rows = pairs[np.argsort(pairs[:, 2])]
+    np.testing.assert_array_equal(rows[:, 0], np.full(64, 65))
+    np.testing.assert_array_equal(rows[:, 1].view(np.uint64), frontier)
+    np.testing.assert_array_equal(rows[:, 2], np.arange(64))
+    assert sent[65] == np.uint64(0xFFFFFFFFFFFFFFFF) and not sent[:65].any()
+
+
 def test_batch_engine_levels_past_255():
     """A path of 600 vertices: the steps record a level's low byte per (vertex, search) and the planes give
     the rest (10 planes), so levels past 255 still equal the oracle's."""
