@@ -84,15 +84,16 @@ def test_batch_engine_refuses_bad_batches(edges):
 
 
 def test_batch_results_in_groups_equal_one_group(edges):
-    """Results derived a few searches at a time (``result_bytes`` small, as on GPUs) equal those derived
-    all at once; a group's arrays are reused by the next one, ``result`` copies; bad ranges are refused."""
+    """Results asked for a few searches at a time equal those asked for all at once (the CPU steps record
+    every search's parents, so ``result_bytes`` does not cut the batch into groups there); ``result``
+    copies; bad ranges are refused."""
     roots = roots_with_edges(edges, N, 20, seed=5)
     whole = BatchEngine(one_shard(edges, N, True))
     whole.search(roots)
     parent_all, level_all = (a.copy() for a in whole.results())
     small = BatchEngine(one_shard(edges, N, True), result_bytes=3 * N * 8)
     small.search(roots)
-    assert small.group_size() == 3  # int32 parents and levels: 8 bytes a vertex and search
+    assert small.group_size() == 64
     kept = [small.result(i) for i in range(len(roots))]
     for i, r in enumerate(roots):
         np.testing.assert_array_equal(kept[i][1], level_all[i])
@@ -103,6 +104,28 @@ def test_batch_results_in_groups_equal_one_group(edges):
     for first, count in ((-1, 2), (19, 2), (0, 0)):
         with pytest.raises(IndexError):
             whole.results(first, count)
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_batch_recorded_parents_agree_with_derived(edges, directed):
+    """The parents the CPU steps record during the pass and those derived afterwards from the level planes
+    (what GPUs run, ``derive``) give the same levels, and both are BFS parents."""
+    from breadth.bfs.cpu.batch_frontier import vertex_chunks
+    from breadth.bfs.cpu.batch_results import derive, word_table
+
+    roots = roots_with_edges(edges, N, 64, seed=9)
+    eng = BatchEngine(one_shard(edges, N, directed), alpha=15.0)
+    eng.search(roots)
+    parent, level = (a.copy() for a in eng.results())
+    dparent, dlevel = np.empty_like(parent), np.empty_like(level)
+    off, cols = eng._bu
+    derive(off, cols, 0, word_table(eng.seen, eng.planes), eng.planes.shape[1], roots, 0, 64,
+           vertex_chunks(off, 4), dparent, dlevel)
+    np.testing.assert_array_equal(level, dlevel)
+    for i, r in enumerate(roots):
+        assert parent[i, r] == r and level[i, r] == 0
+        assert_bfs_parents(edges, N, level[i], parent[i], [r], directed)
+        assert_bfs_parents(edges, N, dlevel[i], dparent[i], [r], directed)
 
 
 @pytest.mark.parametrize("directed", [False, True])
@@ -121,6 +144,39 @@ def test_batch_engine_deep_levels_grow_the_planes(directed):
         parent, level = eng.result(i)
         np.testing.assert_array_equal(level, scipy_levels(e, n, int(r), directed))
         assert_bfs_parents(e, n, level, parent, [r], directed)
+
+
+def test_batch_top_down_lists_a_remote_vertex_once_per_frontier_vertex():
+    """64 owned frontier vertices, each in its own search, all with an edge to the same vertex of another
+    rank: the step sends 64 ``(vertex, bits, parent)`` rows for it (more than the vertices its thread owns),
+    each search's bit with its own parent, and marks them sent."""
+    from breadth.bfs.cpu.batch_top_down import top_down_step
+
+    frontier = np.uint64(1) << np.arange(64, dtype=np.uint64)
+    sent = np.zeros(66, np.uint64)
+    found_by = np.full((64, 64), -1, np.int32)
+    touched, pairs = top_down_step(np.arange(65, dtype=np.int64), np.full(64, 65, np.int64), 0, np.arange(64),
+                                   frontier, frontier.copy(), np.zeros(64, np.uint64), sent, found_by)
+    assert touched.size == 0 and (found_by == -1).all()
+    rows = pairs[np.argsort(pairs[:, 2])]
+    np.testing.assert_array_equal(rows[:, 0], np.full(64, 65))
+    np.testing.assert_array_equal(rows[:, 1].view(np.uint64), frontier)
+    np.testing.assert_array_equal(rows[:, 2], np.arange(64))
+    assert sent[65] == np.uint64(0xFFFFFFFFFFFFFFFF) and not sent[:65].any()
+
+
+def test_batch_engine_levels_past_255():
+    """A path of 600 vertices: the steps record a level's low byte per (vertex, search) and the planes give
+    the rest (10 planes), so levels past 255 still equal the oracle's."""
+    e = np.stack([np.arange(599), np.arange(1, 600)], axis=1)
+    roots = np.array([0, 599, 300, 256])
+    eng = BatchEngine(one_shard(e, 640, False))
+    eng.search(roots)
+    assert eng.planes.shape[1] == 10
+    for i, r in enumerate(roots):
+        parent, level = eng.result(i)
+        np.testing.assert_array_equal(level, scipy_levels(e, 640, int(r), False))
+        assert_bfs_parents(e, 640, level, parent, [r], False)
 
 
 def test_batch_gpu_kernel_source_parses(tmp_path):

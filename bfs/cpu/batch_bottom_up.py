@@ -9,18 +9,21 @@ Algorithm (the bottom-up half of MS-BFS, Then et al., VLDB 2015, with Beamer's e
     for v owned:
         missing = active & ~seen[v]
         got = 0
-        for u in in_neighbours(v) while got & missing != missing:
-            got |= frontier[u]
-        next[v] = got & missing; seen[v] |= next[v]; record the level of next[v]
+        for u in in_neighbours(v) while got != missing:
+            new = frontier[u] & missing & ~got
+            got |= new; found_by[v, i] = u for each bit i of new
+        next[v] = got; seen[v] |= got; record the level of got (planes, found_at)
 
 The scan stops once every missing search has been found, the batch's version of bottom-up's "stop at
 the first parent"; a search that ended (no frontier) is left out of ``missing`` so it never keeps a vertex
-scanning.  Nothing is written per (vertex, search): the level goes into the bit-sliced ``planes`` (see
-:mod:`.batch_frontier`) and parents are derived afterwards (:mod:`.batch_results`), so a level costs its
-edge reads and one word written per vertex.  When the frontier is sparse each neighbour is first tested
-in a bitmap of the non-zero frontier words (one bit per vertex, in cache) and its word read only when set.
-Each thread owns a contiguous range of whole vertices, so no word is shared between threads, and the
-end-of-level pass (``frontier = next``, counters) is done in the same loop.
+scanning.  The level goes into the bit-sliced ``planes`` (see :mod:`.batch_frontier`) and each found
+(vertex, search)'s parent and level's low byte into ``found_by``/``found_at`` (a vertex's searches side by
+side, laid out per search after the pass, :func:`.batch_results.unpack`).  The rows are the shard's
+degree-ordered ones where it has them (hubs, in most searches' frontiers, first).  When the frontier is
+sparse each neighbour is first tested in a bitmap of the non-zero frontier words (one bit per vertex, in
+cache) and its word read only when set.  Each thread owns a contiguous range of whole vertices, so no
+word is shared between threads, and the end-of-level pass (``frontier = next``, counters) is done in the
+same loop.
 """
 
 from __future__ import annotations
@@ -29,12 +32,12 @@ import numba
 import numpy as np
 
 from .batch_frontier import record_level
-from .bit_ops import popcount
+from .bit_ops import ctz, popcount
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
 def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, planes, depth, out_offsets,
-                   bounds, ctr, orw):
+                   bounds, ctr, orw, found_by, found_at):
     """One batched bottom-up level, with the end of the level.
 
     ``offsets``/``cols``: this rank's in-edge rows (CSR of an undirected graph, CSC of a directed one),
@@ -45,9 +48,12 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
     ``planes`` (``(nloc, B)`` uint64) updated.  ``out_offsets``: the out-edge offsets (for the counters).
     ``bounds``: the threads' vertex chunks (:func:`.batch_frontier.vertex_chunks`); ``ctr``/``orw`` as
     :func:`.batch_frontier.finish_touched` writes them (with the unfinished in-degree sum counted).
+    ``found_by``: ``(nloc, k)`` parents by vertex (:func:`.batch_results.unpack`); for each search ``i`` that
+    reaches ``v`` now, ``found_by[v, i]`` gets the first in-neighbour found in its frontier (global id) and
+    ``found_at[v, i]`` (``(nloc, k)`` uint8) the depth's low byte.
 
     >>> bottom_up_step(off, cols, fg, nonzero_bits(fg), True, np.uint64(3), seen, nxt, planes, 2, off,
-    ...                bounds, ctr, orw)                                              # doctest: +SKIP
+    ...                bounds, ctr, orw, found_by, found_at)                          # doctest: +SKIP
     """
     one = np.uint64(1)
     zero = np.uint64(0)
@@ -67,27 +73,30 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
                 # Unsigned indices: Numba checks every signed index for wraparound (see bottom_up.py).
                 k = np.uint64(offsets[v])
                 stop = np.uint64(offsets[v + 1])
-                if sparse:
-                    while k < stop:
-                        u = np.uint64(cols[k])
-                        # the bitmap (n / 8 bytes) stays in cache where the words (8 n bytes) do not: most
-                        # neighbours are not in a sparse frontier and cost no read of their word
-                        if (nonzero[u >> six] >> (u & low)) & one:
-                            got |= frontier[u]
-                            if (got & missing) == missing:
+                while k < stop:
+                    u = np.uint64(cols[k])
+                    # the bitmap (n / 8 bytes) stays in cache where the words (8 n bytes) do not: most
+                    # neighbours are not in a sparse frontier and cost no read of their word
+                    if not sparse or (nonzero[u >> six] >> (u & low)) & one:
+                        new = frontier[u] & missing & ~got
+                        if new:
+                            # u is the parent of the searches it is the first to bring
+                            got |= new
+                            while new:
+                                found_by[v, ctz(new)] = u
+                                new &= new - one
+                            if got == missing:
                                 break
-                        k += one
-                else:
-                    while k < stop:
-                        got |= frontier[np.uint64(cols[k])]
-                        if (got & missing) == missing:
-                            break
-                        k += one
-                got &= missing
+                    k += one
                 if got:
                     s |= got
                     seen[v] = s
                     record_level(planes, v, got, depth)
+                    x = got
+                    depth_byte = np.uint8(depth & 255)
+                    while x:
+                        found_at[v, ctz(x)] = depth_byte
+                        x &= x - one
                     nv += 1
                     pairs += popcount(got)
                     fdeg += out_offsets[v + 1] - out_offsets[v]

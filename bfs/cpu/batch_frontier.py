@@ -20,7 +20,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .bit_ops import popcount
+from .bit_ops import ctz, popcount
 
 #: counters of a level, one row per thread chunk: non-zero frontier words, set bits in them ((vertex,
 #: search) pairs), their vertices' out-degree sum (a top-down level's edges) and the in-degree sum of the
@@ -41,14 +41,17 @@ def record_level(planes, v, new, depth):
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
-def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offsets, bounds, ctr, orw):
+def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offsets, bounds, ctr, orw, found_at):
     """After a top-down level, over the vertices it touched only: the old frontier (local ids ``queue``)
     cleared, then for each of ``touched`` (distinct local ids whose ``nxt`` word is non-zero, and not yet in
     ``seen``) ``frontier = next``, ``seen |= next``, the level into ``planes``, ``next = 0``; ``touched`` is the
     next queue.  Writes chunk ``c`` (``touched[bounds[c]:bounds[c+1]]``)'s :data:`COUNTERS` to ``ctr[c]``,
     but for the unfinished in-degree sum (left 0: it needs a pass over all vertices; the engine keeps the
-    last one, an overestimate, which only keeps it top-down longer), and its OR to ``orw[c]``."""
+    last one, an overestimate, which only keeps it top-down longer), and its OR to ``orw[c]``.  ``found_at``:
+    ``(nloc, k)`` uint8 low bytes of the levels by vertex (:func:`.batch_results.unpack`), ``depth``'s for each
+    search that reached a vertex now."""
     zero = np.uint64(0)
+    one = np.uint64(1)
     for i in numba.prange(queue.size):
         frontier[queue[i]] = zero
     for c in numba.prange(bounds.size - 1):
@@ -62,6 +65,11 @@ def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offse
             frontier[v] = w
             seen[v] |= w
             record_level(planes, v, w, depth)
+            x = w
+            depth_byte = np.uint8(depth & 255)
+            while x:
+                found_at[v, ctz(x)] = depth_byte
+                x &= x - one
             pairs += popcount(w)
             fdeg += out_offsets[v + 1] - out_offsets[v]
             o |= w

@@ -1,22 +1,17 @@
-"""Word primitives for Numba kernels that Numba does not offer: atomic fetch-or, count-trailing-zeros,
-population count and a cache prefetch hint.
+"""Word primitives for Numba kernels that Numba does not offer: count-trailing-zeros, population count
+and a cache prefetch hint.
 
-The batched search (:mod:`breadth.bfs.cpu.batch_top_down`) lets several threads set bits of the same 64-bit
-visit word.  A plain ``seen[v] |= bits`` from two threads can lose one thread's bits (read-modify-write),
-and a lost bit there is a lost vertex for that root, so the word is updated with LLVM's ``atomicrmw or``,
-which also returns the previous word: the one thread that finds a ``next`` word empty lists its vertex,
-and ``bits & ~old`` of a ``sent`` word are the bits this thread is the first to send.  ``ctz`` is LLVM's ``cttz``, one instruction (``tzcnt``)
-where a loop over the bits would take up to 63 steps; ``popcount`` is ``ctpop`` (``popcnt``).  ``prefetch``
-(LLVM's ``prefetch``) asks for a line that a scan will read a few steps later, for scans whose reads are
-random (:mod:`breadth.bfs.cpu.batch_results`).
+The batched search walks the set bits of 64-bit visit words (one bit per search): ``ctz`` is LLVM's
+``cttz``, one instruction (``tzcnt``) where a loop over the bits would take up to 63 steps; ``popcount`` is
+``ctpop`` (``popcnt``).  ``prefetch`` (LLVM's ``prefetch``) asks for a line that a scan will read a few
+steps later, for scans whose reads are random (:mod:`breadth.bfs.cpu.batch_results`).
 
 >>> import numba, numpy as np
 >>> @numba.njit
-... def first_claim(words, i, bits):
-...     return bits & ~fetch_or(words, i, bits)
->>> w = np.zeros(1, np.uint64)
->>> int(first_claim(w, 0, np.uint64(6))), int(first_claim(w, 0, np.uint64(7)))
-(6, 1)
+... def lowest(w):
+...     return ctz(w), popcount(w)
+>>> lowest(np.uint64(12))
+(2, 2)
 """
 
 from __future__ import annotations
@@ -25,26 +20,6 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
-
-
-@intrinsic
-def fetch_or(typingctx, arr, idx, val):
-    """``old = arr[idx]; arr[idx] |= val`` atomically (monotonic order); returns ``old``.  ``arr``: a 1-D
-    array of an unsigned integer type, ``idx`` an integer, ``val`` converted to ``arr``'s dtype."""
-    if not isinstance(arr, types.Array) or arr.ndim != 1 or not isinstance(arr.dtype, types.Integer):
-        return None
-    sig = arr.dtype(arr, idx, val)
-
-    def codegen(context, builder, signature, args):
-        arr_t, idx_t, val_t = signature.args
-        arr_v, idx_v, val_v = args
-        ary = context.make_array(arr_t)(context, builder, arr_v)
-        idx_v = context.cast(builder, idx_v, idx_t, types.intp)
-        ptr = cgutils.get_item_pointer(context, builder, arr_t, ary, [idx_v])
-        val_v = context.cast(builder, val_v, val_t, arr_t.dtype)
-        return builder.atomic_rmw("or", ptr, val_v, "monotonic")
-
-    return sig, codegen
 
 
 def _word_op(name: str, *flags: int):

@@ -5,6 +5,12 @@ CPU and GPU ranks (as :mod:`.backend` does for the single-search engine).  The l
 level's counters as host integers ``(vertices, pairs, out_degree_sum, unfinished_in_degree_sum, or_word)``
 (``or_word``: the OR of the new frontier words, viewed as int64).
 
+``records_parents`` states where per-search parents come from.  True (CPU): the steps write each search's
+parent and level of every vertex they reach into ``rec = (found_by, found_at)`` (``(nloc, k)`` each, the
+engine's), so results cost one pass that lays them out per search (``unpack``); the top-down exchange then
+carries ``(vertex, bits, parent)`` rows (``pair_width`` 3).  False (GPU): the steps take ``rec=None`` and
+parents are derived after the pass from the levels (``word_table``, ``derive``, a group at a time).
+
 >>> k = batch_kernels("cpu")
 >>> k.xp.__name__, k.parent_dtype(1000)
 ('numpy', dtype('int32'))
@@ -33,20 +39,26 @@ def cpu_batch_kernels() -> SimpleNamespace:
     from ..cpu import batch_bottom_up, batch_frontier, batch_results, batch_top_down
 
     def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, planes, depth, out_offsets,
-                       chunks):
+                       chunks, rec):
         ctr = np.zeros((chunks.size - 1, 4), np.int64)
         orw = np.zeros(chunks.size - 1, np.uint64)
         batch_bottom_up.bottom_up_step(offsets, cols, frontier, nonzero, bool(sparse), np.uint64(active), seen,
-                                       nxt, planes, int(depth), out_offsets, chunks, ctr, orw)
+                                       nxt, planes, int(depth), out_offsets, chunks, ctr, orw, *rec)
         return _reduced(ctr, orw)
 
-    def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offsets, nchunks):
+    def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offsets, nchunks, rec):
         bounds = np.linspace(0, touched.size, max(1, min(nchunks, touched.size)) + 1).astype(np.int64)
         ctr = np.zeros((bounds.size - 1, 4), np.int64)
         orw = np.zeros(bounds.size - 1, np.uint64)
         batch_frontier.finish_touched(touched, queue, nxt, frontier, seen, planes, int(depth), out_offsets, bounds,
-                                      ctr, orw)
+                                      ctr, orw, rec[1])
         return _reduced(ctr, orw)
+
+    def top_down_step(offsets, cols, lo, queue, frontier, seen, nxt, sent, nchunks, rec):
+        return batch_top_down.top_down_step(offsets, cols, lo, queue, frontier, seen, nxt, sent, rec[0])
+
+    def claim_pairs(pairs, lo, seen, nxt, rec):
+        return batch_top_down.claim_pairs(pairs, lo, seen, nxt, rec[0])
 
     def derive(in_offsets, in_cols, lo, table, nplanes, roots, first, count, chunks, parent, level):
         batch_results.derive(in_offsets, in_cols, int(lo), table, int(nplanes), roots, int(first), int(count),
@@ -54,13 +66,13 @@ def cpu_batch_kernels() -> SimpleNamespace:
 
     return SimpleNamespace(
         name="cpu", xp=np, parent_dtype=_parent_dtype, to_host=np.asarray, synchronize=lambda: None,
-        result_bytes=None,
+        result_bytes=None, records_parents=True, pair_width=3,
         validation=SimpleNamespace(name="cpu", xp=np, to_host=np.asarray, checks_on_device=False),
         vertex_chunks=batch_frontier.vertex_chunks, finish_touched=finish_touched, bottom_up_step=bottom_up_step,
-        top_down_step=batch_top_down.top_down_step, claim_pairs=batch_top_down.claim_pairs,
+        top_down_step=top_down_step, claim_pairs=claim_pairs,
         pairs_by_owner=batch_top_down.pairs_by_owner, nonzero_bits=batch_frontier.nonzero_bits,
-        encode=batch_frontier.encode, decode=batch_frontier.decode, word_table=batch_results.word_table,
-        derive=derive,
+        encode=batch_frontier.encode, decode=batch_frontier.decode, unpack=batch_results.unpack,
+        word_table=batch_results.word_table, derive=derive,
     )
 
 

@@ -15,11 +15,15 @@ for search ``i``, and ``B`` words of bit-sliced levels (``planes``, see
    the bottom-up step) and one all-reduce of each rank's counters and the OR of its frontier words (the
    searches still running).
 
-Nothing is written per (vertex, search) during the pass: its state is ``3 + B`` words per owned vertex
-(``B = 4`` planes hold 15 levels; more are added as the depth grows), plus, on several ranks, two words per
-global vertex (the gathered frontier and the sent filter).  Per-search levels and parents are derived
-afterwards, for a group of searches at a time (:meth:`BatchEngine.results`,
-:mod:`~breadth.bfs.cpu.batch_results`).
+The pass's state is ``3 + B`` words per owned vertex (``B = 4`` planes hold 15 levels; more are added as
+the depth grows), plus, on several ranks, two words per global vertex (the gathered frontier and the sent
+filter).  On CPUs (``records_parents``) the steps also write each found (vertex, search)'s parent and
+level's low byte, a vertex's searches side by side (``5 k`` bytes per owned vertex for ``k`` searches), and
+:meth:`BatchEngine.results` lays them out per search once per batch
+(:func:`~breadth.bfs.cpu.batch_results.unpack`); on GPUs per-search levels and parents are derived after the
+pass, a group of searches at a time (:func:`~breadth.bfs.cpu.batch_results.derive`'s algorithm).  Scale 20,
+64 roots, one rank of 2 threads: deriving took 0.36 s after a 0.13 s pass; recording takes 0.10 s after a
+0.21 s pass (``benchmarks/bench_batch.py``).
 
 The direction is chosen on the aggregate frontier with Beamer's rule (bottom-up once the frontier
 vertices' out-edges times ``alpha`` exceed the in-edges of the vertices still missing a running search;
@@ -55,9 +59,9 @@ class BatchEngine:
     ``(parent, level)`` of the owned vertices as host arrays (parents in global ids; -1 unreached).
 
     ``result_bytes``: the most bytes of per-search results (``parent`` and ``level`` of the owned vertices,
-    ``nloc * (parent itemsize + 4)`` a search) derived at once; None takes the backend's
-    (all the batch's searches on CPUs, where the results stay on the worker anyway; 4 GiB on GPUs, so a
-    batch never holds 64 n-sized parent arrays on the device).
+    ``nloc * (parent itemsize + 4)`` a search) derived at once where the backend derives them after the pass
+    (GPUs: 4 GiB, so a batch never holds 64 n-sized parent arrays on the device); None takes the backend's.
+    CPUs record every search's parents during the pass and lay out the whole batch at once.
 
     ``records`` are :class:`~breadth.bfs.engine.engine.LevelRecord` whose ``frontier``/``found`` count (vertex,
     search) pairs, all ranks."""
@@ -93,6 +97,10 @@ class BatchEngine:
         self.fglobal = xp.zeros(n, np.uint64) if self.comm.size > 1 else None
         s = self.shard
         self._bu = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
+        if backend == "cpu" and "bu_columns" in s.meta and self.config.degree_order:
+            # the rows by decreasing neighbour degree (as the single search's bottom-up): a hub is in
+            # most searches' frontiers, so a vertex meets all its missing searches sooner
+            self._bu = (self._bu[0], s.meta["bu_columns"])
         self._in_edges = int(self._bu[0][-1])
         self.nchunks = nchunks or 8 * (os.cpu_count() or 1)
         # the threads' vertex ranges for passes over all owned vertices, balanced on the in-edge rows
@@ -101,6 +109,9 @@ class BatchEngine:
         self._words = None  # seen and planes over all global ids, gathered once per batch for results
         self._group = None  # (first, parent, level): the last derived group of results
         self._buffers = None  # (parent, level) of a group, reused from group to group
+        # where ``k.records_parents``: (nloc, k) parents and levels by vertex, written by the steps (``rec``)
+        self._found = None
+        self._unpacked = False  # the batch's results are laid out in ``_buffers``
         self.nroots = 0
         self.roots = np.empty(0, np.int64)
         self.records: list[LevelRecord] = []
@@ -137,15 +148,32 @@ class BatchEngine:
         for a in (self.seen, self.next, self.frontier, self.planes, self.sent):
             a.fill(0)
         self._words = self._group = None
+        self._unpacked = False
+        if self.k.records_parents and (self._found is None or self._found[0].shape[1] != roots.size):
+            self._found = None
+            self._found = (xp.empty((s.num_local, roots.size), self.k.parent_dtype(s.num_vertices)),
+                           xp.empty((s.num_local, roots.size), np.uint8))
         # built on the host (at most 64 roots), then copied: one transfer per array on a GPU
         words = {}
         for i, r in enumerate(roots.tolist()):
             if s.lo <= r < s.hi:
                 words[r - s.lo] = words.get(r - s.lo, 0) | (1 << i)
+                if self.k.records_parents:  # a root is its own parent, at level 0
+                    self._found[0][r - s.lo, i] = r
+                    self._found[1][r - s.lo, i] = 0
         local = xp.asarray(np.fromiter(words, np.int64, len(words)))
         if words:
             self.next[local] = xp.asarray(np.array(list(words.values()), np.uint64))
         return local
+
+    def _result_buffers(self, count: int):
+        """``(parent, level)``, ``(count, nloc)`` views of buffers kept from call to call (grown when short)."""
+        s = self.shard
+        if self._buffers is None or self._buffers[0].shape[0] < count:
+            self._buffers = None  # let the old ones go before the new ones are allocated
+            self._buffers = (self.xp.empty((count, s.num_local), self.k.parent_dtype(s.num_vertices)),
+                             self.xp.empty((count, s.num_local), np.int32))
+        return self._buffers[0][:count], self._buffers[1][:count]
 
     def _planes_for(self, depth: int) -> None:
         """Grow ``planes`` so that it holds level ``depth`` (one more plane, the old ones copied)."""
@@ -170,9 +198,10 @@ class BatchEngine:
         self.nroots, self.roots = int(roots.size), roots
         queue = self._start(roots)
         bu_off, bu_col = self._bu
+        rec = self._found if k.records_parents else None
         # level 0: the roots become the frontier; every in-edge is still to explore
         c = k.finish_touched(queue, queue[:0], self.next, self.frontier, self.seen, self.planes, 0, s.offsets,
-                             self.nchunks)
+                             self.nchunks, rec)
         cnt = self._counters(*c[:3], self._in_edges, c[4])
         counts, active = cnt[:, 0], self._active(cnt)
         frontier_vertices, frontier_pairs = int(counts.sum()), int(cnt[:, 1].sum())
@@ -194,7 +223,7 @@ class BatchEngine:
                 sparse = 8 * frontier_vertices <= fglobal.size
                 nonzero = k.nonzero_bits(fglobal) if sparse else fglobal[:0]
                 c = k.bottom_up_step(bu_off, bu_col, fglobal, nonzero, sparse, active, self.seen, self.next,
-                                     self.planes, depth, s.offsets, self.chunks)
+                                     self.planes, depth, s.offsets, self.chunks, rec)
                 self.frontier, self.next = self.next, self.frontier
                 next_is_clear, queue = False, None
                 t2 = t3 = time.perf_counter()
@@ -206,17 +235,18 @@ class BatchEngine:
                 if queue is None:
                     queue = xp.flatnonzero(self.frontier)
                 touched, pairs = k.top_down_step(s.offsets, s.columns, s.lo, queue, self.frontier, self.seen,
-                                                 self.next, self.sent, self.nchunks)
+                                                 self.next, self.sent, self.nchunks, rec)
                 t1 = time.perf_counter()
                 if comm.size > 1:
                     got = [touched]
                     for part in comm.alltoallv(k.pairs_by_owner(pairs, s.block, comm.size)):
                         if part.shape[0]:
-                            got.append(k.claim_pairs(part.reshape(-1, 2), s.lo, self.seen, self.next))
+                            got.append(k.claim_pairs(part.reshape(-1, k.pair_width), s.lo, self.seen, self.next,
+                                                     rec))
                     touched = xp.concatenate(got) if len(got) > 1 else touched
                 t2 = time.perf_counter()
                 c = k.finish_touched(touched, queue, self.next, self.frontier, self.seen, self.planes, depth,
-                                     s.offsets, self.nchunks)
+                                     s.offsets, self.nchunks, rec)
                 queue = touched
                 t3 = time.perf_counter()
                 local_s, exch = (t1 - t0) + (t3 - t2), t2 - t1
@@ -253,27 +283,31 @@ class BatchEngine:
     def group_size(self) -> int:
         """How many searches' results :meth:`result` derives at once (``result_bytes`` over a search's)."""
         per = self.shard.num_local * (self.k.parent_dtype(self.shard.num_vertices).itemsize + 4)
-        if self.result_bytes is None or per == 0:
+        if self.k.records_parents or self.result_bytes is None or per == 0:
             return MAX_BATCH
         return int(max(1, min(MAX_BATCH, self.result_bytes // per)))
 
     def results(self, first: int = 0, count: int | None = None):
         """Levels and parents of searches ``first .. first+count-1`` (default: to the end of the batch) for
-        the owned vertices, derived in one pass (collective on several ranks): ``(parent, level)``, both
+        the owned vertices (CPUs: laid out from what the steps recorded, once per batch; GPUs: derived in one
+        pass, collective on several ranks): ``(parent, level)``, both
         ``(count, nloc)`` device arrays -- parents in global ids (a root its own parent), levels int32,
         -1 unreached.  They are views of buffers the engine keeps (as the single search keeps its
         ``parent``/``level``), overwritten by the next derivation: copy what must outlive it."""
         count = self.nroots - first if count is None else count
         if not (0 <= first and 1 <= count and first + count <= self.nroots):
             raise IndexError(f"searches {first}..{first + count - 1} not in this batch of {self.nroots}")
-        s, xp = self.shard, self.xp
+        if self.k.records_parents:
+            # the steps wrote every reached (vertex, search)'s parent: laid out per search once per batch
+            if not self._unpacked:
+                self._group = None
+                self.k.unpack(self.seen, self.planes, *self._found, self.chunks, *self._result_buffers(self.nroots))
+                self._unpacked = True
+            return self._buffers[0][first:first + count], self._buffers[1][first:first + count]
+        s = self.shard
         table = self._global_words()
         self._group = None  # its views are about to be overwritten
-        if self._buffers is None or self._buffers[0].shape[0] < count:
-            self._buffers = None  # let the old ones go before the new ones are allocated
-            self._buffers = (xp.empty((count, s.num_local), self.k.parent_dtype(s.num_vertices)),
-                             xp.empty((count, s.num_local), np.int32))
-        parent, level = self._buffers[0][:count], self._buffers[1][:count]
+        parent, level = self._result_buffers(count)
         self.k.derive(*self._bu, s.lo, table, self.planes.shape[1], self.roots, first, count, self.chunks, parent,
                       level)
         return parent, level

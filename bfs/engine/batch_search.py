@@ -27,8 +27,9 @@ def _batch_rank(engine: BatchEngine, setup_s, roots, depth_limit, batch_size):
     for sl in batches(len(roots), batch_size):
         engine.search(roots[sl], depth_limit)
         for i in range(sl.stop - sl.start):
-            parent, level = engine.result(i)
-            out.append((lo, parent, level))
+            # parents in the search's own dtype (int32 below 2^31 vertices), as ``bfs`` keeps them
+            parent, level = engine.device_result(i)
+            out.append((lo, engine.k.to_host(parent).copy(), engine.k.to_host(level).copy()))
     return out
 
 
@@ -37,13 +38,15 @@ def bfs_batch(graph, roots, *, depth_limit: int | None = None, batch_size: int =
     """Independent breadth-first searches from ``roots`` (original ids), ``batch_size`` (<= 64) per pass.
 
     Returns one :class:`~breadth.bfs.results.BFSResult` per root, in order (a repeated root is searched
-    again).  ``depth_limit`` as in :func:`~breadth.bfs.search.bfs`.  CPU graphs run the Numba kernels;
-    GPU graphs the CuPy kernels of :mod:`breadth.bfs.batch_gpu` (``tests/test_gpu.py`` checks them against the
-    CPU's levels).
-    A pass holds ``3 + B`` 64-bit words per owned vertex (``B`` level planes, 4 up to depth 15); each root's
-    parents and levels are then derived from them, a group of roots at a time (on GPUs at most
+    again).  ``depth_limit`` as in :func:`~breadth.bfs.engine.search.bfs`.  CPU graphs run the Numba kernels;
+    GPU graphs the CUDA kernels of :mod:`breadth.bfs.gpu.batch_kernels` (``tests/test_gpu.py`` checks them
+    against the CPU's levels).
+    A pass holds ``3 + B`` 64-bit words per owned vertex (``B`` level planes, 4 up to depth 15), and on CPUs
+    each (vertex, root)'s parent and level as the steps find them (8 bytes each); each root's parents and
+    levels are then laid out per root (on GPUs derived from the planes, a group of roots at a time, at most
     ``BatchEngine.result_bytes`` of them on the device), and kept on the worker's host memory:
-    ``12`` bytes per owned vertex and root, as :func:`~breadth.bfs.search.bfs` keeps them.
+    ``8`` bytes per owned vertex and root (int32 parents below 2**31 vertices; int64 on GPUs), as
+    :func:`~breadth.bfs.engine.search.bfs` keeps them.
 
     >>> from breadth.bfs import bfs_batch
     >>> res = bfs_batch(g, [0, 5, 9])                 # doctest: +SKIP

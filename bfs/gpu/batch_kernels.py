@@ -72,9 +72,10 @@ def _counters(ctr) -> tuple[int, int, int, int, int]:
     return int(c[0]), int(c[1]), int(c[2]), int(c[3]), int(np.uint64(c[4]).view(np.int64))
 
 
-def top_down_step(offsets, cols, lo: int, queue, frontier, seen, nxt, sent, nchunks: int):
+def top_down_step(offsets, cols, lo: int, queue, frontier, seen, nxt, sent, nchunks: int, rec=None):
     """One batched top-down level (see :func:`.batch_top_down.top_down_step`); returns ``(touched, pairs)``
-    on the device.  ``nchunks`` is unused (one thread per frontier vertex)."""
+    on the device.  ``nchunks`` is unused (one thread per frontier vertex), ``rec`` None (parents are
+    derived after the pass: ``records_parents`` False)."""
     qn = int(queue.size)
     if qn == 0:
         return cp.empty(0, np.int64), cp.empty((0, 2), np.int64)
@@ -90,9 +91,9 @@ def top_down_step(offsets, cols, lo: int, queue, frontier, seen, nxt, sent, nchu
     return touched[:nt], pairs[:2 * k].reshape(k, 2)
 
 
-def claim_pairs(pairs, lo: int, seen, nxt):
+def claim_pairs(pairs, lo: int, seen, nxt, rec=None):
     """Apply received ``(vertex, bits)`` pairs (``(k, 2)`` int64 on the device); returns the local ids whose
-    ``nxt`` word this made non-zero."""
+    ``nxt`` word this made non-zero.  ``rec`` None (see :func:`top_down_step`)."""
     nt = int(pairs.shape[0])
     touched = cp.empty(max(nt, 1), np.int64)
     count = cp.zeros(1, np.uint64)
@@ -102,9 +103,10 @@ def claim_pairs(pairs, lo: int, seen, nxt):
     return touched[:int(count.get()[0])]
 
 
-def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offsets, nchunks):
+def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offsets, nchunks, rec=None):
     """The end of a top-down level over the vertices it touched (see :func:`.batch_frontier.finish_touched`);
-    returns the counters as host integers (the unfinished in-degree sum 0).  ``nchunks`` is unused."""
+    returns the counters as host integers (the unfinished in-degree sum 0).  ``nchunks`` is unused, ``rec``
+    None (see :func:`top_down_step`)."""
     ctr = cp.zeros(5, np.uint64)
     k = _kern()
     if queue.size:
@@ -116,9 +118,10 @@ def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offse
     return _counters(ctr)
 
 
-def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, planes, depth, out_offsets, chunks):
+def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, planes, depth, out_offsets, chunks,
+                   rec=None):
     """One batched bottom-up level with its end (see :func:`.batch_bottom_up.bottom_up_step`); returns the
-    counters as host integers."""
+    counters as host integers.  ``rec`` None (see :func:`top_down_step`)."""
     ctr = cp.zeros(5, np.uint64)
     nloc = int(seen.size)
     if nloc:
@@ -202,7 +205,8 @@ def gpu_batch_kernels() -> SimpleNamespace:
     return SimpleNamespace(
         name="gpu", xp=cp, parent_dtype=lambda n: np.dtype(np.int64), to_host=cp.asnumpy,
         synchronize=lambda: cp.cuda.get_current_stream().synchronize(),
-        result_bytes=RESULT_BYTES, validation=gpu_backend(), vertex_chunks=lambda offsets, nchunks: None,
+        result_bytes=RESULT_BYTES, records_parents=False, pair_width=2, validation=gpu_backend(),
+        vertex_chunks=lambda offsets, nchunks: None,
         finish_touched=finish_touched, bottom_up_step=bottom_up_step, top_down_step=top_down_step,
         claim_pairs=claim_pairs, pairs_by_owner=pairs_by_owner, nonzero_bits=nonzero_bits, encode=encode,
         decode=decode, word_table=word_table, derive=derive,
