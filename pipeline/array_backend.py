@@ -117,8 +117,11 @@ def _gpu_bottom_up_order(shard):
     if shard.nparts == 1:
         from breadth.bfs.gpu.kernels import degree_ordered_columns
 
+        from .build_csr_gpu import order_sort_entries
+
         bu_off, bu_col = (shard.in_offsets, shard.in_columns) if shard.directed else (shard.offsets, shard.columns)
-        ordered = degree_ordered_columns(bu_off, bu_col)  # None when device memory is short
+        # None when device memory is short
+        ordered = degree_ordered_columns(bu_off, bu_col, sort_entries=order_sort_entries())
         if ordered is not None:
             shard.meta["bu_columns"] = ordered
     return shard

@@ -89,10 +89,25 @@ def build_shard_gpu(rank: int, nparts: int, num_vertices: int, pieces: list[Piec
         from breadth.bfs.gpu.kernels import degree_ordered_columns
 
         bu_off, bu_col = (in_offsets, in_columns) if directed else (offsets, columns)
-        ordered = degree_ordered_columns(bu_off, bu_col)
+        ordered = degree_ordered_columns(bu_off, bu_col, sort_entries=order_sort_entries())
         if ordered is not None:
             shard.meta["bu_columns"] = ordered
     return shard
+
+
+#: bytes of a device memory limit per entry of one sort of the degree order (keys, scratch and headroom)
+ORDER_BYTES_PER_ENTRY = 64
+
+
+def order_sort_entries() -> int | None:
+    """Entries per sort of bottom-up's degree order on this worker
+    (:func:`~breadth.bfs.gpu.kernels.degree_ordered_columns`): one sort where the worker has no device
+    memory limit, else ranges sized to the limit (8 GB: 2^27 entries, 1 GiB of keys), so that a limited
+    worker's build peaks near its shard instead of three times its columns."""
+    from .shuffle import worker_device_memory_limit
+
+    limit = worker_device_memory_limit()
+    return None if limit is None else max(1 << 20, limit // ORDER_BYTES_PER_ENTRY)
 
 
 def _bottom_up_rows(shard: Shard):
@@ -115,7 +130,7 @@ def with_bottom_up_order(shard: Shard, buckets: list[np.ndarray]) -> Shard:
     from breadth.bfs.gpu.kernels import degree_ordered_columns
 
     off, col = _bottom_up_rows(shard)
-    ordered = degree_ordered_columns(off, col, cp.asarray(np.concatenate(buckets)))
+    ordered = degree_ordered_columns(off, col, cp.asarray(np.concatenate(buckets)), sort_entries=order_sort_entries())
     if ordered is not None:
         shard.meta["bu_columns"] = ordered
     return shard

@@ -113,10 +113,23 @@ def _device_memory_limit(data) -> int | None:
     return None
 
 
+def worker_device_memory_limit() -> int | None:
+    """The ``device_memory_limit`` (bytes) of the dask-cuda worker running the calling task; ``None`` outside
+    a task, off dask-cuda, or without a limit."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return None
+    return _device_memory_limit(worker.data)
+
+
 def cluster_memory(client, device: str = "cpu") -> ClusterMemory:
     """:class:`ClusterMemory` of ``client``'s workers, read from the scheduler (``memory_limit``,
-    ``nthreads``) and from the workers (their RSS now; the last heartbeat's when one does not answer).  A worker without a limit (0 or None: Dask never
-    ends it) counts as its host's memory divided among the workers on that host."""
+    ``nthreads``) and from the workers (their RSS now; the last heartbeat's when one does not answer).  A
+    worker without a limit (0 or None: Dask never ends it) counts as its host's memory divided among the
+    workers on that host."""
     from breadth.bfs.dask_workers import workers_info
 
     info = workers_info(client)

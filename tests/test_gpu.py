@@ -187,16 +187,15 @@ def test_bits_to_queue_gives_the_set_bits_ascending(nwords):
     np.testing.assert_array_equal(got.get(), want)
 
 
-def test_degree_order_sorted_a_row_range_at_a_time_equals_one_sort(monkeypatch):
-    from breadth.bfs.gpu import kernels as gpu_kernels
+def test_degree_order_sorted_a_row_range_at_a_time_equals_one_sort():
     from breadth.bfs.cpu.bottom_up import degree_ordered_columns as cpu_order
+    from breadth.bfs.gpu.kernels import degree_ordered_columns
 
     p = KroneckerParams.make(14, 9, 0.57, 0.19, 0.19)
     shard = build_shard(0, 1, 1 << 14, split_by_owner(generate_edges(p, 0, 16 << 14), 1 << 14, 1 << 14, 1))
     off, col = cp.asarray(shard.offsets), cp.asarray(shard.columns)
-    whole = gpu_kernels.degree_ordered_columns(off, col)  # 2^27 entries a sort: one range here
-    monkeypatch.setattr(gpu_kernels, "ORDER_SORT_ENTRIES", 1000)  # a few hundred ranges, hubs alone in theirs
-    ranged = gpu_kernels.degree_ordered_columns(off, col)
+    whole = degree_ordered_columns(off, col)  # one sort
+    ranged = degree_ordered_columns(off, col, sort_entries=1000)  # a few hundred ranges, hubs alone in theirs
     assert ranged.dtype == col.dtype
     np.testing.assert_array_equal(ranged.get(), whole.get())
     deg = np.diff(shard.offsets)
@@ -205,3 +204,18 @@ def test_degree_order_sorted_a_row_range_at_a_time_equals_one_sort(monkeypatch):
         np.testing.assert_array_equal(np.sort(ranged.get()[a:b]), shard.columns[a:b])
         assert np.all(np.diff(np.floor(np.log2(deg[ranged.get()[a:b]]))) <= 0)
     np.testing.assert_array_equal(ranged.get(), cpu_order(shard.offsets, shard.columns))
+
+
+def test_degree_order_sorts_by_ranges_only_under_a_device_memory_limit():
+    from breadth.pipeline.build_csr_gpu import order_sort_entries
+    from breadth.pipeline.cluster import local_cuda_cluster
+
+    assert order_sort_entries() is None  # outside a worker: one sort
+    for limit, want in ((None, None), ("640MB", 10_000_000)):
+        client = local_cuda_cluster(workers=1, **({"device_memory_limit": limit} if limit else {}))
+        try:
+            assert client.submit(order_sort_entries, pure=False).result() == want
+        finally:
+            cluster = client.cluster
+            client.close()
+            cluster.close()

@@ -68,17 +68,16 @@ def degree_buckets(offsets):
     return _degree_bucket(offsets, size=int(offsets.size) - 1)
 
 
-#: entries per sort of :func:`degree_ordered_columns` (2^27: 1 GiB of keys)
-ORDER_SORT_ENTRIES = 1 << 27
-
-
-def degree_ordered_columns(offsets, cols, buckets=None):
+def degree_ordered_columns(offsets, cols, buckets=None, sort_entries: int | None = None):
     """``cols`` with each row's neighbours by decreasing degree bucket: bottom-up then meets a frontier
     neighbour after fewer probes (any frontier neighbour is a valid parent, so the order changes which
     one is found, never the levels).  The sorted rows stay as they are (validation binary-searches them).
     ``buckets``: :func:`degree_buckets` of every global id (uint8 ``(num_vertices,)``); ``None`` for a
-    one-rank shard, whose rows are all the ids.  Returns ``None`` when ids are too wide for the packed
-    sort keys or device memory is short."""
+    one-rank shard, whose rows are all the ids.  ``sort_entries``: sort the rows a range of about this many
+    entries at a time (a range's keys all precede the next one's, so the order is the one sort's) so that
+    the keys and the sort's scratch (~24 bytes an entry) stay small beside the shard; ``None``: one sort
+    (2^30 tuples on one GPU: 44 GB in use at its peak, 18 GB by ranges of 2^27).  Returns ``None`` when ids
+    are too wide for the packed sort keys or device memory is short."""
     nloc, nnz = offsets.size - 1, int(cols.size)
     if buckets is None:
         buckets = degree_buckets(offsets)
@@ -89,10 +88,8 @@ def degree_ordered_columns(offsets, cols, buckets=None):
         return None
     kernel = _module("int64" if cols.dtype == np.int64 else "int32")["bu_order_keys"]
     mask = np.uint64((1 << cbits) - 1)
-    # rows are sorted one range of about ORDER_SORT_ENTRIES at a time (a range's keys all precede the next
-    # one's, so the result is the one sort's): the sort's keys and scratch (~24 bytes an entry) stay a few
-    # GB beside the shard instead of three times its columns (2^30 tuples on one GPU: 41 GB at the peak)
-    starts = cp.searchsorted(offsets, cp.arange(ORDER_SORT_ENTRIES, nnz, ORDER_SORT_ENTRIES, dtype=cp.int64))
+    step = max(1, sort_entries or nnz)
+    starts = cp.searchsorted(offsets, cp.arange(step, nnz, step, dtype=cp.int64)) if step < nnz else ()
     bounds = sorted({0, nloc} | {int(r) for r in cp.asnumpy(starts)})  # row ranges' first rows, and the end
     # memory is asked for, not estimated: whichever allocator CuPy has (its own pool, or RMM's, which cuDF
     # and dask-cuda install and whose reserved bytes cudaMemGetInfo counts as used) says whether it fits
