@@ -206,16 +206,15 @@ def test_degree_order_sorted_a_row_range_at_a_time_equals_one_sort():
     np.testing.assert_array_equal(ranged.get(), cpu_order(shard.offsets, shard.columns))
 
 
-def test_degree_order_sorts_by_ranges_only_under_a_device_memory_limit():
+def test_degree_order_sorts_by_ranges_sized_to_the_device_memory_limit():
     from breadth.pipeline.build_csr_gpu import order_sort_entries
     from breadth.pipeline.cluster import local_cuda_cluster
 
     assert order_sort_entries() is None  # outside a worker: one sort
-    for limit, want in ((None, None), ("640MB", 10_000_000)):
-        client = local_cuda_cluster(workers=1, **({"device_memory_limit": limit} if limit else {}))
-        try:
-            assert client.submit(order_sort_entries, pure=False).result() == want
-        finally:
-            cluster = client.cluster
-            client.close()
-            cluster.close()
+    client = local_cuda_cluster(workers=1, device_memory_limit="640MB")
+    try:
+        assert client.submit(order_sort_entries, pure=False).result() == 20_000_000
+    finally:
+        cluster = client.cluster
+        client.close()
+        cluster.close()
