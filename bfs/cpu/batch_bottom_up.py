@@ -12,7 +12,7 @@ Algorithm (the bottom-up half of MS-BFS, Then et al., VLDB 2015, with Beamer's e
         for u in in_neighbours(v) while got != missing:
             new = frontier[u] & missing & ~got
             got |= new; found_by[v, i] = u for each bit i of new
-        next[v] = got; seen[v] |= got; record the level of got (planes, found_at)
+        next[v] = got; seen[v] |= got; record the level of got (planes, found_at: record_found)
 
 The scan stops once every missing search has been found, the batch's version of bottom-up's "stop at
 the first parent"; a search that ended (no frontier) is left out of ``missing`` so it never keeps a vertex
@@ -31,7 +31,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .batch_frontier import record_level
+from .batch_frontier import record_found
 from .bit_ops import ctz, popcount
 
 
@@ -91,12 +91,7 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
                 if got:
                     s |= got
                     seen[v] = s
-                    record_level(planes, v, got, depth)
-                    x = got
-                    depth_byte = np.uint8(depth & 255)
-                    while x:
-                        found_at[v, ctz(x)] = depth_byte
-                        x &= x - one
+                    record_found(planes, found_at, v, got, depth)
                     nv += 1
                     pairs += popcount(got)
                     fdeg += out_offsets[v + 1] - out_offsets[v]

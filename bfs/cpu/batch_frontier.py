@@ -40,6 +40,18 @@ def record_level(planes, v, new, depth):
         b += 1
 
 
+@numba.njit(inline="always")
+def record_found(planes, found_at, v, new, depth):
+    """:func:`record_level`, and the depth's low byte as ``found_at[v, i]`` for every search ``i`` in ``new``
+    (the high bits are the planes')."""
+    record_level(planes, v, new, depth)
+    one = np.uint64(1)
+    depth_byte = np.uint8(depth & 255)
+    while new:
+        found_at[v, ctz(new)] = depth_byte
+        new &= new - one
+
+
 @numba.njit(parallel=True, nogil=True, cache=True)
 def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offsets, bounds, ctr, orw, found_at):
     """After a top-down level, over the vertices it touched only: the old frontier (local ids ``queue``)
@@ -51,7 +63,6 @@ def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offse
     ``(nloc, k)`` uint8 low bytes of the levels by vertex (:func:`.batch_results.unpack`), ``depth``'s for each
     search that reached a vertex now."""
     zero = np.uint64(0)
-    one = np.uint64(1)
     for i in numba.prange(queue.size):
         frontier[queue[i]] = zero
     for c in numba.prange(bounds.size - 1):
@@ -64,12 +75,7 @@ def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offse
             nxt[v] = zero
             frontier[v] = w
             seen[v] |= w
-            record_level(planes, v, w, depth)
-            x = w
-            depth_byte = np.uint8(depth & 255)
-            while x:
-                found_at[v, ctz(x)] = depth_byte
-                x &= x - one
+            record_found(planes, found_at, v, w, depth)
             pairs += popcount(w)
             fdeg += out_offsets[v + 1] - out_offsets[v]
             o |= w
