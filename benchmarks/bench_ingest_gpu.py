@@ -118,10 +118,12 @@ class _PoolPeak:
 
         import cupy as cp
 
+        from breadth.pipeline.device_memory import device_memory_limit
+
         self.pool, self.used, self.held = cp.get_default_memory_pool(), 0, 0
         self.series: list = []
-        buffer = getattr(data, "device_buffer", None)  # dask-cuda's device store; a dict without a limit
-        self.stored = getattr(getattr(buffer, "fast", None), "total_weight", None) is not None and buffer.fast
+        # dask-cuda's device store under a limit (a zict Buffer, whose fast side holds the device's outputs)
+        self.stored = data.device_buffer.fast if device_memory_limit(data) else None
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()

@@ -106,7 +106,7 @@ def order_sort_entries() -> int | None:
     of three times its columns; one sort where the worker has no limit, or where the limit holds it
     (dask-cuda's default, 80 % of an H200: up to 3.8 G entries, a scale-27 graph's).  Scale 26 on one H200:
     construction 0.63-0.70 s with one sort, 0.75-0.78 s in ranges of 2^27."""
-    from .shuffle import worker_device_memory_limit
+    from .device_memory import worker_device_memory_limit
 
     limit = worker_device_memory_limit()
     return None if limit is None else max(1 << 20, limit // ORDER_BYTES_PER_ENTRY)

@@ -49,6 +49,7 @@ import numpy as np
 
 from breadth.io.npy_lock import load_npy
 
+from .device_memory import device_memory_limit
 from .memory_plan import TIERS, TierChoice
 from .memory_plan import choose_tier as _choose_tier
 from .shuffle_tiers import ShuffleSpec, send_chunk
@@ -95,34 +96,8 @@ def _gpu_memory(dask_worker=None) -> int:
     import cupy as cp
 
     total = int(cp.cuda.runtime.memGetInfo()[1])
-    limit = _device_memory_limit(dask_worker.data) if dask_worker is not None else None
+    limit = device_memory_limit(dask_worker.data) if dask_worker is not None else None
     return min(total, limit) if limit else total
-
-
-def _device_memory_limit(data) -> int | None:
-    """The ``device_memory_limit`` (bytes) of a dask-cuda worker whose data store is ``data``; ``None``
-    without one (or off dask-cuda).  dask-cuda keeps it as the threshold of the zict ``Buffer`` between its
-    device and host stores (``DeviceHostFile.device_buffer``); a worker without a limit has a dict there."""
-    try:
-        import zict
-        from dask_cuda.device_host_file import DeviceHostFile
-    except ImportError:
-        return None
-    if isinstance(data, DeviceHostFile) and isinstance(data.device_buffer, zict.Buffer):
-        return int(data.device_buffer.n)
-    return None
-
-
-def worker_device_memory_limit() -> int | None:
-    """The ``device_memory_limit`` (bytes) of the dask-cuda worker running the calling task; ``None`` outside
-    a task, off dask-cuda, or without a limit."""
-    try:
-        from distributed import get_worker
-
-        worker = get_worker()
-    except (ImportError, ValueError):
-        return None
-    return _device_memory_limit(worker.data)
 
 
 def cluster_memory(client, device: str = "cpu") -> ClusterMemory:
