@@ -10,7 +10,15 @@ one validated on the device (the five rules).  TEPS follow Graph500 (input tuple
 over the search time), harmonic mean.  Every rank's per-level records (direction, frontier, local, exchange,
 reduction seconds, bytes) go to the JSON.  ``--commbench`` first times each protocol's communicator
 inside a session: 64 MB alltoallv between ranks 0 and 1 (GB/s per direction), the one-element all-reduce
-and the engine's counters round.
+and the engine's counters round; with it, ``--raw-ucxx`` times ucxx itself between the same two rank
+processes (its low-level API, progressed in the rank's thread: 8-byte round trips of host and device
+buffers, and device transfers of the commbench sizes), the floor the UCX communicator is measured against.
+
+``--ranks-per-gpu 2`` puts two workers on each GPU, so that one GPU runs two ranks (NCCL refuses that;
+UCX moves the device buffers between the processes through CUDA IPC):
+
+    python benchmarks/bench_multigpu.py --ranks-per-gpu 2 --configs 24:2 --protocols ucx tcp \
+        --commbench --raw-ucxx --roots 16 --json $OUT/ucx_one_gpu.json
 """
 
 from __future__ import annotations
@@ -74,6 +82,65 @@ def _commbench(engine, setup_s, sizes, reps):
     return res
 
 
+def _rawbench(engine, setup_s, sizes, reps):
+    """Ranks 0 and 1 ping-pong with ucxx's low-level API (their own UCX context; the listener's port goes
+    through the session's communicator), progressing the worker in this thread: per size, the median
+    round trip and the one-way rate (two transfers per round trip)."""
+    import cupy as cp
+    import ucxx._lib.libucxx as ucx_api
+    from ucxx._lib.arr import Array
+
+    from breadth.bfs.transport.wire_format import worker_host
+
+    comm = engine.comm
+    r = comm.rank
+    ctx = ucx_api.UCXContext(feature_flags=(ucx_api.Feature.TAG,))
+    worker = ucx_api.UCXWorker(ctx)
+    got = {}
+    listener = None
+    if r == 0:
+        def accept(conn_request):
+            got["ep"] = listener.create_endpoint_from_conn_request(conn_request, endpoint_error_handling=True)
+
+        listener = ucx_api.UCXListener.create(worker=worker, port=0, cb_func=accept)
+    host = np.frombuffer(worker_host().encode().ljust(64, b"\0"), np.uint8)
+    port = np.array([listener.port if listener is not None else 0], np.int64)
+    addr = comm.allgather(np.concatenate([host, port.view(np.uint8)]))[0]
+    res = {"rank": r}
+    if r == 1:
+        got["ep"] = ucx_api.UCXEndpoint.create(worker, bytes(addr[:64]).rstrip(b"\0").decode(),
+                                               int(addr[64:].view(np.int64)[0]), endpoint_error_handling=True)
+    elif r == 0:
+        while "ep" not in got:
+            worker.progress()
+
+    def wait(reqs):
+        while not all(q.completed for q in reqs):
+            worker.progress()
+        for q in reqs:
+            q.check_error()
+
+    if r < 2:
+        ep = got["ep"]
+        for name, xp, nbytes in [("host_8B", np, 8), ("device_8B", cp, 8)] + [(f"device_{n}B", cp, n) for n in sizes]:
+            a, b = Array(xp.ones(nbytes, np.uint8)), Array(xp.zeros(nbytes, np.uint8))
+            ts = []
+            for i in range(reps + 3):
+                t0 = time.perf_counter()
+                if r == 0:
+                    wait([ep.tag_send(a, tag=ucx_api.UCXXTag(1))])
+                    wait([ep.tag_recv(b, tag=ucx_api.UCXXTag(2))])
+                else:
+                    wait([ep.tag_recv(b, tag=ucx_api.UCXXTag(1))])
+                    wait([ep.tag_send(a, tag=ucx_api.UCXXTag(2))])
+                if i >= 3:
+                    ts.append(time.perf_counter() - t0)
+            med = float(np.median(ts))
+            res[name] = {"bytes": nbytes, "round_trip_us": med * 1e6, "GBps_one_way": 2 * nbytes / med / 1e9}
+    comm.barrier()  # both ends done before either closes
+    return res
+
+
 def summarize(out, rts, g, scale, protocol, session_s) -> dict:
     rows0 = out[0]["rows"]
     times = np.array([r["time"] for r in rows0])
@@ -121,10 +188,12 @@ def main() -> None:
     ap.add_argument("--validate", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--commbench", action="store_true")
+    ap.add_argument("--raw-ucxx", action="store_true", help="with --commbench: time ucxx itself between ranks 0 and 1")
+    ap.add_argument("--ranks-per-gpu", type=int, default=1, help="workers (ranks) on each GPU")
     ap.add_argument("--cluster-protocol", default="tcp", choices=("tcp", "ucx"),
-                    help="Dask's own protocol (graph preparation); tcp by default: a UCX cluster keeps a "
-                         "progress thread busy in every worker and sets CU_CTX_SYNC_MEMOPS, which made each "
-                         "synchronisation of a NCCL rank 2-4x slower (benchmarks/diag_sync.py)")
+                    help="Dask's own protocol (graph preparation); local_cuda_cluster gives a UCX cluster "
+                         "UCX's progress thread (see breadth.pipeline.cluster.ucx_progress_environ), without which "
+                         "each worker's event loop spun and made every synchronisation of a rank 2-4x slower")
     ap.add_argument("--env-variants", nargs="+", default=[""],
                     help="every configuration runs once per variant: 'VAR=VAL,VAR=VAL' set on every worker "
                          "(the variant's BREADTH_* settings alone, as a SearchConfig), alpha=A and beta=B for the direction "
@@ -152,7 +221,7 @@ def main() -> None:
         write_json(args.json, out, default=float)
 
     t0 = time.perf_counter()
-    client = local_cuda_cluster(workers=args.gpus, protocol=args.cluster_protocol)
+    client = local_cuda_cluster(workers=args.gpus, protocol=args.cluster_protocol, ranks_per_gpu=args.ranks_per_gpu)
     out["cluster_start_s"] = time.perf_counter() - t0
     if args.stall:
         import faulthandler
@@ -176,6 +245,15 @@ def main() -> None:
                 cache[(scale, p)] = g
             g = cache[(scale, p)]
             if args.commbench and p > 1 and not any(c["gpus"] == p for c in out["comm"]):
+                if args.raw_ucxx:
+                    try:
+                        res = run_session(g, _rawbench, [1 << 20, 1 << 24, 1 << 26], 20, protocol="tcp", timeout=120.0)
+                        out["comm"].append({"gpus": p, "protocol": "raw-ucxx", "ranks": res})
+                        print("raw ucxx: " + ", ".join(f"{k} {v['round_trip_us']:.0f} us {v['GBps_one_way']:.1f} GB/s"
+                                                       for k, v in res[0].items() if k != "rank"), flush=True)
+                    except Exception as e:
+                        out["errors"].append({"comm": "raw-ucxx", "gpus": p, "error": traceback.format_exc()})
+                        print(f"raw ucxx x{p} FAILED: {e!r}", flush=True)
                 for proto in args.protocols:
                     try:
                         res = run_session(g, _commbench, [1 << 20, 1 << 24, 1 << 26], 10, protocol=proto, timeout=120.0)

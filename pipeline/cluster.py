@@ -35,14 +35,34 @@ def local_cluster(workers: int = 1, threads_per_worker: int | None = None, proto
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     threads = threads_per_worker or max(1, (os.cpu_count() or 1) // workers)
-    with _spawn_environ(NUMBA_NUM_THREADS=str(threads)):
+    with _spawn_environ(NUMBA_NUM_THREADS=str(threads), **ucx_progress_environ(protocol)):
         cluster = LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True, protocol=protocol,
                                memory_limit=memory_limit, dashboard_address=None, local_directory=local_directory,
                                # no dashboard; the scheduler's small HTTP server on a free port, not 8787,
                                # which a user's own Dask or Jupyter often holds ("Port 8787 is already in use")
                                scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
                                silence_logs=silence_logs)
-    return Client(cluster)
+        return Client(cluster)
+
+
+def ucx_progress_environ(protocol: str) -> dict[str, str]:
+    """The UCX progress settings of a cluster whose Dask comms run over UCX (``protocol`` "ucx"/"ucxx"),
+    for its worker processes and this one; nothing for other protocols, and a variable the user has set
+    keeps its value.
+
+    distributed-ucxx's default ("blocking" progress without Python futures) waits on each UCX request
+    by polling it from the event loop (``wait_yield``), and a Dask worker always has receives pending, so
+    its event loop spins and holds the GIL much of the time: a search rank's thread in that worker then
+    waits for the GIL after every exchange.  Two workers sharing an H100
+    (benchmarks/results/ucx_cluster_progress_h100.json, ``benchmarks/diag_ucx_cluster.py``): a TCP barrier
+    between their ranks took 116 us on a UCX cluster so configured, the worker's main thread busy 61 % of
+    the time, against 49-74 us on a TCP cluster; raw ucxx host round trips 122 us against 22-26 us.  UCX's
+    own progress thread with completions delivered as Python futures leaves the loop idle: 56 us and 33 us.
+    """
+    if protocol not in ("ucx", "ucxx"):
+        return {}
+    want = {"UCXPY_PROGRESS_MODE": "thread", "UCXPY_ENABLE_PYTHON_FUTURE": "1"}
+    return {k: v for k, v in want.items() if k not in os.environ}
 
 
 @contextmanager
@@ -67,7 +87,7 @@ def _spawn_environ(**env: str):
 
 
 def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", threads_per_worker: int = 1,
-                       local_directory: str | None = None, **kw):
+                       local_directory: str | None = None, ranks_per_gpu: int = 1, **kw):
     """One Dask worker per GPU (dask-cuda ``LocalCUDACluster``) and a connected Client.
 
     ``workers`` (default: every visible GPU) limits the GPUs used.  ``device_memory_limit`` (bytes, or a
@@ -79,6 +99,11 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
     :func:`breadth.bfs.gpu.backend.use_cupy_pool`).  Install with the ``gpu`` extra (CUDA 12) or
     ``gpu-cuda13`` (CUDA 13).  The first start on a machine compiles the GPU kernels, saying so on
     stderr (:mod:`breadth.pipeline.gpu_kernel_cache`).
+
+    ``ranks_per_gpu`` > 1 starts that many workers on each GPU (plain Dask workers, without dask-cuda's
+    device memory limit, which refuses to share a GPU): several search ranks on one GPU, to run multi-rank
+    code (transports that move device buffers between processes, partitionings) on a one-GPU machine.
+    NCCL refuses two ranks on one GPU; ``protocol="auto"`` picks UCX or TCP for such sessions.
     """
     from distributed import Client
 
@@ -92,16 +117,42 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
     ngpu = cupy.cuda.runtime.getDeviceCount()
     if ngpu < 1:
         raise RuntimeError("device='gpu': no CUDA device is visible")
-    n = min(workers or ngpu, ngpu)
-    cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=list(range(n)), n_workers=n,
-                               threads_per_worker=threads_per_worker, protocol=protocol,
-                               dashboard_address=None, local_directory=local_directory, **kw)
-    client = Client(cluster)
+    if ranks_per_gpu < 1:
+        raise ValueError(f"ranks_per_gpu must be >= 1, got {ranks_per_gpu}")
+    n = min(workers or ngpu * ranks_per_gpu, ngpu * ranks_per_gpu)
+    with _spawn_environ(**ucx_progress_environ(protocol)):
+        if ranks_per_gpu == 1:
+            cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=list(range(n)), n_workers=n,
+                                       threads_per_worker=threads_per_worker, protocol=protocol,
+                                       dashboard_address=None, local_directory=local_directory, **kw)
+        else:
+            cluster = _shared_gpu_cluster(n, ngpu, ranks_per_gpu, threads_per_worker, protocol, local_directory,
+                                          kw.get("silence_logs", logging.WARNING))
+        client = Client(cluster)
     client.run(_start_gpu_worker)
     from .gpu_kernel_cache import ensure_compiled
 
     ensure_compiled(client)  # once per machine: a job's first timings never include NVRTC
     return client
+
+
+def _shared_gpu_cluster(n: int, ngpu: int, per_gpu: int, threads: int, protocol: str,
+                        local_directory: str | None, silence_logs: int):
+    """``n`` worker processes, ``per_gpu`` on each of the ``ngpu`` GPUs (worker ``i`` sees GPU ``i // per_gpu``
+    as its device 0): workers ``2k`` and ``2k + 1`` share a GPU when ``per_gpu`` is 2.  Each may use an equal
+    share of the host's memory, as dask-cuda's workers do (Dask's "auto" would give a one-thread worker
+    only its thread's share, and Dask counts the device arrays a task holds against that limit)."""
+    import psutil
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    workers = {f"gpu{i // per_gpu}-{i % per_gpu}": {
+        "cls": Nanny, "options": {"nthreads": threads, "env": {"CUDA_VISIBLE_DEVICES": str(i // per_gpu)},
+                                  "protocol": protocol, "local_directory": local_directory,
+                                  "memory_limit": psutil.virtual_memory().total // n,
+                                  "silence_logs": silence_logs}}
+        for i in range(n)}
+    scheduler = {"cls": Scheduler, "options": {"protocol": protocol, "dashboard": False, "dashboard_address": ":0"}}
+    return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=silence_logs)
 
 
 def _start_gpu_worker() -> None:

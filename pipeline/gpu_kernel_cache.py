@@ -115,7 +115,7 @@ def warm_up(client) -> None:
         bfs_batch(g, choose_roots(g, 3, 1).tolist())
     finally:
         g.release()
-    if min(client.run(_free_device_bytes).values()) >= LARGE_WARM_UP_BYTES:
+    if _room_per_worker(client) >= LARGE_WARM_UP_BYTES:
         prepare(kronecker(LARGE_WARM_UP_SCALE, seed=1, device="gpu"), client, device="gpu").release()
     client.run(_free_pool)  # the job after sees its GPU's memory as free as before
 
@@ -136,10 +136,21 @@ def _relabel_sparse_ids() -> None:
         steps.chunk_dense(split, *looked, dtype=np.int32)
 
 
-def _free_device_bytes() -> int:
+def _room_per_worker(client) -> int:
+    """The free device memory each GPU worker may count on (bytes): a GPU's free memory split among the
+    workers that share it (``local_cuda_cluster(ranks_per_gpu=...)``)."""
+    from collections import Counter
+
+    free = client.run(_free_device_bytes)
+    sharing = Counter(gpu for _, gpu in free.values())
+    return min(nbytes // sharing[gpu] for nbytes, gpu in free.values())
+
+
+def _free_device_bytes() -> tuple[int, str]:
+    """This worker's GPU: its free bytes and its PCI bus id."""
     import cupy
 
-    return int(cupy.cuda.runtime.memGetInfo()[0])
+    return int(cupy.cuda.runtime.memGetInfo()[0]), cupy.cuda.Device().pci_bus_id
 
 
 def _free_pool() -> None:

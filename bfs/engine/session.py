@@ -32,11 +32,13 @@ def nccl_available() -> bool:
         return False
 
 
-def resolve_protocol(protocol: str, backend: str, size: int) -> str:
+def resolve_protocol(protocol: str, backend: str, size: int, shared_gpus: bool = False) -> str:
     """The transport a session of ``size`` ranks on ``backend`` ("cpu" or "gpu") runs: ``"self"`` for one
     rank (no peer), else ``protocol`` itself, or for ``"auto"`` the fastest available: NCCL for GPU ranks
     (its rounds become peer-memory kernels where the GPUs reach each other; on 2 H200s 1.76x one GPU at
-    scale 27 against UCX's 0.48x), TCP for CPU ranks (a barrier 84 us against UCX's 340 on CPUs).
+    scale 27 against UCX's 0.48x), TCP for CPU ranks (a barrier 84 us against UCX's 340 on CPUs).  GPU
+    ranks of which some share a GPU (``shared_gpus``: NCCL refuses two ranks on one device) get UCX where
+    ucxx imports (device buffers move between the processes through CUDA IPC), else TCP.
 
     >>> resolve_protocol("auto", "cpu", 2)
     'tcp'
@@ -52,7 +54,40 @@ def resolve_protocol(protocol: str, backend: str, size: int) -> str:
         return "self"
     if protocol != "auto":
         return protocol
-    return "nccl" if backend == "gpu" and nccl_available() else "tcp"
+    if backend != "gpu":
+        return "tcp"
+    if not shared_gpus:
+        return "nccl" if nccl_available() else "tcp"
+    return "ucx" if ucx_available() else "tcp"
+
+
+def ucx_available() -> bool:
+    """True when ucxx imports here (the ``ucx`` extra)."""
+    try:
+        import ucxx  # noqa: F401
+
+        return True
+    except Exception:  # not installed, or its UCX libraries fail to load: no UCX here
+        return False
+
+
+def session_protocol(graph, protocol: str = "auto") -> str:
+    """:func:`resolve_protocol` for ``graph``'s ranks: for GPU ranks under ``"auto"`` it asks the ranks'
+    workers once which GPU each uses (PCI bus id, remembered on the graph)."""
+    shared = False
+    if protocol == "auto" and graph.backend == "gpu" and graph.nparts > 1:
+        if graph.gpu_ids is None:
+            ids = graph.client.run(_gpu_id, workers=sorted(set(graph.workers)))
+            graph.gpu_ids = [ids[w] for w in graph.workers]
+        shared = len(set(graph.gpu_ids)) < len(graph.gpu_ids)
+    return resolve_protocol(protocol, graph.backend, graph.nparts, shared)
+
+
+def _gpu_id() -> str:
+    """The PCI bus id of this worker's current CUDA device."""
+    import cupy
+
+    return cupy.cuda.Device().pci_bus_id
 
 
 def make_communicator(rank: int, size: int, session: str, protocol: str, timeout: float, backend: str = "cpu",
@@ -154,7 +189,7 @@ def run_session(graph, body: Callable, *args, protocol: str = "auto", timeout: f
     from distributed import wait
 
     client, size = graph.client, graph.nparts
-    protocol = resolve_protocol(protocol, graph.backend, size)
+    protocol = session_protocol(graph, protocol)
     _check_threads(client, graph)
     session = f"breadth-{uuid.uuid4().hex[:12]}"
     config = config if config is not None else SearchConfig.from_env()
