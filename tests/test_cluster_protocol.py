@@ -1,0 +1,34 @@
+"""Which transport a session picks, and the UCX progress settings a local cluster on UCX starts with."""
+
+from __future__ import annotations
+
+import pytest
+
+from breadth.bfs.engine.session import resolve_protocol, ucx_available
+from breadth.pipeline.cluster import ucx_progress_environ
+
+
+def test_ucx_cluster_gets_a_progress_thread(monkeypatch):
+    monkeypatch.delenv("UCXPY_PROGRESS_MODE", raising=False)
+    monkeypatch.delenv("UCXPY_ENABLE_PYTHON_FUTURE", raising=False)
+    assert ucx_progress_environ("ucx") == {"UCXPY_PROGRESS_MODE": "thread", "UCXPY_ENABLE_PYTHON_FUTURE": "1"}
+    assert ucx_progress_environ("ucxx") == ucx_progress_environ("ucx")
+    assert ucx_progress_environ("tcp") == {}
+
+
+def test_user_ucx_settings_win(monkeypatch):
+    monkeypatch.setenv("UCXPY_PROGRESS_MODE", "polling")
+    monkeypatch.delenv("UCXPY_ENABLE_PYTHON_FUTURE", raising=False)
+    assert ucx_progress_environ("ucx") == {"UCXPY_ENABLE_PYTHON_FUTURE": "1"}
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_auto_protocol(shared):
+    assert resolve_protocol("auto", "cpu", 3, shared) == "tcp"
+    assert resolve_protocol("auto", "gpu", 1, shared) == "self"
+    assert resolve_protocol("tcp", "gpu", 2, shared) == "tcp"
+
+
+def test_ranks_sharing_a_gpu_never_get_nccl():
+    # NCCL refuses two ranks on one device: UCX moves their device buffers where ucxx imports, else TCP
+    assert resolve_protocol("auto", "gpu", 2, shared_gpus=True) == ("ucx" if ucx_available() else "tcp")
