@@ -72,7 +72,7 @@ def make_communicator(rank: int, size: int, session: str, protocol: str, timeout
     if protocol == "ucx":
         from ..transport.ucx import UCXCommunicator
 
-        return UCXCommunicator.connect(rank, size, session, timeout=timeout)
+        return UCXCommunicator.connect(rank, size, session, timeout=timeout, device=backend == "gpu")
     if protocol == "nccl":
         from ..transport.nccl import NCCLCommunicator
 
