@@ -32,11 +32,23 @@ def nccl_available() -> bool:
         return False
 
 
-def resolve_protocol(protocol: str, backend: str, size: int) -> str:
+def ucx_available() -> bool:
+    """True when ucxx loads (ranks can use :mod:`breadth.bfs.transport.ucx`)."""
+    try:
+        import ucxx._lib.libucxx  # noqa: F401
+    except Exception:  # not installed, or a UCX library that fails to load
+        return False
+    return True
+
+
+def resolve_protocol(protocol: str, backend: str, size: int, shared_gpu: bool = False) -> str:
     """The transport a session of ``size`` ranks on ``backend`` ("cpu" or "gpu") runs: ``"self"`` for one
     rank (no peer), else ``protocol`` itself, or for ``"auto"`` the fastest available: NCCL for GPU ranks
-    (its rounds become peer-memory kernels where the GPUs reach each other; on 2 H200s 1.76x one GPU at
-    scale 27 against UCX's 0.48x), TCP for CPU ranks (a barrier 84 us against UCX's 340 on CPUs).
+    on distinct GPUs (its rounds become peer-memory kernels where the GPUs reach each other; on 2 H200s
+    1.76x one GPU at scale 27 against UCX's 0.48x); UCX for GPU ranks of which two share a GPU
+    (``shared_gpu``: NCCL refuses two ranks on one device), TCP where ucxx is missing; TCP for CPU ranks
+    (on this project's 2-core machine at scale 20, UCX's levels took as long as TCP's on 2 ranks and longer
+    on 4: benchmarks/results/multirank_cpu_tcp_ucx.json).
 
     >>> resolve_protocol("auto", "cpu", 2)
     'tcp'
@@ -52,7 +64,37 @@ def resolve_protocol(protocol: str, backend: str, size: int) -> str:
         return "self"
     if protocol != "auto":
         return protocol
-    return "nccl" if backend == "gpu" and nccl_available() else "tcp"
+    if backend != "gpu":
+        return "tcp"
+    if shared_gpu:
+        return "ucx" if ucx_available() else "tcp"
+    return "nccl" if nccl_available() else "tcp"
+
+
+def session_protocol(graph, protocol: str = "auto") -> str:
+    """The transport a session on ``graph``'s ranks runs (:func:`resolve_protocol`; for ``"auto"`` on GPU
+    ranks the cluster is asked whether two of them share a GPU)."""
+    shared = (protocol == "auto" and graph.backend == "gpu" and graph.nparts > 1
+              and ranks_share_a_gpu(graph.client, graph.workers))
+    return resolve_protocol(protocol, graph.backend, graph.nparts, shared)
+
+
+def ranks_share_a_gpu(client, workers: list[str]) -> bool:
+    """Whether two of the ranks placed on ``workers`` (one address per rank) run on one GPU: two ranks on
+    one worker, or two workers whose current device is the same GPU of the same host."""
+    if len(set(workers)) < len(workers):
+        return True
+    gpus = client.run(_worker_gpu, workers=sorted(set(workers)))
+    return len(set(gpus.values())) < len(gpus)
+
+
+def _worker_gpu() -> tuple[str, str]:
+    """(host name, PCI bus id) of the calling worker's current GPU."""
+    import socket
+
+    import cupy
+
+    return socket.gethostname(), cupy.cuda.Device().pci_bus_id
 
 
 def make_communicator(rank: int, size: int, session: str, protocol: str, timeout: float, backend: str = "cpu",
@@ -154,7 +196,7 @@ def run_session(graph, body: Callable, *args, protocol: str = "auto", timeout: f
     from distributed import wait
 
     client, size = graph.client, graph.nparts
-    protocol = resolve_protocol(protocol, graph.backend, size)
+    protocol = session_protocol(graph, protocol)
     _check_threads(client, graph)
     session = f"breadth-{uuid.uuid4().hex[:12]}"
     config = config if config is not None else SearchConfig.from_env()

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..engine.batch_engine import BatchEngine
 from ..engine.batch_search import batches
-from ..engine.session import resolve_protocol, run_session
+from ..engine.session import run_session, session_protocol
 from ..search_config import SearchConfig
 from .roots import choose_roots
 from .statistics import report_lines, statistics
@@ -241,7 +241,7 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
                         "levels derived) / batch size")
     hdr.update(header or {})
     hdr["num_ranks"] = graph.nparts
-    hdr["protocol"] = resolve_protocol(protocol, graph.backend, graph.nparts)
+    hdr["protocol"] = session_protocol(graph, protocol)
     hdr["search_config"] = json.dumps(config.as_dict(), separators=(",", ":"))
     hdr["construction_time"] = f"{graph.construction_time:.17e}"
     return Graph500Result(hdr, out[0]["rows"], [o["setup_s"] for o in out])
