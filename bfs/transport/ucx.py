@@ -351,7 +351,7 @@ class UCXCommunicator(PeerCommunicator):
         sides know the sizes) to and from peer ``p``; returns once every receive has landed."""
         self._check()
         self._dseq = seq = self._dseq + 1
-        sl = {p: [np.ascontiguousarray(a) if isinstance(a, np.ndarray) else a for a in _nonempty(x)]
+        sl = {p: [a if a.flags.c_contiguous else a.copy() for a in _nonempty(x)]  # NumPy or CuPy alike
               for p, x in sends.items() if p != self.rank}
         rl = {p: _nonempty(x) for p, x in recvs.items() if p != self.rank}
         self._wait_stream([a for xs in (*sl.values(), *rl.values()) for a in xs])
@@ -363,8 +363,8 @@ class UCXCommunicator(PeerCommunicator):
         """Every rank's 1-D ``arr`` (NumPy or CuPy; ``counts[r]`` elements of its dtype from rank ``r``) in
         rank order, received into arrays of ``arr``'s module: one sized round, no header.  ``wait`` is for
         the device engine's signature: a UCX round has always landed when it returns."""
-        if int(np.size(arr)) != int(counts[self.rank]):
-            raise ValueError(f"rank {self.rank}: allgatherv given {np.size(arr)} elements, counts say "
+        if int(arr.size) != int(counts[self.rank]):
+            raise ValueError(f"rank {self.rank}: allgatherv given {arr.size} elements, counts say "
                              f"{counts[self.rank]}")
         out: list[Any] = [np.empty_like(arr, shape=(int(c),)) for c in counts]  # CuPy for CuPy (array function)
         out[self.rank] = arr
