@@ -126,8 +126,7 @@ class UCXCommunicator(PeerCommunicator):
         self._eps, self._accepted = eps, accepted
         self._peers = sorted(eps)
         self._digest = digest
-        self._device = device
-        self._cp = None
+        self._cp = None  # CuPy on GPU ranks: the module of device buffers
         if device:
             import cupy
 
@@ -171,12 +170,10 @@ class UCXCommunicator(PeerCommunicator):
         ctx = api.UCXContext(feature_flags=(api.Feature.TAG, api.Feature.WAKEUP))
         worker = api.UCXWorker(ctx)
         worker.init_blocking_progress_mode()
-        accepted: list = []
-
-        def on_connect(conn_request):  # a peer dialed us: it sends on that connection, we on our own
-            accepted.append(listener.create_endpoint_from_conn_request(conn_request, True))
-
-        listener = api.UCXListener.create(worker, 0, on_connect)
+        accepted: list = []  # the endpoints of the peers' connections to us: they send on them, we on our own
+        # (ucxx creates each endpoint itself: a callback that used the listener would keep it in a reference
+        # cycle, and its sockets open until a garbage collection)
+        listener = api.UCXListener.create(worker, 0, accepted.append, deliver_endpoint=True)
         eps: dict[int, Any] = {}
         client = get_client()
         mine = Variable(f"{session}-ucx-{rank}", client=client)
