@@ -2,9 +2,13 @@
 
     python benchmarks/bench_multirank.py --scales 20 22 --workers 1 2 4 --roots 16 \\
         --json benchmarks/results/multirank_cpu.json
+    python benchmarks/bench_multirank.py --scales 20 --workers 2 4 --protocols tcp ucx --repeats 3 \\
+        --json benchmarks/results/multirank_cpu_tcp_ucx.json
 
 For each (scale, workers): a fresh local cluster, the Kronecker graph generated and prepared into one
-shard per worker, then ``roots`` searches timed as Graph500 does (between barriers, max over ranks).
+shard per worker, then for each repeat one session per protocol (alternating, on the same graph):
+``roots`` searches timed as Graph500 does (between barriers, max over ranks), then ``--barriers``
+barriers and as many one-element all-reduces timed back to back (the latency of a small round).
 Every rank keeps its per-level records (direction, frontier, local time, exchange time, bytes sent), so
 the JSON holds the breakdown of every rank for every root; the first ``--validate`` roots are checked
 with the five Graph500 rules.  On a 2-core machine more ranks cannot be faster: the point is what the
@@ -24,8 +28,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from results_file import machine, versions, write_json  # noqa: E402
 
 
-def _bench_rank(engine, setup_s, roots, nvalidate):
-    """Rank body: warm-up, then each root timed between barriers; every rank returns its own records."""
+def _bench_rank(engine, setup_s, roots, nvalidate, nbarriers):
+    """Rank body: warm-up, then each root timed between barriers, then ``nbarriers`` barriers and one-element
+    all-reduces; every rank returns its own records and its mean seconds per barrier / all-reduce."""
     from breadth.bfs.graph500.driver import _search_edge_count
     from breadth.bfs.graph500.validate import validate_rank
 
@@ -42,14 +47,26 @@ def _bench_rank(engine, setup_s, roots, nvalidate):
         viol = validate_rank(engine, int(root)) if i < nvalidate else None
         rows.append({"root": int(root), "time": t_max, "rank_time": t, "nedge": nedge, "reached": reached,
                      "violations": viol, "levels": [r.as_dict() for r in recs]})
-    return {"rank": comm.rank, "setup_s": setup_s, "rows": rows}
+    comm.barrier()
+    t0 = time.perf_counter()
+    for _ in range(nbarriers):
+        comm.barrier()
+    t1 = time.perf_counter()
+    one = np.ones(1, np.int64)
+    for _ in range(nbarriers):
+        comm.allreduce(one)
+    t2 = time.perf_counter()
+    n = max(nbarriers, 1)
+    return {"rank": comm.rank, "setup_s": setup_s, "rows": rows, "barrier_s": (t1 - t0) / n,
+            "allreduce_s": (t2 - t1) / n}
 
 
-def run_one(scale: int, workers: int, roots: int, seed: int, protocol: str, nvalidate: int) -> dict:
+def run_one(scale: int, workers: int, roots: int, seed: int, protocols: list[str], repeats: int, nvalidate: int,
+            nbarriers: int) -> list[dict]:
+    """One cluster and graph; ``repeats`` x one session per protocol, alternating; one summary per session."""
     from distributed import wait
 
     from breadth.bfs import choose_roots, run_session
-    from breadth.bfs.graph500.statistics import statistics
     from breadth.pipeline import kronecker, local_cluster, prepare
 
     client = local_cluster(workers=workers)
@@ -61,14 +78,26 @@ def run_one(scale: int, workers: int, roots: int, seed: int, protocol: str, nval
         g = prepare(edges, client)
         edges.edges = None
         rts = choose_roots(g, roots, seed + 1)
-        t0 = time.perf_counter()
-        out = run_session(g, _bench_rank, rts, nvalidate, protocol=protocol, timeout=300.0)
-        session_s = time.perf_counter() - t0
+        runs = []
+        for rep in range(repeats):
+            for protocol in protocols:
+                t0 = time.perf_counter()
+                out = run_session(g, _bench_rank, rts, nvalidate, nbarriers, protocol=protocol, timeout=300.0)
+                session_s = time.perf_counter() - t0
+                r = _summary(out, g, scale, workers, threads, protocol, session_s)
+                r["repeat"] = rep
+                runs.append(r)
         g.release()
     finally:
         cluster = client.cluster
         client.close()
         cluster.close()
+    return runs
+
+
+def _summary(out: list[dict], g, scale: int, workers: int, threads: list, protocol: str, session_s: float) -> dict:
+    from breadth.bfs.graph500.statistics import statistics
+
     rows0 = out[0]["rows"]
     times = np.array([r["time"] for r in rows0])
     nedge = np.array([r["nedge"] for r in rows0], np.float64)
@@ -89,9 +118,12 @@ def run_one(scale: int, workers: int, roots: int, seed: int, protocol: str, nval
                        "exchange_s": [o["rows"][med]["levels"][d]["exchange_s"] for o in out],
                        "bytes_sent": [o["rows"][med]["levels"][d]["bytes_sent"] for o in out]})
     viol = [r["violations"] for r in rows0 if r["violations"] is not None]
+    # every level of every root: the slowest rank's exchange seconds (the level's cost of talking)
+    level_exch = [max(o["rows"][i]["levels"][d]["exchange_s"] for o in out)
+                  for i in range(len(rows0)) for d in range(len(rows0[i]["levels"]))]
     return {
         "scale": scale, "workers": workers, "threads_per_worker": threads, "protocol": protocol,
-        "roots": len(rts), "validated_roots": len(viol), "valid": all(not any(v.values()) for v in viol),
+        "roots": len(rows0), "validated_roots": len(viol), "valid": all(not any(v.values()) for v in viol),
         "construction_s": g.construction_time, "session_s": session_s,
         "setup_s": [o["setup_s"] for o in out],
         "harmonic_mean_teps": statistics(teps, rate=True)["harmonic_mean"],
@@ -99,6 +131,8 @@ def run_one(scale: int, workers: int, roots: int, seed: int, protocol: str, nval
         "median_local_s": float(np.median(local)), "median_exchange_s": float(np.median(exch)),
         "exchange_share": float(np.median(exch / times)),
         "median_bytes_sent_total": float(np.median(nbytes)),
+        "median_level_exchange_s": float(np.median(level_exch)), "mean_level_exchange_s": float(np.mean(level_exch)),
+        "barrier_s": max(o["barrier_s"] for o in out), "allreduce_s": max(o["allreduce_s"] for o in out),
         "per_root": [{"root": r["root"], "time_s": r["time"], "nedge": r["nedge"], "local_s": float(lo),
                       "exchange_s": float(ex), "bytes_sent_total": int(b),
                       "per_rank": [{"rank": o["rank"], "time_s": o["rows"][i]["rank_time"],
@@ -115,22 +149,29 @@ def main() -> None:
     ap.add_argument("--roots", type=int, default=16)
     ap.add_argument("--validate", type=int, default=4, help="validate the first N roots (default 4)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--protocol", choices=("tcp", "ucx"), default="tcp")
+    ap.add_argument("--protocols", choices=("tcp", "ucx"), nargs="+", default=["tcp"],
+                    help="the ranks' transports, one session each per repeat, alternating on the same graph")
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--barriers", type=int, default=2000, help="barriers (and all-reduces) timed per session")
     ap.add_argument("--json", default="benchmarks/results/multirank_cpu.json")
     args = ap.parse_args()
     out = {"benchmark": "multirank_bfs_cpu", "teps_convention": "Graph500 (input tuples in component / time)",
            "machine": machine(), "versions": versions("ucxx"), "args": vars(args), "runs": []}
-    print(f"{'scale':>5} {'ranks':>5} {'GTEPS(hm)':>10} {'median ms':>10} {'local ms':>9} {'exch ms':>8} "
-          f"{'exch %':>6} {'MB sent':>8} {'valid':>5}  load", flush=True)
+    print(f"{'scale':>5} {'ranks':>5} {'proto':>5} {'GTEPS(hm)':>10} {'median ms':>10} {'local ms':>9} "
+          f"{'exch ms':>8} {'exch %':>6} {'lvl exch us':>11} {'barrier us':>10} {'allred us':>9} {'MB sent':>8} "
+          f"{'valid':>5}  load", flush=True)
     for s in args.scales:
         for w in args.workers:
-            r = run_one(s, w, args.roots, args.seed, args.protocol, args.validate)
-            r["loadavg"] = os.getloadavg()
-            out["runs"].append(r)
-            print(f"{s:5d} {w:5d} {r['harmonic_mean_teps'] / 1e9:10.3f} {r['median_time_s'] * 1e3:10.1f} "
-                  f"{r['median_local_s'] * 1e3:9.1f} {r['median_exchange_s'] * 1e3:8.1f} "
-                  f"{100 * r['exchange_share']:6.1f} {r['median_bytes_sent_total'] / 1e6:8.2f} "
-                  f"{str(r['valid']):>5}  {r['loadavg'][0]:.2f}", flush=True)
+            protocols = args.protocols if w > 1 else args.protocols[:1]  # one rank talks to nobody
+            for r in run_one(s, w, args.roots, args.seed, protocols, args.repeats, args.validate, args.barriers):
+                r["loadavg"] = os.getloadavg()
+                out["runs"].append(r)
+                print(f"{s:5d} {w:5d} {r['protocol']:>5} {r['harmonic_mean_teps'] / 1e9:10.3f} "
+                      f"{r['median_time_s'] * 1e3:10.1f} {r['median_local_s'] * 1e3:9.1f} "
+                      f"{r['median_exchange_s'] * 1e3:8.1f} {100 * r['exchange_share']:6.1f} "
+                      f"{r['median_level_exchange_s'] * 1e6:11.0f} {r['barrier_s'] * 1e6:10.0f} "
+                      f"{r['allreduce_s'] * 1e6:9.0f} {r['median_bytes_sent_total'] / 1e6:8.2f} "
+                      f"{str(r['valid']):>5}  {r['loadavg'][0]:.2f}", flush=True)
     out["machine"]["loadavg_end"] = os.getloadavg()
     write_json(args.json, out)
 

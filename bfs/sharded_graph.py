@@ -12,8 +12,7 @@ class ShardedGraph:
 
     ``num_input_edges`` counts the source's edge tuples (self-loops and duplicates included),
     ``num_edges`` the undirected (or directed) edges left after cleaning.  ``id_map`` maps dense ids
-    back to original ids (``None`` when they coincide).  ``gpu_ids``: the PCI bus id of each rank's GPU,
-    learned by the first GPU session (:func:`breadth.bfs.engine.session.session_protocol`).
+    back to original ids (``None`` when they coincide).
     """
 
     client: Any
@@ -28,7 +27,6 @@ class ShardedGraph:
     source: dict = field(default_factory=dict)
     id_map: Any = None
     backend: str = "cpu"
-    gpu_ids: list | None = None
 
     @property
     def nparts(self) -> int:

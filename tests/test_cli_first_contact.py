@@ -313,11 +313,14 @@ def test_protocol_nccl_on_cpu_ranks_is_a_usage_error():
 
 
 def test_protocol_auto_picks_per_backend():
-    from breadth.bfs.engine.session import resolve_protocol
+    from breadth.bfs.engine.session import ranks_share_a_gpu, resolve_protocol, ucx_available
 
     assert resolve_protocol("auto", "cpu", 2) == "tcp"
     assert resolve_protocol("auto", "cpu", 1) == resolve_protocol("auto", "gpu", 1) == "self"
     assert resolve_protocol("ucx", "gpu", 2) == "ucx"
+    # two GPU ranks on one device: NCCL refuses them, UCX (else TCP) carries their rounds
+    assert resolve_protocol("auto", "gpu", 2, shared_gpu=True) == ("ucx" if ucx_available() else "tcp")
+    assert ranks_share_a_gpu(None, ["tcp://w:1", "tcp://w:1"])  # two ranks on one worker: no need to ask
     with pytest.raises(ValueError, match="nccl"):
         resolve_protocol("nccl", "cpu", 2)
     with pytest.raises(ValueError, match="unknown protocol"):

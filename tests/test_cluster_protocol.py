@@ -31,4 +31,4 @@ def test_auto_protocol(shared):
 
 def test_ranks_sharing_a_gpu_never_get_nccl():
     # NCCL refuses two ranks on one device: UCX moves their device buffers where ucxx imports, else TCP
-    assert resolve_protocol("auto", "gpu", 2, shared_gpus=True) == ("ucx" if ucx_available() else "tcp")
+    assert resolve_protocol("auto", "gpu", 2, shared_gpu=True) == ("ucx" if ucx_available() else "tcp")

@@ -82,11 +82,12 @@ def _graph_levels(engine, setup_s, root):
 # where the GPUs reach each other, "nccl-nopeer" the same graphs with NCCL rounds, "nccl-overflow" that with
 # pair caps so small that top-down levels take the exact second round, "nccl-queued" the same engine queueing
 # each level from Python, "nccl-exact" that with every top-down level sized by a counters round first,
-# "nccl-host" the host-counter engine
+# "nccl-host" the host-counter engine; "ucx" runs the device-counter engine with its levels queued (UCX rounds
+# cannot be captured), "ucx-host" the host-counter engine
 _VARIANT = {"nccl-nopeer": SearchConfig(peer_memory=False), "nccl-queued": SearchConfig(level_graphs=False),
             "nccl-overflow": SearchConfig(graph_caps=(16, 64)),
             "nccl-exact": SearchConfig(spec_pairs=0, level_graphs=False),
-            "nccl-host": SearchConfig(device_counters=False)}
+            "nccl-host": SearchConfig(device_counters=False), "ucx-host": SearchConfig(device_counters=False)}
 
 
 def test_two_gpu_levels_run_as_cuda_graphs(client, graphs):
@@ -115,7 +116,7 @@ def test_two_gpu_rounds_use_peer_memory_where_the_gpus_reach_each_other(client, 
 
 
 @pytest.mark.parametrize("protocol", ["nccl", "nccl-nopeer", "nccl-overflow", "nccl-queued", "nccl-exact", "nccl-host",
-                                      "ucx"])
+                                      "ucx", "ucx-host"])
 def test_two_gpu_levels_equal_single_rank_and_valid(client, graphs, protocol):
     g1, g2 = graphs
     roots = choose_roots(g1, 6, 7)
@@ -123,7 +124,7 @@ def test_two_gpu_levels_equal_single_rank_and_valid(client, graphs, protocol):
     proto = protocol.split("-")[0]
     config = _VARIANT.get(protocol, SearchConfig())
     engines = set(run_session(g2, _engine_name, protocol=proto, timeout=60.0, config=config))
-    assert engines == {"Engine" if protocol in ("nccl-host", "ucx") else "DeviceEngine"}, engines
+    assert engines == {"Engine" if protocol.endswith("-host") else "DeviceEngine"}, engines
     for kw, expect in (({}, {"td", "bu"}), ({"alpha": 0.0}, {"td"}), ({"alpha": 1e9, "beta": 1e-9}, {"bu"})):
         got, dirs = _levels(g2, roots, proto, config, **kw)
         assert dirs == expect, (kw, dirs)

@@ -183,6 +183,64 @@ def test_peer_close_and_silence_raise_commerror(cluster, protocol):
     assert kind == "CommError" and peer == 1 and 1.5 < took < 5.0, res[0]
 
 
+def _device_rounds(comm):
+    """The device engine's rounds with NumPy arrays, between slot rounds (sequence numbers interleave)."""
+    r, p = comm.rank, comm.size
+    peers = [q for q in range(p) if q != r]
+    rows = lambda s, d: (s + 2 * d) % 3  # noqa: E731  rows of pairs rank s sends rank d (some none)
+    out = {"flags": (comm.device_counters, comm.capturable_rounds)}
+    out["counters"] = comm.gather_device(np.array([r, 10 * r, -r], np.int64))
+    b0 = comm.bytes_sent()
+    sends = {q: [np.full(2, r, np.int64), np.full((rows(r, q), 2), 100 * r + q, np.int64)] for q in peers}
+    starts = np.concatenate(([0], np.cumsum([rows(q, r) for q in peers])))
+    pairs = comm.device_buffer((int(starts[-1]), 2), np.int64)
+    ctr = np.full((p, 2), -1, np.int64)
+    comm.exchange_device(sends, {q: [ctr[q], pairs[starts[i]:starts[i + 1]]] for i, q in enumerate(peers)})
+    out["exchange"] = (ctr.copy(), pairs.copy(), comm.bytes_sent() - b0)
+    out["slot"] = comm.allgather(np.arange(r + 1))  # a slot round between sized ones
+    counts = [(2 * q) % 3 for q in range(p)]  # rank 0 sends nothing
+    b0 = comm.bytes_sent()
+    parts = comm.allgatherv(np.arange(counts[r], dtype=np.uint64) + 1000 * r, counts, wait=False)
+    out["allgatherv"] = ([x.copy() for x in parts], comm.bytes_sent() - b0)
+    recv = comm.device_buffer(4 * p, np.float32)
+    b0 = comm.bytes_sent()
+    comm.allgather_into(np.full(4, r + 0.5, np.float32), recv, payload=True)
+    comm.note_sent(5)
+    comm.wait("the test's rounds")
+    out["allgather_into"] = (recv.copy(), comm.bytes_sent() - b0)
+    out["sum"] = comm.allreduce(np.array([r], np.int64))
+    return out
+
+
+@pytest.mark.skipif(not _ucx_available(), reason="ucxx is not installed")
+@pytest.mark.parametrize("size", [2, 3])
+def test_ucx_device_rounds_with_numpy_arrays(cluster, size):
+    rows = lambda s, d: (s + 2 * d) % 3  # noqa: E731
+    counts = [(2 * q) % 3 for q in range(size)]
+    res = _on_ranks(cluster, _device_rounds, size, protocol="ucx")
+    for r, out in enumerate(res):
+        assert not isinstance(out, BaseException), out
+        peers = [q for q in range(size) if q != r]
+        assert out["flags"] == (True, False)  # device rounds, not capturable in CUDA graphs
+        np.testing.assert_array_equal(out["counters"], [[q, 10 * q, -q] for q in range(size)])
+        ctr, pairs, sent = out["exchange"]
+        for q in peers:
+            assert (ctr[q] == q).all()
+        assert (ctr[r] == -1).all()  # nothing to self
+        want = np.concatenate([np.full((rows(q, r), 2), 100 * q + r, np.int64) for q in peers])
+        np.testing.assert_array_equal(pairs, want)
+        assert sent == sum(16 + 16 * rows(r, q) for q in peers)
+        assert [list(a) for a in out["slot"]] == [list(range(q + 1)) for q in range(size)]
+        parts, sent = out["allgatherv"]
+        for q, a in enumerate(parts):
+            assert a.dtype == np.uint64 and list(a) == list(np.arange(counts[q]) + 1000 * q)
+        assert sent == 8 * counts[r] * (size - 1)
+        recv, sent = out["allgather_into"]
+        np.testing.assert_array_equal(recv, np.repeat(np.arange(size) + 0.5, 4).astype(np.float32))
+        assert sent == 16 * (size - 1) + 5
+        assert out["sum"][0] == sum(range(size))
+
+
 # -- BFS on P ranks ----------------------------------------------------------------------------------
 def _search_body(engine, setup_s, roots, validate):
     out = []

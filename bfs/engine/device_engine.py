@@ -21,13 +21,15 @@ waits only where it must know a size:
   the level's own queue and counters, and a second all-gather closes the level (synchronisation two).
 
 By default (``SearchConfig(level_graphs=False)`` turns it off) each of these levels is replayed as a CUDA graph
-(:mod:`breadth.bfs.gpu.level_graphs`): one launch and one wait per level, a second exact round only when a
-top-down level's pairs overflow the captured buffers; the queued levels below remain for A/B runs.
+(:mod:`breadth.bfs.gpu.level_graphs`) where the communicator's rounds can be captured (``capturable_rounds``:
+NCCL, one GPU alone): one launch and one wait per level, a second exact round only when a top-down level's
+pairs overflow the captured buffers.  The queued levels below remain for A/B runs and for UCX, whose rounds
+are posted from the host: there each round waits for the stream once and has landed when it returns.
 
 The search itself (direction rule, levels, results) is the base engine's; only where the counts live
 changes.  Per-level ``local_s`` is the kernels' time from CUDA events; ``exchange_s`` the rest of the
 level; ``reduce_s`` the last counters round.  Selected by :func:`breadth.bfs.engine.session.run_session` for GPU
-ranks whose communicator supports device rounds (NCCL), unless ``SearchConfig(device_counters=False)``.
+ranks whose communicator supports device rounds (NCCL, UCX), unless ``SearchConfig(device_counters=False)``.
 """
 
 from __future__ import annotations
@@ -57,12 +59,13 @@ class DeviceEngine(Engine):
         if self.config.spec_pairs is not None:
             self.spec_pairs = int(self.config.spec_pairs)
         if not self.comm.device_counters or not self.b.async_levels:
-            raise TypeError("DeviceEngine needs the GPU backend and a communicator with device rounds (NCCL)")
+            raise TypeError("DeviceEngine needs the GPU backend and a communicator with device rounds (NCCL, UCX)")
         cp = self.b.xp
         self._ev = [cp.cuda.Event(block=False), cp.cuda.Event(block=False)]
-        # config.level_graphs off queues every level from Python (for A/B measurements)
+        # config.level_graphs off queues every level from Python (for A/B measurements); so does a
+        # communicator whose rounds run on the host (UCX), which no CUDA graph can hold
         self.graphs = None
-        if self.config.level_graphs:
+        if self.config.level_graphs and self.comm.capturable_rounds:
             from ..gpu.level_graphs import LevelGraphs
 
             self.graphs = LevelGraphs(self)

@@ -32,13 +32,23 @@ def nccl_available() -> bool:
         return False
 
 
-def resolve_protocol(protocol: str, backend: str, size: int, shared_gpus: bool = False) -> str:
+def ucx_available() -> bool:
+    """True when ucxx loads (ranks can use :mod:`breadth.bfs.transport.ucx`)."""
+    try:
+        import ucxx._lib.libucxx  # noqa: F401
+    except Exception:  # not installed, or a UCX library that fails to load
+        return False
+    return True
+
+
+def resolve_protocol(protocol: str, backend: str, size: int, shared_gpu: bool = False) -> str:
     """The transport a session of ``size`` ranks on ``backend`` ("cpu" or "gpu") runs: ``"self"`` for one
     rank (no peer), else ``protocol`` itself, or for ``"auto"`` the fastest available: NCCL for GPU ranks
-    (its rounds become peer-memory kernels where the GPUs reach each other; on 2 H200s 1.76x one GPU at
-    scale 27 against UCX's 0.48x), TCP for CPU ranks (a barrier 84 us against UCX's 340 on CPUs).  GPU
-    ranks of which some share a GPU (``shared_gpus``: NCCL refuses two ranks on one device) get UCX where
-    ucxx imports (device buffers move between the processes through CUDA IPC), else TCP.
+    on distinct GPUs (its rounds become peer-memory kernels where the GPUs reach each other; on 2 H200s
+    1.76x one GPU at scale 27 against UCX's 0.48x); UCX for GPU ranks of which two share a GPU
+    (``shared_gpu``: NCCL refuses two ranks on one device), TCP where ucxx is missing; TCP for CPU ranks
+    (on this project's 2-core machine at scale 20, UCX's levels took as long as TCP's on 2 ranks and longer
+    on 4: benchmarks/results/multirank_cpu_tcp_ucx.json).
 
     >>> resolve_protocol("auto", "cpu", 2)
     'tcp'
@@ -56,38 +66,35 @@ def resolve_protocol(protocol: str, backend: str, size: int, shared_gpus: bool =
         return protocol
     if backend != "gpu":
         return "tcp"
-    if not shared_gpus:
-        return "nccl" if nccl_available() else "tcp"
-    return "ucx" if ucx_available() else "tcp"
-
-
-def ucx_available() -> bool:
-    """True when ucxx imports here (the ``ucx`` extra)."""
-    try:
-        import ucxx  # noqa: F401
-
-        return True
-    except Exception:  # not installed, or its UCX libraries fail to load: no UCX here
-        return False
+    if shared_gpu:
+        return "ucx" if ucx_available() else "tcp"
+    return "nccl" if nccl_available() else "tcp"
 
 
 def session_protocol(graph, protocol: str = "auto") -> str:
-    """:func:`resolve_protocol` for ``graph``'s ranks: for GPU ranks under ``"auto"`` it asks the ranks'
-    workers once which GPU each uses (PCI bus id, remembered on the graph)."""
-    shared = False
-    if protocol == "auto" and graph.backend == "gpu" and graph.nparts > 1:
-        if graph.gpu_ids is None:
-            ids = graph.client.run(_gpu_id, workers=sorted(set(graph.workers)))
-            graph.gpu_ids = [ids[w] for w in graph.workers]
-        shared = len(set(graph.gpu_ids)) < len(graph.gpu_ids)
+    """The transport a session on ``graph``'s ranks runs (:func:`resolve_protocol`; for ``"auto"`` on GPU
+    ranks the cluster is asked whether two of them share a GPU)."""
+    shared = (protocol == "auto" and graph.backend == "gpu" and graph.nparts > 1
+              and ranks_share_a_gpu(graph.client, graph.workers))
     return resolve_protocol(protocol, graph.backend, graph.nparts, shared)
 
 
-def _gpu_id() -> str:
-    """The PCI bus id of this worker's current CUDA device."""
+def ranks_share_a_gpu(client, workers: list[str]) -> bool:
+    """Whether two of the ranks placed on ``workers`` (one address per rank) run on one GPU: two ranks on
+    one worker, or two workers whose current device is the same GPU of the same host."""
+    if len(set(workers)) < len(workers):
+        return True
+    gpus = client.run(_worker_gpu, workers=sorted(set(workers)))
+    return len(set(gpus.values())) < len(gpus)
+
+
+def _worker_gpu() -> tuple[str, str]:
+    """(host name, PCI bus id) of the calling worker's current GPU."""
+    import socket
+
     import cupy
 
-    return cupy.cuda.Device().pci_bus_id
+    return socket.gethostname(), cupy.cuda.Device().pci_bus_id
 
 
 def make_communicator(rank: int, size: int, session: str, protocol: str, timeout: float, backend: str = "cpu",
@@ -107,7 +114,7 @@ def make_communicator(rank: int, size: int, session: str, protocol: str, timeout
     if protocol == "ucx":
         from ..transport.ucx import UCXCommunicator
 
-        return UCXCommunicator.connect(rank, size, session, timeout=timeout)
+        return UCXCommunicator.connect(rank, size, session, timeout=timeout, device=backend == "gpu")
     if protocol == "nccl":
         from ..transport.nccl import NCCLCommunicator
 

@@ -37,12 +37,15 @@ class Communicator(ABC):
     ``device_counters`` -- device rounds (counters, pair exchanges and all-gathers of device buffers on
     the GPU's stream, and ``device_buffer`` for their receive buffers), which the device engine and its
     captured levels need (:mod:`breadth.bfs.transport.nccl`, :mod:`breadth.bfs.transport.solo_gpu`);
+    ``capturable_rounds`` -- those device rounds are queued on the CUDA stream, so the device engine may
+    capture its levels in CUDA graphs (NCCL, one GPU alone; UCX's rounds run on the host);
     ``peer_memory`` -- those rounds write straight into the peers' memory, so a round moves only its rows
     (:mod:`breadth.bfs.transport.peer_memory`)."""
 
     rank: int
     size: int
     device_counters: bool = False
+    capturable_rounds: bool = False
     peer_memory: bool = False
 
     @abstractmethod

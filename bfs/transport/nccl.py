@@ -242,6 +242,8 @@ class NCCLCommunicator(Communicator):
     # -- device-resident rounds (breadth.bfs.engine.device_engine): no host staging, at most one wait ---------
     #: the engine may keep its counters on the device and use the two methods below
     device_counters = True
+    #: the rounds are NCCL kernels on the stream: the device engine captures its levels in CUDA graphs
+    capturable_rounds = True
 
     def gather_device(self, vec) -> np.ndarray:
         """Every rank's int64 device vector ``vec`` (``(k,)``, the same ``k`` everywhere) as a host

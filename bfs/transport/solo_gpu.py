@@ -28,6 +28,8 @@ class SoloGpuCommunicator(SelfCommunicator):
 
     #: the engine may keep its counters on the device (see :func:`breadth.bfs.engine.session._engine_class`)
     device_counters = True
+    #: the "rounds" are copies on the stream: the device engine captures its levels in CUDA graphs
+    capturable_rounds = True
     #: no peer's memory is mapped: a round is a local copy
     peer_memory = False
 

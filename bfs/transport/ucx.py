@@ -1,43 +1,85 @@
-"""UCX transport between BFS ranks, over ``ucxx`` (``pip install "breadth[ucx]"``).
+"""UCX transport between BFS ranks, over ucxx's core API (``pip install "breadth[ucx]"``).
 
-The same protocol as :mod:`.tcp` (one header + one raw payload per peer and round, addresses
-exchanged once through Dask), with UCX endpoints instead of sockets: UCX picks shared memory, TCP,
-InfiniBand or NVLink by itself.  Payloads go to ``Endpoint.send``/``recv`` as buffers, never pickled:
-NumPy arrays now, CuPy arrays later (the header's device flag tells the receiver to allocate the receive
-buffer with CuPy, so a device array travels GPU to GPU with no host copy when UCX is built with CUDA).
+Each communicator owns a UCX context, a worker and a listener; ranks exchange their listener addresses once
+through Dask (one ``distributed.Variable`` per rank) and every rank dials every peer, so that each rank
+sends on endpoints of its own.  UCX picks shared memory, TCP, InfiniBand or NVLink by itself, and moves
+CuPy arrays device to device when it is built with CUDA.
 
-ucxx is asyncio-based; each communicator runs its own event loop in a daemon thread, and the synchronous
-collectives submit a coroutine to it and wait.  ``ucxx`` is imported only when a communicator is built,
-so ``import breadth.bfs.transport.ucx`` works on machines without UCX and :meth:`UCXCommunicator.connect`
-raises ``ImportError`` with the install command.
+No event loop: the rank's own thread posts sends and receives (``tag_send``/``tag_recv``, which return at
+once) and progresses the worker until its requests complete -- a busy poll of ``_SPIN_S``, then
+``progress_worker_event`` (the worker's epoll wakeup, which leaves the CPU to other ranks) -- bounded by
+``timeout``.  Receives match on the 64-bit tag alone (UCX matches per worker, whatever the endpoint), so a
+tag carries what a message is, its round's sequence number and its sender (:func:`_tag`): a message can
+never be taken for another round's or another peer's.
+
+Two kinds of rounds:
+
+* **slot rounds** (``alltoallv``, ``allgather``, ``allreduce``, ``barrier``: shapes unknown to the
+  receiver): one fixed-size slot per peer, the :mod:`.wire_format` header followed by the payload itself
+  when it is a host array of at most ``_INLINE`` bytes (counters, barriers: one message each); a larger or
+  device payload follows as a second message, received straight into an array sized from the slot.  The
+  next round's slot receives are posted as soon as a round's slots arrive, so a small round finds its
+  receives waiting.
+* **sized rounds** (``allgatherv``, ``gather_device``, ``exchange_device``, ``allgather_into``: sizes
+  known to both sides): one message per non-empty array, received straight into the caller's buffer.
+
+Device rounds (:mod:`breadth.bfs.engine.device_engine`): UCX reads and writes device memory outside the
+CUDA stream, so a round that touches device arrays first waits for the stream (the round's one host wait)
+and returns once its receives have landed; UCX rounds cannot be captured in CUDA graphs
+(``capturable_rounds`` is False).  The device methods take NumPy arrays too, which is how the CPU tests
+drive them.
+
+Failure model: a peer whose process dies or whose endpoint fails cancels the requests on its endpoint
+(``CommError`` at once); a peer that closed its communicator says so in a goodbye message carrying the
+last rounds it completed, so a rank waiting for a round that peer never joined fails at once; a silent peer
+is given up after ``timeout`` seconds, and inside a Dask task a cancelled session stops the wait.
+``ucxx`` is imported only when a communicator is built: ``import breadth.bfs.transport.ucx`` works without
+it, and :meth:`UCXCommunicator.connect` raises ``ImportError`` with the install command.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import time
 from typing import Any
 
 import numpy as np
 
 from .communicator import CommError, PeerCommunicator
+from .nccl import _task_cancelled_probe
 from .wire_format import HEADER, MAGIC, MAXDIM, as_host_array, session_digest, worker_host
 
 
 def _import_ucxx():
     try:
-        import ucxx
+        import ucxx._lib.libucxx as ucx_api
+        from ucxx._lib.arr import Array
     except Exception as e:  # ImportError, or a UCX library that fails to load
         raise ImportError(f"the UCX transport needs ucxx ({type(e).__name__}: {e}); install it with "
                           "`pip install \"breadth[ucx]\"` (ucxx-cu12) or use protocol='tcp'") from e
-    return ucxx
+    return ucx_api, Array
 
 
-# Every message starts with one fixed-size slot: the header, then the payload itself when it is a small
-# host array (the counters and barriers of every level), so those take one UCX message instead of two.
+# Every slot round's message starts with one fixed-size slot: the header, then the payload itself when it is a
+# small host array (the counters and barriers of every level), so those take one UCX message instead of two.
 _INLINE = 512
 _SLOT = HEADER.size + _INLINE
+
+# tag = kind (2 bits) | sequence number (40 bits) | sender rank (14 bits) | index in the round (8 bits)
+_SLOT_KIND, _SLOT_DATA, _SIZED, _CONTROL = 0, 1, 2, 3
+_SEQ_BITS, _RANK_BITS, _INDEX_BITS = 40, 14, 8
+_SEQ_MASK = (1 << _SEQ_BITS) - 1
+_HELLO, _GOODBYE = 0, 1  # indices of the control messages (their sequence field holds the session digest)
+
+_SPIN_S = 5e-5  # busy-poll the worker this long before waiting on its epoll wakeup (ranks may share cores)
+_EVENT_MS = 2  # longest sleep in the worker's epoll wait between checks of time, liveness and cancellation
+_CHECK_EVERY_S = 0.005  # how often a long wait looks at goodbyes, the timeout and the task's cancellation
+_CANCEL_EVERY_S = 0.2  # how often it asks the Dask worker whether the session was cancelled
+_BYE_S = 2.0  # how long close() waits for the peers' goodbyes (each peer's last round's data is then safe)
+
+
+def _tag(kind: int, seq: int, sender: int, index: int = 0) -> int:
+    """The 64-bit tag of message ``index`` of round ``seq`` of ``kind`` from rank ``sender``."""
+    return (kind << 62) | ((seq & _SEQ_MASK) << (_RANK_BITS + _INDEX_BITS)) | (sender << _INDEX_BITS) | index
 
 
 def _slot(seq: int, dtype: np.dtype, device: bool, shape: tuple, nbytes: int, inline: Any = None) -> np.ndarray:
@@ -49,248 +91,371 @@ def _slot(seq: int, dtype: np.dtype, device: bool, shape: tuple, nbytes: int, in
     return buf
 
 
-def _goodbye() -> np.ndarray:
-    return _slot(0, np.dtype(np.uint8), False, (), 0)
+def _flat_bytes(a: Any) -> Any:
+    """A flat uint8 view of C-contiguous ``a`` (NumPy or CuPy) that UCX reads from or writes into."""
+    if not a.flags.c_contiguous:
+        raise ValueError(f"UCX moves C-contiguous arrays only; got one of shape {a.shape} and strides {a.strides}")
+    return a.reshape(-1).view(np.uint8)
 
 
-def _payload(arr: Any) -> tuple[Any, bool]:
-    """The buffer to send for ``arr``: CuPy arrays stay on the device, anything else becomes NumPy."""
-    if hasattr(arr, "__cuda_array_interface__"):
-        import cupy
-
-        return cupy.ascontiguousarray(arr), True
-    return as_host_array(arr)
-
-
-_LOOP: tuple[asyncio.AbstractEventLoop, threading.Thread] | None = None
-_LOOP_LOCK = threading.Lock()
-
-
-def _event_loop() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
-    """The process's one UCX event loop (a daemon thread), shared by every communicator of the process.
-
-    ucxx keeps process-wide state (context, worker, progress thread) bound to the loop that first used
-    it, so sessions that follow one another in a worker must reuse that loop, not start a new one.
-    """
-    global _LOOP
-    with _LOOP_LOCK:
-        if _LOOP is None or not _LOOP[1].is_alive():
-            loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name="breadth-ucx", daemon=True)
-            thread.start()
-            _LOOP = (loop, thread)
-        return _LOOP
+def _nonempty(x) -> list:
+    """The non-empty arrays of one peer's entry in a sized round (``None``, an array, or a list of them),
+    in order: both sides know the sizes, so both skip the same empty ones."""
+    if x is None:
+        return []
+    return [a for a in (x if isinstance(x, (list, tuple)) else [x]) if a is not None and a.nbytes]
 
 
 class UCXCommunicator(PeerCommunicator):
-    """Collectives over UCX endpoints among ``size`` ranks; build it with :meth:`connect`.
+    """Collectives over UCX endpoints among ``size`` ranks; build it with :meth:`connect` (see the module
+    notes).  ``timeout`` (seconds) bounds each round: one not complete by then raises ``CommError``.
+    ``device`` is True on GPU ranks (device buffers are CuPy arrays, and rounds on them wait for the
+    current stream first)."""
 
-    ``timeout`` (seconds) bounds each collective: a round not complete by then raises ``CommError``.
-    """
+    #: device rounds (gather_device, exchange_device, allgather_into, allgatherv(wait=False)): the device
+    #: engine runs over UCX, one host wait per round
+    device_counters = True
+    #: UCX rounds run on the host, outside any CUDA stream: they cannot be captured in CUDA graphs
+    capturable_rounds = False
 
-    def __init__(self, rank: int, size: int, loop: asyncio.AbstractEventLoop, thread: threading.Thread,
-                 eps: dict, listener: Any, timeout: float):
+    def __init__(self, rank: int, size: int, api, array, ctx, worker, listener, eps: dict, accepted: list,
+                 digest: int, timeout: float, device: bool):
         self.rank, self.size, self.timeout = rank, size, float(timeout)
-        self._loop, self._thread, self._eps, self._listener = loop, thread, eps, listener
-        self._seq = 0
+        self._api, self._array = api, array
+        self._ctx, self._worker, self._listener = ctx, worker, listener
+        self._eps, self._accepted = eps, accepted
+        self._peers = sorted(eps)
+        self._digest = digest
+        self._cp = None  # CuPy on GPU ranks: the module of device buffers
+        if device:
+            import cupy
+
+            self._cp = cupy
+        self._seq = 0  # slot rounds completed (both sides count the same collectives)
+        self._dseq = 0  # sized rounds
         self._sent = 0
         self._closed = False
         self._failed: CommError | None = None
+        self._cancelled = _task_cancelled_probe()
+        # the next slot round's receives, posted ahead into one of two buffers per peer (by seq parity)
+        self._slot_bufs = {p: (np.empty(_SLOT, np.uint8), np.empty(_SLOT, np.uint8)) for p in self._peers}
+        self._slot_reqs: dict[int, Any] = {}
+        # each peer's goodbye ([digest, last slot round, last sized round]), posted once
+        self._bye_bufs = {p: np.zeros(3, np.int64) for p in self._peers}
+        self._bye_reqs = {p: self._recv(p, self._bye_bufs[p], _CONTROL, self._digest, _GOODBYE)
+                          for p in self._peers}
+        for p in self._peers:
+            self._post_slot(p, 1)
 
     # -- set-up ----------------------------------------------------------------------------------
     @classmethod
-    def connect(cls, rank: int, size: int, session: str, timeout: float = 60.0) -> "UCXCommunicator":
-        """Join ``session`` as ``rank`` of ``size`` (collective over the session's rank tasks)."""
-        ucxx = _import_ucxx()
+    def connect(cls, rank: int, size: int, session: str, timeout: float = 60.0,
+                device: bool = False) -> "UCXCommunicator":
+        """Join ``session`` as ``rank`` of ``size`` (collective over the session's rank tasks); ``device``
+        on GPU ranks.  Raises ``CommError`` naming a peer that does not show up within ``timeout`` s."""
+        api, array = _import_ucxx()
         from distributed import Variable, get_client
 
         if not 0 <= rank < size:
             raise ValueError(f"rank {rank} outside [0, {size})")
-        loop, thread = _event_loop()
+        if size >= 1 << _RANK_BITS:
+            raise ValueError(f"the UCX transport supports fewer than {1 << _RANK_BITS} ranks, got {size}")
+        if device:
+            import cupy
+
+            cupy.cuda.runtime.free(0)  # a current CUDA context before UCX looks for CUDA memory support
         deadline = time.monotonic() + timeout
         left = lambda: max(0.01, deadline - time.monotonic())  # noqa: E731
-        digest = int.from_bytes(session_digest(session), "little") >> 1  # fits int64
+        digest = int.from_bytes(session_digest(session), "little") & _SEQ_MASK
+        ctx = api.UCXContext(feature_flags=(api.Feature.TAG, api.Feature.WAKEUP))
+        worker = api.UCXWorker(ctx)
+        worker.init_blocking_progress_mode()
+        accepted: list = []  # the endpoints of the peers' connections to us: they send on them, we on our own
+        # (ucxx creates each endpoint itself: a callback that used the listener would keep it in a reference
+        # cycle, and its sockets open until a garbage collection)
+        listener = api.UCXListener.create(worker, 0, accepted.append, deliver_endpoint=True)
         eps: dict[int, Any] = {}
-        all_in = asyncio.Event()
-
-        async def on_connect(ep):  # a higher rank introduces itself
-            hello = np.empty(2, np.int64)
-            try:
-                await asyncio.wait_for(ep.recv(hello), left())
-            except Exception:
-                return
-            j = int(hello[1])
-            if hello[0] != digest or not rank < j < size or j in eps:
-                await ep.close()
-                return
-            eps[j] = ep
-            if sum(k > rank for k in eps) == size - 1 - rank:
-                all_in.set()
-
-        async def start():
-            return ucxx.create_listener(on_connect)
-
-        def run(coro, t):
-            return asyncio.run_coroutine_threadsafe(asyncio.wait_for(coro, t), loop).result()
-
-        listener = None
         client = get_client()
         mine = Variable(f"{session}-ucx-{rank}", client=client)
+        comm = None
         try:
-            listener = run(start(), left())
             mine.set([worker_host(), int(listener.port)], timeout=left())
-            for j in range(rank):
+            for j in range(size):
+                if j == rank:
+                    continue
                 try:
                     host, port = Variable(f"{session}-ucx-{j}", client=client).get(timeout=left())
                 except Exception as e:
                     raise CommError(f"rank {rank}: rank {j} did not publish its address within {timeout} s",
                                     peer=j) from e
-
-                async def dial(host=host, port=port):
-                    ep = await ucxx.create_endpoint(host, port)
-                    await ep.send(np.array([digest, rank], np.int64))
-                    return ep
-
                 try:
-                    eps[j] = run(dial(), left())
+                    eps[j] = api.UCXEndpoint.create(worker, host, int(port), True)
                 except Exception as e:
                     raise CommError(f"rank {rank}: cannot reach rank {j} at {host}:{port}: {e!r}", peer=j) from e
-            if rank < size - 1:
-                try:
-                    run(all_in.wait(), left())
-                except Exception as e:
-                    missing = sorted(set(range(rank + 1, size)) - set(eps))
-                    raise CommError(f"rank {rank}: ranks {missing} did not connect within {timeout} s",
-                                    peer=missing[0] if missing else None) from e
+            comm = cls(rank, size, api, array, ctx, worker, listener, eps, accepted, digest, timeout, device)
+            comm._hello(session, left())
         except BaseException:
-            comm = cls(rank, size, loop, thread, eps, listener, timeout)
-            comm.close()
+            if comm is not None:
+                comm.close()
             raise
         finally:
             try:
                 mine.delete()
             except Exception:
                 pass
-        comm = cls(rank, size, loop, thread, eps, listener, timeout)
-        comm.barrier()
         return comm
 
-    # -- rounds ------------------------------------------------------------------------------------
-    async def _send_one(self, p: int, arr: Any, seq: int) -> None:
-        buf, device = _payload(arr)
-        if buf.ndim > MAXDIM:
-            raise ValueError(f"arrays of at most {MAXDIM} dimensions can be sent, got {buf.ndim}")
-        inline = not device and buf.nbytes <= _INLINE
-        slot = _slot(seq, buf.dtype, device, buf.shape, buf.nbytes, buf if inline else None)
-        ep = self._eps[p]
-        try:
-            await ep.send(slot)
-            if buf.nbytes and not inline:
-                await ep.send(buf.reshape(-1).view(np.uint8))
-        except Exception as e:
-            raise CommError(f"rank {self.rank}: sending to rank {p} failed: {e!r}", peer=p) from e
-        self._sent += buf.nbytes
-
-    async def _recv_one(self, p: int, seq: int) -> Any:
-        ep = self._eps[p]
-        slot = np.empty(_SLOT, np.uint8)
-        try:
-            await ep.recv(slot)
-            magic, rseq, dt, device, ndim, nbytes, *shape = HEADER.unpack_from(slot)
-            if magic == MAGIC and rseq == 0:
-                raise CommError(f"rank {self.rank}: rank {p} closed its communicator", peer=p)
-            if magic != MAGIC or rseq != seq:
-                raise CommError(f"rank {self.rank}: rank {p} is out of step (message #{rseq}, expected #{seq})",
+    def _hello(self, session: str, within: float) -> None:
+        """Every peer says which session and rank it is on this rank's endpoints (so it has dialed us, and
+        our address may be withdrawn): a rank of another session never matches, its tags differ."""
+        me = np.array([self._digest, self.rank], np.int64)
+        got = {p: np.zeros(2, np.int64) for p in self._peers}
+        reqs = [(p, self._send(p, me, _CONTROL, self._digest, _HELLO)) for p in self._peers]
+        reqs += [(p, self._recv(p, got[p], _CONTROL, self._digest, _HELLO)) for p in self._peers]
+        self._wait(reqs, f"the connection to session {session}", None, limit=within)
+        for p, g in got.items():
+            if g[0] != self._digest or g[1] != p:
+                raise CommError(f"rank {self.rank}: rank {p} answered for another session or rank ({g.tolist()})",
                                 peer=p)
-            dtype, shape = np.dtype(dt.rstrip(b"\0").decode()), tuple(shape[:ndim])
-            if device:
-                import cupy
 
-                arr = cupy.empty(shape, dtype)
-            else:
-                arr = np.empty(shape, dtype)
-            if nbytes and not device and nbytes <= _INLINE:
-                arr.reshape(-1).view(np.uint8)[:] = slot[HEADER.size:HEADER.size + nbytes]
-            elif nbytes:
-                await ep.recv(arr.reshape(-1).view(np.uint8))
-            return arr
-        except CommError:
-            raise
-        except Exception as e:
-            raise CommError(f"rank {self.rank}: receiving from rank {p} failed: {e!r}", peer=p) from e
+    # -- messages and waiting ----------------------------------------------------------------------
+    def _send(self, p: int, buf, kind: int, seq: int, index: int = 0):
+        return self._eps[p].tag_send(self._array(_flat_bytes(buf)), self._api.UCXXTag(_tag(kind, seq, self.rank,
+                                                                                            index)))
 
-    async def _round_async(self, send: dict[int, Any], seq: int) -> dict[int, Any]:
-        peers = sorted(self._eps)
-        sends = [asyncio.ensure_future(self._send_one(p, send[p], seq)) for p in peers]
-        recvs = [asyncio.ensure_future(self._recv_one(p, seq)) for p in peers]
-        tasks = sends + recvs
-        try:
-            done, pending = await asyncio.wait(tasks, timeout=self.timeout, return_when=asyncio.FIRST_EXCEPTION)
-            for t in done:
-                if t.exception() is not None:
-                    raise t.exception()
-            if pending:
-                waiting = sorted({peers[i % len(peers)] for i, t in enumerate(tasks) if t in pending})
-                raise CommError(f"rank {self.rank}: no answer from rank(s) {waiting} within {self.timeout:g} s "
-                                f"(collective #{seq})", peer=waiting[0])
-        finally:
-            for t in tasks:  # a failed round leaves no receive posted that would swallow a later message
-                t.cancel()
-        return {p: t.result() for p, t in zip(peers, recvs)}
+    def _recv(self, p: int, buf, kind: int, seq: int, index: int = 0):
+        return self._eps[p].tag_recv(self._array(_flat_bytes(buf)), self._api.UCXXTag(_tag(kind, seq, p, index)))
 
-    def _round(self, send: dict[int, Any]) -> dict[int, Any]:
+    def _post_slot(self, p: int, seq: int) -> None:
+        self._slot_reqs[p] = self._recv(p, self._slot_bufs[p][seq % 2], _SLOT_KIND, seq)
+
+    def _check(self) -> None:
         if self._closed:
             raise CommError(f"rank {self.rank}: communicator is closed")
         if self._failed is not None:
             raise self._failed
-        self._seq += 1
-        if any(hasattr(a, "__cuda_array_interface__") for a in send.values()):
-            import cupy
 
-            # UCX reads device buffers from its own thread: the kernels that wrote them (queued on this
-            # thread's stream) must have finished first
-            cupy.cuda.get_current_stream().synchronize()
-        fut = asyncio.run_coroutine_threadsafe(self._round_async(send, self._seq), self._loop)
+    def _fail(self, err: CommError):
+        self._failed = err
+        raise err
+
+    def _wait(self, reqs: list, what: str, round_of: tuple[int, int] | None, limit: float | None = None) -> None:
+        """Progress the worker until every ``(peer, request)`` of ``reqs`` completed; ``round_of`` is
+        ``(goodbye field, sequence number)`` of the round, so that a peer whose goodbye says it never
+        joined that round fails the wait at once.  Raises ``CommError`` on a failed request, a closed or
+        silent peer (``limit`` seconds, default ``timeout``) or a cancelled session."""
+        pending = [(p, r) for p, r in reqs if not self._done(p, r, what)]
+        if not pending:
+            return
+        worker = self._worker
+        t0 = time.perf_counter()
+        spin_until = t0 + _SPIN_S
+        while True:  # the common case: a few µs
+            worker.progress()
+            pending = [(p, r) for p, r in pending if not self._done(p, r, what)]
+            if not pending:
+                return
+            if time.perf_counter() >= spin_until:
+                break
+        limit = self.timeout if limit is None else limit
+        next_check = next_cancel = t0
+        while pending:
+            worker.progress_worker_event(_EVENT_MS)
+            pending = [(p, r) for p, r in pending if not self._done(p, r, what)]
+            now = time.perf_counter()
+            if not pending or now < next_check:
+                continue
+            next_check = now + _CHECK_EVERY_S
+            waiting = sorted({p for p, _ in pending})
+            if round_of is not None:
+                field, seq = round_of
+                for p in waiting:
+                    if self._bye_reqs[p].completed and self._bye_bufs[p][field] < seq:
+                        self._fail(CommError(f"rank {self.rank}: rank {p} closed its communicator before {what}",
+                                             peer=p))
+            if now - t0 > limit:
+                self._fail(CommError(f"rank {self.rank}: no answer from rank(s) {waiting} within {limit:g} s "
+                                     f"({what})", peer=waiting[0]))
+            if self._cancelled is not None and now >= next_cancel:
+                next_cancel = now + _CANCEL_EVERY_S
+                if self._cancelled():
+                    self._fail(CommError(f"rank {self.rank}: the session was cancelled during {what} (a peer "
+                                         "failed or its worker died)", peer=None))
+
+    def _done(self, p: int, req, what: str) -> bool:
+        if not req.completed:
+            return False
         try:
-            return fut.result()
-        except CommError as e:
-            self._failed = e
-            raise
+            req.check_error()
+        except Exception as e:  # the endpoint failed (the peer died) and UCX cancelled its requests
+            self._fail(CommError(f"rank {self.rank}: {what} with rank {p} failed: {e!r}", peer=p))
+        return True
+
+    def _wait_stream(self, arrays) -> None:
+        """On a GPU rank, wait for the current stream when a round touches device arrays: the kernels that
+        write a send buffer (or still use a receive buffer) must be done before UCX touches it."""
+        if self._cp is not None and any(isinstance(a, self._cp.ndarray) for a in arrays):
+            self._cp.cuda.get_current_stream().synchronize()
+
+    # -- slot rounds ---------------------------------------------------------------------------------
+    def _payload(self, arr: Any) -> tuple[Any, bool]:
+        """The buffer to send for ``arr``: CuPy arrays stay on the device, anything else becomes NumPy."""
+        if self._cp is not None and isinstance(arr, self._cp.ndarray):
+            return self._cp.ascontiguousarray(arr), True
+        return as_host_array(arr)
 
     def _exchange(self, send: dict[int, Any]) -> dict[int, Any]:
-        return self._round(send)
+        """One slot round: ``send[p]`` (any shape and dtype) to every peer ``p``; what each peer sent."""
+        self._check()
+        self._seq = seq = self._seq + 1
+        what = f"collective #{seq}"
+        bufs = {p: self._payload(a) for p, a in send.items()}
+        self._wait_stream([b for b, _ in bufs.values()])
+        reqs, keep = [], []  # keep: the slots and buffers, alive until their sends complete
+        for p, (buf, device) in bufs.items():
+            if buf.ndim > MAXDIM:
+                raise ValueError(f"arrays of at most {MAXDIM} dimensions can be sent, got {buf.ndim}")
+            inline = not device and buf.nbytes <= _INLINE
+            slot = _slot(seq, buf.dtype, device, buf.shape, buf.nbytes, buf if inline else None)
+            keep.append(slot)
+            reqs.append((p, self._send(p, slot, _SLOT_KIND, seq)))
+            if buf.nbytes and not inline:
+                keep.append(buf)
+                reqs.append((p, self._send(p, buf, _SLOT_DATA, seq)))
+            self._sent += buf.nbytes
+        self._wait([(p, self._slot_reqs[p]) for p in self._peers], what, (1, seq))
+        out = {}
+        for p in self._peers:
+            slot = self._slot_bufs[p][seq % 2]
+            self._post_slot(p, seq + 1)  # into the other buffer: this one is read below
+            magic, rseq, dt, device, ndim, nbytes, *shape = HEADER.unpack_from(slot)
+            if magic != MAGIC or rseq != seq:
+                self._fail(CommError(f"rank {self.rank}: rank {p} is out of step (message #{rseq}, expected "
+                                     f"#{seq})", peer=p))
+            dtype, shape = np.dtype(dt.rstrip(b"\0").decode()), tuple(shape[:ndim])
+            arr = self._cp.empty(shape, dtype) if device else np.empty(shape, dtype)
+            if nbytes and not device and nbytes <= _INLINE:
+                arr.reshape(-1).view(np.uint8)[:] = slot[HEADER.size:HEADER.size + nbytes]
+            elif nbytes:
+                reqs.append((p, self._recv(p, arr, _SLOT_DATA, seq)))
+            out[p] = arr
+        self._wait(reqs, what, (1, seq))
+        return out
 
+    # -- sized rounds --------------------------------------------------------------------------------
+    def _sized_round(self, sends: dict[int, Any], recvs: dict[int, Any], what: str) -> None:
+        """``sends[p]``/``recvs[p]`` (an array or a list of them, matched in order, empty ones skipped: both
+        sides know the sizes) to and from peer ``p``; returns once every receive has landed."""
+        self._check()
+        self._dseq = seq = self._dseq + 1
+        sl = {p: [a if a.flags.c_contiguous else a.copy() for a in _nonempty(x)]  # NumPy or CuPy alike
+              for p, x in sends.items() if p != self.rank}
+        rl = {p: _nonempty(x) for p, x in recvs.items() if p != self.rank}
+        self._wait_stream([a for xs in (*sl.values(), *rl.values()) for a in xs])
+        reqs = [(p, self._recv(p, b, _SIZED, seq, i)) for p, xs in rl.items() for i, b in enumerate(xs)]
+        reqs += [(p, self._send(p, a, _SIZED, seq, i)) for p, xs in sl.items() for i, a in enumerate(xs)]
+        self._wait(reqs, f"{what} (round #{seq})", (2, seq))
+
+    def allgatherv(self, arr: Any, counts: list[int], wait: bool = True) -> list[Any]:
+        """Every rank's 1-D ``arr`` (NumPy or CuPy; ``counts[r]`` elements of its dtype from rank ``r``) in
+        rank order, received into arrays of ``arr``'s module: one sized round, no header.  ``wait`` is for
+        the device engine's signature: a UCX round has always landed when it returns."""
+        if int(arr.size) != int(counts[self.rank]):
+            raise ValueError(f"rank {self.rank}: allgatherv given {arr.size} elements, counts say "
+                             f"{counts[self.rank]}")
+        out: list[Any] = [np.empty_like(arr, shape=(int(c),)) for c in counts]  # CuPy for CuPy (array function)
+        out[self.rank] = arr
+        self._sized_round({p: arr for p in self._peers}, {p: out[p] for p in self._peers}, "allgatherv")
+        self._sent += int(arr.nbytes) * len(self._peers)
+        return out
+
+    # -- device rounds (breadth.bfs.engine.device_engine) -----------------------------------------------
+    def gather_device(self, vec) -> np.ndarray:
+        """Every rank's int64 vector ``vec`` (``(k,)``, the same ``k`` everywhere; device or host) as a host
+        ``(size, k)`` matrix: its copy to the host (the round's one wait on the stream), then one sized
+        round of ``8 k`` bytes per peer."""
+        self._check()
+        mine = vec.get() if self._cp is not None and isinstance(vec, self._cp.ndarray) else vec
+        mine = np.ascontiguousarray(mine, np.int64).reshape(-1)
+        out = np.empty((self.size, mine.size), np.int64)
+        out[self.rank] = mine
+        self._sized_round({p: mine for p in self._peers}, {p: out[p] for p in self._peers}, "counters")
+        return out
+
+    def exchange_device(self, sends: dict[int, Any], recvs: dict[int, Any], counts: dict[int, list] | None = None
+                        ) -> None:
+        """Arrays ``sends[p]`` to peer ``p`` and ``recvs[p]`` from it (each an array or a list of them, sizes
+        known to both sides): one wait for the stream, then one sized round, landed when this returns.
+        ``counts`` (see the NCCL communicator) bounds what peer memory would move; UCX moves whole arrays."""
+        self._sized_round(sends, recvs, "exchange")
+        self._sent += sum(a.nbytes for p, x in sends.items() if p != self.rank for a in _nonempty(x))
+
+    def device_buffer(self, shape, dtype):
+        """A zeroed array for rounds to receive into: CuPy on GPU ranks, NumPy on CPU ranks."""
+        return (self._cp or np).zeros(shape, dtype)
+
+    def allgather_into(self, send, recv, payload: bool = False) -> None:
+        """``recv`` (``(size * k,)``) = every rank's ``send`` (``(k,)``, the same ``k`` and dtype everywhere)
+        in rank order: one sized round straight into ``recv``'s slices, landed when this returns.
+        ``payload`` counts ``send`` as sent to every peer in :meth:`bytes_sent`."""
+        k = int(send.size)
+        if int(recv.size) < k * self.size:
+            raise ValueError(f"allgather_into: {recv.size} elements cannot hold {self.size} x {k}")
+        self._sized_round({p: send for p in self._peers},
+                          {p: recv[p * k:(p + 1) * k] for p in self._peers}, "allgather")
+        recv[self.rank * k:(self.rank + 1) * k] = send
+        if payload:
+            self._sent += int(send.nbytes) * len(self._peers)
+
+    def wait(self, what: str) -> None:
+        """Wait for the work queued on the current stream (UCX's own rounds have landed already)."""
+        self._check()
+        if self._cp is not None:
+            self._cp.cuda.get_current_stream().synchronize()
+
+    def note_sent(self, nbytes: int) -> None:
+        """Count ``nbytes`` more payload in :meth:`bytes_sent`."""
+        self._sent += int(nbytes)
+
+    # -- the end ---------------------------------------------------------------------------------------
     def close(self) -> None:
-        """Close the endpoints and the listener (idempotent); the process's event loop stays for later sessions."""
+        """Say goodbye to every peer, wait briefly for theirs, and release UCX (idempotent).
+
+        Closing an endpoint aborts transfers still in flight, so the last round's data could be lost if a
+        rank closed as soon as its own part was done: a rank that completed its rounds waits (at most
+        ``_BYE_S``) for each peer's goodbye, which a peer sends only after its own last round.  A rank
+        that failed says goodbye without waiting: its peers see it at once (the goodbye names the last
+        rounds it joined)."""
         if self._closed:
             return
         self._closed = True
-        failed = self._failed is not None
-
-        async def goodbye(p, ep):
-            # Closing a UCX endpoint aborts transfers still in flight, so the last round's data could be
-            # lost if a rank closed as soon as its own part was done: every rank first tells each peer it
-            # is done (sequence number 0) and waits briefly for the peer's word.  A peer still inside a
-            # collective reads the goodbye as "rank closed" and fails at once.
-            try:
-                await asyncio.wait_for(ep.send(_goodbye()), 2.0)
-                if failed:  # no round's data to protect, and a stalled peer would never answer: waiting
-                    return  # for it only delays the failure report (the session sees it when we return)
-                await asyncio.wait_for(ep.recv(np.empty(_SLOT, np.uint8)), 2.0)
-            except BaseException:
-                pass
-
-        async def shut():
-            await asyncio.gather(*(goodbye(p, ep) for p, ep in self._eps.items()))
-            for ep in self._eps.values():
-                try:
-                    await asyncio.wait_for(ep.close(), 2.0)
-                except BaseException:
-                    pass
-            if self._listener is not None:
-                self._listener.close()
-
         try:
-            asyncio.run_coroutine_threadsafe(shut(), self._loop).result(timeout=15)
+            bye = np.array([self._digest, self._seq, self._dseq], np.int64)
+            reqs = []
+            for p in self._peers:
+                try:
+                    reqs.append((p, self._send(p, bye, _CONTROL, self._digest, _GOODBYE)))
+                except Exception:
+                    pass
+            if self._failed is None:
+                reqs += list(self._bye_reqs.items())
+            deadline = time.perf_counter() + (_BYE_S if self._failed is None else 0.2)
+            while time.perf_counter() < deadline and not all(r.completed for _, r in reqs):
+                self._worker.progress_worker_event(_EVENT_MS)
         except Exception:
             pass
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        try:
+            self._worker.cancel_inflight_requests()
+        except Exception:
+            pass
+        for ep in list(self._eps.values()) + self._accepted:
+            try:
+                ep.close_blocking(period=10 ** 8, max_attempts=1)
+            except Exception:
+                pass
+        self._eps, self._accepted, self._slot_reqs, self._bye_reqs = {}, [], {}, {}
+        self._listener = self._worker = self._ctx = None

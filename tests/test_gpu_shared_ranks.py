@@ -1,0 +1,126 @@
+"""Two GPU ranks sharing one GPU (``local_cuda_cluster(ranks_per_gpu=2)``, cluster protocol UCX): ``auto``
+picks UCX for them (NCCL refuses two ranks on one device), UCX moves device buffers between the two
+processes and runs the device engine, levels equal one rank's and every tree validates, over UCX and TCP;
+a rank killed mid-search over UCX ends the session with RankError in bounded time.
+
+Skipped (not faked) without CuPy, dask-cuda, ucxx or a CUDA device, as on CI; run on a GPU machine.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+cp = pytest.importorskip("cupy", reason="CuPy is not installed (GPU tests run on a GPU machine)")
+pytest.importorskip("dask_cuda", reason="dask-cuda is not installed")
+pytest.importorskip("ucxx", reason="ucxx is not installed (the 'ucx' extra)")
+try:
+    _NDEV = cp.cuda.runtime.getDeviceCount()
+except Exception:  # CuPy without a driver
+    _NDEV = 0
+pytestmark = pytest.mark.skipif(_NDEV < 1, reason="no CUDA device visible")
+
+from breadth.bfs import choose_roots, run_session  # noqa: E402
+from breadth.bfs.engine.session import RankError, WorkerDied, session_protocol  # noqa: E402
+from breadth.bfs.graph500.validate import validate_rank  # noqa: E402
+from breadth.pipeline import kronecker, prepare  # noqa: E402
+from breadth.pipeline.cluster import local_cuda_cluster  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    c = local_cuda_cluster(workers=2, ranks_per_gpu=2, protocol="ucx")
+    yield c
+    cluster = c.cluster
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def graphs(client):
+    el = kronecker(16, seed=3, device="gpu")
+    return prepare(el, client, nparts=1, device="gpu"), prepare(el, client, nparts=2, device="gpu")
+
+
+def _levels_body(engine, setup_s, roots):
+    out = []
+    for root in roots:
+        recs = engine.search(int(root))
+        out.append((cp.asnumpy(engine.level), validate_rank(engine, int(root)), sorted({r.direction for r in recs})))
+    return type(engine).__name__, out
+
+
+def test_auto_picks_ucx_for_ranks_sharing_a_gpu(graphs):
+    assert len(set(graphs[1].workers)) == 2
+    assert session_protocol(graphs[1], "auto") == "ucx"
+    assert len(set(graphs[1].gpu_ids)) == 1
+
+
+@pytest.mark.parametrize("protocol", ["ucx", "tcp"])
+def test_shared_gpu_levels_equal_single_rank_and_valid(graphs, protocol):
+    g1, g2 = graphs
+    roots = choose_roots(g1, 6, 7)
+    ref = [p[0] for p in run_session(g1, _levels_body, roots, protocol="tcp")[0][1]]
+    for kw, expect in (({}, {"td", "bu"}), ({"alpha": 0.0}, {"td"}), ({"alpha": 1e9, "beta": 1e-9}, {"bu"})):
+        parts = run_session(g2, _levels_body, roots, protocol=protocol, timeout=60.0, engine_kw=kw)
+        # UCX carries the device engine's rounds; TCP stages through the host (the host-counter engine)
+        assert {name for name, _ in parts} == {"DeviceEngine" if protocol == "ucx" else "Engine"}
+        dirs = set()
+        for _, rows in parts:
+            for _, viol, d in rows:
+                assert all(v == 0 for v in viol.values()), viol
+                dirs |= set(d)
+        assert dirs == expect, (kw, dirs)
+        for i, want in enumerate(ref):
+            np.testing.assert_array_equal(np.concatenate([rows[i][0] for _, rows in parts]), want)
+
+
+def _comm_body(engine, setup_s):
+    comm = engine.comm
+    r, p = comm.rank, comm.size
+    send = [cp.full((r * p + d if (r + d) % 3 else 0, 2), 100 * r + d, cp.int64) for d in range(p)]
+    got = comm.alltoallv(send)
+    big = comm.alltoallv([cp.full(1 << 24, r + 1, cp.uint8)] * p)  # 16 MB: the device-to-device path
+    red = [comm.allreduce(np.array([r + 1, -r], np.int64), op) for op in ("sum", "max", "min")]
+    return ([type(x).__module__.split(".")[0] for x in got], [cp.asnumpy(x) for x in got],
+            [int(x.sum()) for x in big], red)
+
+
+def test_ucx_moves_device_arrays_between_processes_on_one_gpu(graphs):
+    res = run_session(graphs[1], _comm_body, protocol="ucx", timeout=60.0)
+    for r, (mods, got, big, red) in enumerate(res):
+        assert mods == ["cupy", "cupy"]
+        for d in range(2):
+            n = d * 2 + r if (d + r) % 3 else 0
+            np.testing.assert_array_equal(got[d], np.full((n, 2), 100 * d + r, np.int64))
+            assert big[d] == (d + 1) << 24
+        np.testing.assert_array_equal(red[0], [3, -1])
+        np.testing.assert_array_equal(red[1], [2, 0])
+        np.testing.assert_array_equal(red[2], [1, -1])
+
+
+def _kill_rank1_mid_search(engine, setup_s, roots):
+    comm = engine.comm
+    if comm.rank == 1:  # SIGKILL this worker process while the ranks are inside searches
+        threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGKILL)).start()
+    t0, i = time.perf_counter(), 0
+    while comm.allreduce(np.array([time.perf_counter() - t0]), "max")[0] < 60.0:
+        engine.search(int(roots[i % len(roots)]))
+        i += 1
+    return i
+
+
+def test_rank_killed_over_ucx_raises_rankerror(graphs):
+    """Last in the module: the killed worker is gone from this cluster afterwards."""
+    g1, g2 = graphs
+    t0 = time.monotonic()
+    with pytest.raises(RankError) as info:
+        run_session(g2, _kill_rank1_mid_search, choose_roots(g1, 8, 1), protocol="ucx", timeout=60.0)
+    took = time.monotonic() - t0
+    assert info.value.rank == 1 and isinstance(info.value.cause, WorkerDied), info.value
+    assert took < 20.0, took  # far below the 60 s search loop and the 60 s timeout
