@@ -137,6 +137,14 @@ def _rawbench(engine, setup_s, sizes, reps):
                     ts.append(time.perf_counter() - t0)
             med = float(np.median(ts))
             res[name] = {"bytes": nbytes, "round_trip_us": med * 1e6, "GBps_one_way": 2 * nbytes / med / 1e9}
+            ts = []
+            for i in range(reps + 3):  # both directions at once, as a pair round of the communicators
+                t0 = time.perf_counter()
+                wait([ep.tag_recv(b, tag=ucx_api.UCXXTag(3 + r)), ep.tag_send(a, tag=ucx_api.UCXXTag(4 - r))])
+                if i >= 3:
+                    ts.append(time.perf_counter() - t0)
+            med = float(np.median(ts))
+            res[name].update(exchange_us=med * 1e6, exchange_GBps_per_direction=nbytes / med / 1e9)
     comm.barrier()  # both ends done before either closes
     return res
 
@@ -249,7 +257,9 @@ def main() -> None:
                     try:
                         res = run_session(g, _rawbench, [1 << 20, 1 << 24, 1 << 26], 20, protocol="tcp", timeout=120.0)
                         out["comm"].append({"gpus": p, "protocol": "raw-ucxx", "ranks": res})
-                        print("raw ucxx: " + ", ".join(f"{k} {v['round_trip_us']:.0f} us {v['GBps_one_way']:.1f} GB/s"
+                        print("raw ucxx: " + ", ".join(f"{k} {v['round_trip_us']:.0f} us {v['GBps_one_way']:.1f} GB/s "
+                                                       f"(exchange {v['exchange_us']:.0f} us "
+                                                       f"{v['exchange_GBps_per_direction']:.1f} GB/s)"
                                                        for k, v in res[0].items() if k != "rank"), flush=True)
                     except Exception as e:
                         out["errors"].append({"comm": "raw-ucxx", "gpus": p, "error": traceback.format_exc()})
@@ -275,7 +285,7 @@ def main() -> None:
                     given = {k: float(env.pop(k)) for k in ("alpha", "beta") if k in env}
                     config = SearchConfig.from_env(env, **given)  # the variant's BREADTH_* alone
                     ts = time.perf_counter()
-                    res = run_session(g, _bench_rank, rts, args.validate, protocol=proto if p > 1 else "tcp",
+                    res = run_session(g, _bench_rank, rts, args.validate, 200, protocol=proto if p > 1 else "tcp",
                                       timeout=args.timeout, config=config)
                     r = summarize(res, rts, g, scale, proto, time.perf_counter() - ts)
                     r["variant"] = variant

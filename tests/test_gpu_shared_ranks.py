@@ -26,7 +26,7 @@ except Exception:  # CuPy without a driver
 pytestmark = pytest.mark.skipif(_NDEV < 1, reason="no CUDA device visible")
 
 from breadth.bfs import choose_roots, run_session  # noqa: E402
-from breadth.bfs.engine.session import RankError, WorkerDied, session_protocol  # noqa: E402
+from breadth.bfs.engine.session import RankError, WorkerDied, ranks_share_a_gpu, session_protocol  # noqa: E402
 from breadth.bfs.graph500.validate import validate_rank  # noqa: E402
 from breadth.pipeline import kronecker, prepare  # noqa: E402
 from breadth.pipeline.cluster import local_cuda_cluster  # noqa: E402
@@ -56,9 +56,10 @@ def _levels_body(engine, setup_s, roots):
 
 
 def test_auto_picks_ucx_for_ranks_sharing_a_gpu(graphs):
-    assert len(set(graphs[1].workers)) == 2
-    assert session_protocol(graphs[1], "auto") == "ucx"
-    assert len(set(graphs[1].gpu_ids)) == 1
+    g1, g2 = graphs
+    assert len(set(g2.workers)) == 2  # two processes, one GPU
+    assert ranks_share_a_gpu(g2.client, g2.workers) and session_protocol(g2, "auto") == "ucx"
+    assert session_protocol(g1, "auto") == "self"
 
 
 @pytest.mark.parametrize("protocol", ["ucx", "tcp"])
