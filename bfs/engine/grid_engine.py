@@ -1,0 +1,170 @@
+"""The 2D R x C engine (Buluc-Madduri; Bisson, Bernaschi, Mastrostefano): the level's exchange in grid rows and
+columns instead of among all ranks.
+
+Each rank still owns its 1D block of vertices (parents, levels, the queue of the next frontier, the direction
+rule's degree sums); the search's entries are its 2D block (:mod:`breadth.bfs.grid_blocks`).  A level:
+
+* the owners' frontier is gathered within each grid column (``R - 1`` peers; a vertex list or a bitmap per
+  owner, whichever is smaller, as the 1D gather does), giving the column set's frontier;
+* top-down: the block's column-set rows of that frontier are expanded; every vertex reached goes with its
+  parent to its owner within the grid row (``C - 1`` peers), which claims it;
+* bottom-up: the row block's unvisited vertices look for a parent in the column frontier (the row's visited
+  state is first brought up to date: each owner sends its row peers the vertices it claimed since they last
+  heard, a list or a bitmap); the vertices found go with their parents to their owners within the row.
+
+Levels and validation are the 1D engine's: same owners, same results, any valid parent.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..cpu.frontier import num_words
+from ..grid_blocks import global_ids, grid_position
+from .backend import get_backend
+from .engine import Engine, LevelRecord, check_depth_limit
+
+
+class GridEngine(Engine):
+    """:class:`Engine` over a shard with :class:`~breadth.bfs.grid_blocks.GridBlocks` (CPU or GPU ranks)."""
+
+    def __init__(self, shard, comm=None, *, backend: str = "cpu", **kw):
+        super().__init__(shard, comm, backend=backend, **kw)
+        g = self.shard.blocks
+        if g is None or self.shard.partitioning.kind != "2d":
+            raise ValueError("GridEngine needs a shard of a 2D partition (breadth.bfs.partitioned.partition_graph)")
+        rows, cols = self.grid = g.grid
+        if rows * cols != self.comm.size:
+            raise ValueError(f"a {rows}x{cols} grid needs {rows * cols} ranks, the session has {self.comm.size}")
+        self.gi, self.gj = grid_position(self.comm.rank, g.grid)
+        self.row_group = [self.gi * cols + k for k in range(cols)]
+        self.col_group = [k * cols + self.gj for k in range(rows)]
+        xp, n = self.b.xp, self.shard.num_vertices
+        self.owner_words = self.shard.block // 64  # an owner's frontier bitmap, padded to its whole block
+        pdt = self.b.parent_dtype(n)
+        # bottom-up's state over the row block, on a backend of its own: its unvisited words are the row's.
+        # Its parents are compact column-set ids, turned into global ids as they leave.
+        self.rb = get_backend(backend, self.config)
+        self.rb.use_bottom_up_columns(g.bu_columns, g.bu_columns)  # rows as built: no degree order across ranks
+        self.row_parent = xp.full(g.row_hi - g.row_lo, -1, pdt)
+        self.row_level = xp.full(g.row_hi - g.row_lo, -1, np.int32)
+        # top-down claims nothing itself (lo = hi = 0): every vertex it reaches is a pair for its owner, even
+        # its own, once per search (the `sent` filter over all ids)
+        self.tb = get_backend(backend, self.config)
+        self._td_parent = xp.full(64, -1, pdt)
+        self._td_level = xp.full(64, -1, np.int32)
+        self.sent = xp.zeros(num_words(n), np.uint64)
+
+    # -- the rounds ---------------------------------------------------------------------------------
+    def _column_frontier(self, queue, counts, as_bits: bool):
+        """The column set's frontier from its owners' queues (``counts[r]``: rank ``r``'s queue length, from
+        the last counters): compact ids (int64) or, ``as_bits``, a bitmap of ``R * block`` bits."""
+        b, xp, me, nw = self.b, self.b.xp, self.comm.rank, self.owner_words
+        is_list = {r: int(counts[r]) < nw for r in self.col_group}
+        mine = queue if is_list[me] else b.queue_to_bits(queue, nw)
+        parts = self.comm.exchange_among({r: mine for r in self.col_group})
+        block = self.shard.block
+        out = []
+        for k, r in enumerate(self.col_group):
+            part = parts[r]
+            if as_bits:
+                out.append(b.queue_to_bits(part, nw) if is_list[r] else part)
+            else:
+                out.append((part if is_list[r] else b.bits_to_queue(part)) + k * block)
+        if not out:
+            return xp.empty(0, np.uint64 if as_bits else np.int64)
+        return xp.concatenate(out)
+
+    def _sync_row(self, pending: list) -> None:
+        """Bring the row block's visited state up to date: each owner sends its row peers the owned vertices
+        it claimed since the last sync (``pending``: local-id arrays), a list (int64) or a bitmap (uint64)."""
+        b, xp, nw = self.b, self.b.xp, self.owner_words
+        ids = xp.concatenate(pending) if pending else xp.empty(0, np.int64)
+        mine = ids if ids.size < nw else b.queue_to_bits(ids, nw)
+        parts = self.comm.exchange_among({r: mine for r in self.row_group})
+        block, first = self.shard.block, self.row_group[0]
+        marked = [(part if part.dtype != np.uint64 else b.bits_to_queue(part)) + (r - first) * block
+                  for r, part in parts.items()]
+        rows = xp.concatenate(marked) if marked else xp.empty(0, np.int64)
+        if rows.size:
+            self.row_parent[rows] = 0  # visited: any parent >= 0 (only the owners' parents are results)
+            self.rb.mark_visited(b.to_host(rows))
+
+    def _fold(self, v, p, depth: int):
+        """Send (vertex, parent) pairs (global ids, int64) to their owners within the grid row; claim what
+        arrives.  Returns the newly claimed local ids."""
+        b, xp = self.b, self.b.xp
+        pairs, offs = b.pairs_by_owner(v, p, self.shard.block, self.comm.size)
+        offs = b.to_host(offs)
+        got = self.comm.exchange_among({r: pairs[offs[r]:offs[r + 1]] for r in self.row_group})
+        got = [a for a in got.values() if a.shape[0]]
+        if not got:
+            return xp.empty(0, np.int64)
+        allp = xp.concatenate(got)
+        return b.claim_remote(xp.ascontiguousarray(allp[:, 0]), xp.ascontiguousarray(allp[:, 1]), self.shard.lo,
+                              self.parent, self.level, np.int32(depth))
+
+    def _unvisited_in_row(self, v, p):
+        """Drop the pairs whose vertex the row already knows as visited (they would be refused)."""
+        keep = self.row_parent[v - self.shard.blocks.row_lo] < 0
+        return v[keep], p[keep]
+
+    # -- the search -----------------------------------------------------------------------------------
+    def search(self, root, depth_limit: int | None = None) -> list[LevelRecord]:
+        """As :meth:`Engine.search`, the level's expansion and exchange in grid rows and columns."""
+        s, b, xp, comm, g = self.shard, self.b, self.b.xp, self.comm, self.shard.blocks
+        check_depth_limit(depth_limit)
+        queue = self._start(root)
+        self.rb.start_search(self.row_parent, self.row_level, -1)
+        self.tb.start_search(self._td_parent, self._td_level, -1)
+        pending = [queue]  # owned vertices claimed since the row last learned them
+        block, cols = s.block, self.grid[1]
+        records: list[LevelRecord] = []
+        cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
+        scout, counts = int(cnt[:, 1].sum()), cnt[:, 0]
+        edges_to_check = self.total_edges
+        frontier_size, direction, depth = int(counts.sum()), "td", 1
+        while depth_limit is None or depth <= depth_limit:
+            bytes0 = comm.bytes_sent()
+            t0 = time.perf_counter()
+            if direction == "td" and scout * self.alpha > edges_to_check:
+                direction = "bu"
+            if direction == "bu":
+                self._sync_row(pending)
+                pending = []
+                fbits = self._column_frontier(queue, counts, as_bits=True)
+                t1 = time.perf_counter()
+                found_bits = xp.empty(num_words(g.row_hi - g.row_lo), np.uint64)
+                self.rb.bottom_up_step(g.bu_offsets, g.bu_columns, fbits, self.row_parent, self.row_level,
+                                       np.int32(depth), found_bits)
+                rows = self.rb.bits_to_queue(found_bits)
+                v = rows + g.row_lo
+                p = global_ids(self.row_parent[rows].astype(np.int64), block, cols, self.gj)
+            else:
+                cq = self._column_frontier(queue, counts, as_bits=False)
+                t1 = time.perf_counter()
+                _, v, p, _ = self.tb.top_down_step(g.td_offsets, g.td_columns, 0, 0, cq, self._td_parent,
+                                                   self._td_level, np.int32(depth), self.sent, self.nchunks)
+                v, p = self._unvisited_in_row(v, global_ids(p, block, cols, self.gj))
+            t2 = time.perf_counter()
+            queue = self._fold(v, p, depth)
+            pending.append(queue)
+            tr = time.perf_counter()
+            cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
+            found, next_scout, counts = int(cnt[:, 0].sum()), int(cnt[:, 1].sum()), cnt[:, 0]
+            t3 = time.perf_counter()
+            records.append(LevelRecord(depth, direction, frontier_size, found, t2 - t1, (t1 - t0) + (t3 - t2),
+                                       comm.bytes_sent() - bytes0, t3 - tr))
+            if direction == "td":
+                edges_to_check = max(edges_to_check - scout, 0)
+            elif found and found < frontier_size and found < s.num_vertices / self.beta:
+                direction = "td"
+            scout = next_scout
+            frontier_size = found
+            if found == 0:
+                break
+            depth += 1
+        self.records = records
+        return records
