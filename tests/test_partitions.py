@@ -121,16 +121,18 @@ def test_real_graphs(cluster, name, directed, kind, nparts):
     g.release()
 
 
-def test_multi_source_on_2d(cluster, kron11):
+@pytest.mark.parametrize("kind", KINDS)
+def test_multi_source_and_depth_limit(cluster, kron11, kind):
     from breadth.bfs import bfs
 
     from conftest import scipy_multi_levels
 
     el, edges, n, directed = kron11
-    g = prepare(el, cluster, nparts=4, partition="2d")
+    g = prepare(el, cluster, nparts=4, partition=kind)
     src = _roots(edges, n)
-    res = bfs(g, sources=src)
-    np.testing.assert_array_equal(res.level, scipy_multi_levels(edges, n, src, directed=directed))
+    np.testing.assert_array_equal(bfs(g, sources=src).level, scipy_multi_levels(edges, n, src, directed=directed))
+    np.testing.assert_array_equal(bfs(g, sources=src, depth_limit=1).level,
+                                  scipy_multi_levels(edges, n, src, directed=directed, depth_limit=1))
     g.release()
 
 
