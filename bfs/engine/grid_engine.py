@@ -27,6 +27,13 @@ from .backend import get_backend
 from .engine import Engine, LevelRecord, check_depth_limit
 
 
+def _padded(a, xp):
+    """1-D ``a`` with zeros appended up to a whole number of 8 bytes (the next part of a message stays
+    aligned)."""
+    extra = (-a.nbytes % 8) // a.itemsize
+    return xp.concatenate([a, xp.zeros(extra, a.dtype)]) if extra else a
+
+
 class GridEngine(Engine):
     """:class:`Engine` over a shard with :class:`~breadth.bfs.grid_blocks.GridBlocks` (CPU or GPU ranks)."""
 
@@ -44,6 +51,8 @@ class GridEngine(Engine):
         xp, n = self.b.xp, self.shard.num_vertices
         self.owner_words = self.shard.block // 64  # an owner's frontier bitmap, padded to its whole block
         pdt = self.b.parent_dtype(n)
+        #: compact column-set ids (fewer than n) as the row block's parents and in fold messages
+        self.parent_dtype = pdt
         # bottom-up's state over the row block, on a backend of its own: its unvisited words are the row's.
         # Its parents are compact column-set ids, turned into global ids as they leave.
         self.rb = get_backend(backend, self.config)
@@ -92,24 +101,63 @@ class GridEngine(Engine):
             self.row_parent[rows] = 0  # visited: any parent >= 0 (only the owners' parents are results)
             self.rb.mark_visited(b.to_host(rows))
 
-    def _fold(self, v, p, depth: int):
-        """Send (vertex, parent) pairs (global ids, int64) to their owners within the grid row; claim what
-        arrives.  Returns the newly claimed local ids."""
-        b, xp = self.b, self.b.xp
-        pairs, offs = b.pairs_by_owner(v, p, self.shard.block, self.comm.size)
-        offs = b.to_host(offs)
-        got = self.comm.exchange_among({r: pairs[offs[r]:offs[r + 1]] for r in self.row_group})
-        got = [a for a in got.values() if a.shape[0]]
-        if not got:
-            return xp.empty(0, np.int64)
-        allp = xp.concatenate(got)
-        return b.claim_remote(xp.ascontiguousarray(allp[:, 0]), xp.ascontiguousarray(allp[:, 1]), self.shard.lo,
-                              self.parent, self.level, np.int32(depth))
+    def _pack(self, ids, par):
+        """One fold message (uint8): a header ``[mode, count]`` (int64), then the owner-local ids of the reached
+        vertices as int32 (mode 0) or, when smaller, as a bitmap of the owner's block (mode 1, ids ascending and
+        distinct), then their parents as compact column-set ids (:attr:`parent_dtype`): 4 + 4 bytes a vertex,
+        or a bit and 4 bytes, where 1D's pairs take 16."""
+        b, xp, nw = self.b, self.b.xp, self.owner_words
+        if ids.size * 4 > nw * 8:
+            order = xp.argsort(ids)
+            ids, par = ids[order], par[order]
+            first = xp.ones(ids.size, bool)
+            first[1:] = ids[1:] != ids[:-1]  # a vertex reached twice (racing threads) keeps one parent
+            ids, par = ids[first], par[first]
+            body = b.queue_to_bits(ids, nw)
+        else:
+            body = _padded(ids.astype(np.int32), xp)
+        head = xp.asarray(np.array([int(ids.size * 4 > nw * 8), int(ids.size)], np.int64))
+        return xp.concatenate([head.view(np.uint8), body.view(np.uint8),
+                               _padded(par.astype(self.parent_dtype), xp).view(np.uint8)])
 
-    def _unvisited_in_row(self, v, p):
-        """Drop the pairs whose vertex the row already knows as visited (they would be refused)."""
-        keep = self.row_parent[v - self.shard.blocks.row_lo] < 0
-        return v[keep], p[keep]
+    def _unpack(self, msg):
+        """``(owner-local ids, compact parents)`` of a :meth:`_pack` message."""
+        mode, count = (int(x) for x in self.b.to_host(msg[:16].view(np.int64)))
+        if mode:
+            cut = 16 + 8 * self.owner_words
+            ids = self.b.bits_to_queue(msg[16:cut].view(np.uint64))
+        else:
+            cut = 16 + 8 * (-(-count // 2))
+            ids = msg[16:16 + 4 * count].view(np.int32).astype(np.int64)
+        width = np.dtype(self.parent_dtype).itemsize
+        return ids, msg[cut:cut + width * count].view(self.parent_dtype).astype(np.int64)
+
+    def _fold(self, rows, par, depth: int):
+        """Send reached vertices (row-local ids, int64) with their parents (compact column-set ids) to their
+        owners within the grid row; claim what arrives.  Returns the newly claimed local ids."""
+        b, xp, s = self.b, self.b.xp, self.shard
+        block, cols = s.block, self.grid[1]
+        grouped, offs = b.pairs_by_owner(rows, par, block, cols)
+        offs = b.to_host(offs)
+        send = {}
+        for k, r in enumerate(self.row_group):
+            ids, pk = grouped[offs[k]:offs[k + 1], 0] - k * block, grouped[offs[k]:offs[k + 1], 1]
+            send[r] = (ids, pk) if r == self.comm.rank else self._pack(ids, pk)
+        got = self.comm.exchange_among(send)
+        vs, ps = [], []
+        for r, msg in got.items():
+            ids, pk = msg if r == self.comm.rank else self._unpack(msg)
+            vs.append(ids + s.lo)
+            ps.append(global_ids(pk, block, cols, r % cols))
+        v, p = xp.concatenate(vs), xp.concatenate(ps)
+        if v.size == 0:
+            return xp.empty(0, np.int64)
+        return b.claim_remote(v, p, s.lo, self.parent, self.level, np.int32(depth))
+
+    def _unvisited_in_row(self, rows, par):
+        """Drop the vertices that the row already knows as visited (their owners would refuse them)."""
+        keep = self.row_parent[rows] < 0
+        return rows[keep], par[keep]
 
     # -- the search -----------------------------------------------------------------------------------
     def search(self, root, depth_limit: int | None = None) -> list[LevelRecord]:
@@ -120,7 +168,6 @@ class GridEngine(Engine):
         self.rb.start_search(self.row_parent, self.row_level, -1)
         self.tb.start_search(self._td_parent, self._td_level, -1)
         pending = [queue]  # owned vertices claimed since the row last learned them
-        block, cols = s.block, self.grid[1]
         records: list[LevelRecord] = []
         cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
         scout, counts = int(cnt[:, 1].sum()), cnt[:, 0]
@@ -140,16 +187,15 @@ class GridEngine(Engine):
                 self.rb.bottom_up_step(g.bu_offsets, g.bu_columns, fbits, self.row_parent, self.row_level,
                                        np.int32(depth), found_bits)
                 rows = self.rb.bits_to_queue(found_bits)
-                v = rows + g.row_lo
-                p = global_ids(self.row_parent[rows].astype(np.int64), block, cols, self.gj)
+                par = self.row_parent[rows].astype(np.int64)
             else:
                 cq = self._column_frontier(queue, counts, as_bits=False)
                 t1 = time.perf_counter()
-                _, v, p, _ = self.tb.top_down_step(g.td_offsets, g.td_columns, 0, 0, cq, self._td_parent,
-                                                   self._td_level, np.int32(depth), self.sent, self.nchunks)
-                v, p = self._unvisited_in_row(v, global_ids(p, block, cols, self.gj))
+                _, v, par, _ = self.tb.top_down_step(g.td_offsets, g.td_columns, 0, 0, cq, self._td_parent,
+                                                     self._td_level, np.int32(depth), self.sent, self.nchunks)
+                rows, par = self._unvisited_in_row(v - g.row_lo, par)
             t2 = time.perf_counter()
-            queue = self._fold(v, p, depth)
+            queue = self._fold(rows, par, depth)
             pending.append(queue)
             tr = time.perf_counter()
             cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
