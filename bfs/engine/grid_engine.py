@@ -51,8 +51,8 @@ class GridEngine(Engine):
         xp, n = self.b.xp, self.shard.num_vertices
         self.owner_words = self.shard.block // 64  # an owner's frontier bitmap, padded to its whole block
         pdt = self.b.parent_dtype(n)
-        #: compact column-set ids (fewer than n) as the row block's parents and in fold messages
-        self.parent_dtype = pdt
+        #: compact column-set ids in fold messages: 32-bit while the column set's ids fit (GPU parents are 64-bit)
+        self.parent_dtype = np.dtype(np.int32 if rows * self.shard.block <= np.iinfo(np.int32).max else np.int64)
         # bottom-up's state over the row block, on a backend of its own: its unvisited words are the row's.
         # Its parents are compact column-set ids, turned into global ids as they leave.
         self.rb = get_backend(backend, self.config)
@@ -64,7 +64,9 @@ class GridEngine(Engine):
         self.tb = get_backend(backend, self.config)
         self._td_parent = xp.full(64, -1, pdt)
         self._td_level = xp.full(64, -1, np.int32)
-        self.sent = xp.zeros(num_words(n), np.uint64)
+        # one word more than the ids need: the GPU step sizes its remote pairs by the bits beyond its own 64
+        # dummy vertices, and every vertex it reaches is remote here
+        self.sent = xp.zeros(num_words(n) + 1, np.uint64)
 
     # -- the rounds ---------------------------------------------------------------------------------
     def _column_frontier(self, queue, counts, as_bits: bool):
