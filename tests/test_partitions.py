@@ -156,3 +156,22 @@ def test_prepare_refuses_a_grid_that_does_not_fit(cluster, kron11):
     el, *_ = kron11
     with pytest.raises(ValueError, match="--grid 3x2 needs 6 workers, got 4"):
         prepare(el, cluster, nparts=4, partition="2d", grid=(3, 2))
+
+
+@pytest.mark.parametrize("kind,grid", [("2d", (1, 4)), ("delegates", None)])
+def test_store_written_partitioned_is_searched_so(cluster, kron11, tmp_path, kind, grid):
+    from breadth.io.errors import StoreError
+    from breadth.io.shard_store import load_store, read_manifest, write_store
+
+    el, edges, n, directed = kron11
+    g = prepare(el, cluster, nparts=4, partition=kind, grid=grid)
+    write_store(g, str(tmp_path / "s"))
+    g.release()
+    assert read_manifest(str(tmp_path / "s"))["partitioning"] == g.partitioning.as_dict()
+    h = load_store(str(tmp_path / "s"), cluster, nparts=4)
+    assert h.partitioning == g.partitioning
+    _check(h, edges, n, _roots(edges, n), directed)
+    h.release()
+    if kind == "2d":
+        with pytest.raises(StoreError, match="1x4 grid .* needs 4 workers, got 3"):
+            load_store(str(tmp_path / "s"), cluster, nparts=3)

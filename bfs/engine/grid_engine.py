@@ -52,7 +52,7 @@ class GridEngine(Engine):
         self.owner_words = self.shard.block // 64  # an owner's frontier bitmap, padded to its whole block
         pdt = self.b.parent_dtype(n)
         #: compact column-set ids in fold messages: 32-bit while the column set's ids fit (GPU parents are 64-bit)
-        self.parent_dtype = np.dtype(np.int32 if rows * self.shard.block <= np.iinfo(np.int32).max else np.int64)
+        self.message_dtype = np.dtype(np.int32 if rows * self.shard.block <= np.iinfo(np.int32).max else np.int64)
         # bottom-up's state over the row block, on a backend of its own: its unvisited words are the row's.
         # Its parents are compact column-set ids, turned into global ids as they leave.
         self.rb = get_backend(backend, self.config)
@@ -106,10 +106,11 @@ class GridEngine(Engine):
     def _pack(self, ids, par):
         """One fold message (uint8): a header ``[mode, count]`` (int64), then the owner-local ids of the reached
         vertices as int32 (mode 0) or, when smaller, as a bitmap of the owner's block (mode 1, ids ascending and
-        distinct), then their parents as compact column-set ids (:attr:`parent_dtype`): 4 + 4 bytes a vertex,
+        distinct), then their parents as compact column-set ids (:attr:`message_dtype`): 4 + 4 bytes a vertex,
         or a bit and 4 bytes, where 1D's pairs take 16."""
         b, xp, nw = self.b, self.b.xp, self.owner_words
-        if ids.size * 4 > nw * 8:
+        as_bits = ids.size * 4 > nw * 8
+        if as_bits:
             order = xp.argsort(ids)
             ids, par = ids[order], par[order]
             first = xp.ones(ids.size, bool)
@@ -118,9 +119,9 @@ class GridEngine(Engine):
             body = b.queue_to_bits(ids, nw)
         else:
             body = _padded(ids.astype(np.int32), xp)
-        head = xp.asarray(np.array([int(ids.size * 4 > nw * 8), int(ids.size)], np.int64))
+        head = xp.asarray(np.array([int(as_bits), int(ids.size)], np.int64))
         return xp.concatenate([head.view(np.uint8), body.view(np.uint8),
-                               _padded(par.astype(self.parent_dtype), xp).view(np.uint8)])
+                               _padded(par.astype(self.message_dtype), xp).view(np.uint8)])
 
     def _unpack(self, msg):
         """``(owner-local ids, compact parents)`` of a :meth:`_pack` message."""
@@ -131,8 +132,8 @@ class GridEngine(Engine):
         else:
             cut = 16 + 8 * (-(-count // 2))
             ids = msg[16:16 + 4 * count].view(np.int32).astype(np.int64)
-        width = np.dtype(self.parent_dtype).itemsize
-        return ids, msg[cut:cut + width * count].view(self.parent_dtype).astype(np.int64)
+        width = np.dtype(self.message_dtype).itemsize
+        return ids, msg[cut:cut + width * count].view(self.message_dtype).astype(np.int64)
 
     def _fold(self, rows, par, depth: int):
         """Send reached vertices (row-local ids, int64) with their parents (compact column-set ids) to their

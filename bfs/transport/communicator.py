@@ -65,12 +65,16 @@ class Communicator(ABC):
     def exchange_among(self, send: dict[int, Any]) -> dict[int, Any]:
         """One round within a group of ranks (a grid row or column of a 2D partition): the keys of ``send``
         are the group, this rank among them, and ``send[p]`` goes to ``p``; returns what each member sent
-        here (this rank's own entry as given).  Every rank of the session calls it in the same round, each
-        with its own group's keys.  This default sends empty arrays to the ranks outside the group (a header,
-        no payload); transports that can skip them do."""
-        empty = next(iter(send.values()))[:0]
-        got = self.alltoallv([send.get(r, empty) for r in range(self.size)])
-        return {p: got[p] for p in send}
+        here (this rank's own entry as given, never sent: it may be any object).  Every rank of the session
+        calls it in the same round, each with its own group's keys.  This default sends empty arrays to the
+        ranks outside the group (a header, no payload); transports that can skip them do."""
+        others = {p: a for p, a in send.items() if p != self.rank}
+        like = next(iter(others.values()), None)
+        empty = like[:0] if like is not None else np.empty(0, np.int64)
+        got = self.alltoallv([others.get(r, empty) for r in range(self.size)])
+        out = {p: got[p] for p in others}
+        out[self.rank] = send[self.rank]
+        return out
 
     def barrier(self) -> None:
         self.allreduce(np.zeros(1, np.int64))
