@@ -6,8 +6,8 @@ measure (payload bytes that every rank sent, summed over ranks; headers not coun
 
 For each worker count: one local cluster (one rank per worker process), the Kronecker graph prepared 1D once,
 then each partitioning cut from those shards (:func:`breadth.bfs.partitioned.partition_graph`) and the same
-roots searched and validated.  Every grid of the worker count and each ``--delegate-degrees`` threshold is
-measured.  The JSON holds, per variant, the bytes of every search and of every level (with its direction and
+roots searched and validated.  Every grid of the worker count (with 2D's own bottom-up over the row block, and
+with 1D's bottom-up at the owners) and each ``--delegate-degrees`` threshold is measured.  The JSON holds, per variant, the bytes of every search and of every level (with its direction and
 frontier), and the ratio of the median search's bytes to 1D's.
 """
 
@@ -63,9 +63,11 @@ def run_workers(scale: int, workers: int, roots: int, seed: int, degrees: list[i
         base = prepare(edges, client)
         edges.edges = None
         rts = choose_roots(base, roots, seed + 1)
-        variants = [Partitioning()] + [Partitioning("2d", g) for g in _grids(workers)]
-        variants += [Partitioning("delegates", delegate_degree=d) for d in degrees]
-        for p in variants:
+        variants = [(Partitioning(), {})] + [(Partitioning("2d", g), {}) for g in _grids(workers)]
+        # 2D's top-down with 1D's bottom-up (GridEngine(bottom_up="owner")): no parents folded in bottom-up
+        variants += [(Partitioning("2d", g), {"bottom_up": "owner"}) for g in _grids(workers) if g[1] > 1]
+        variants += [(Partitioning("delegates", delegate_degree=d), {}) for d in degrees]
+        for p, engine_kw in variants:
             t0 = time.perf_counter()
             g = partition_graph(base, p)
             cut_s = time.perf_counter() - t0
@@ -73,9 +75,10 @@ def run_workers(scale: int, workers: int, roots: int, seed: int, degrees: list[i
             if p.kind == "delegates":
                 nd = int(client.submit(lambda s: int(s.blocks.delegates.size), g.shards[0],
                                        workers=[g.workers[0]], pure=False).result())
-            rows = run_session(g, _bytes_rank, rts, protocol="tcp", timeout=300.0)[0]
+            rows = run_session(g, _bytes_rank, rts, protocol="tcp", timeout=300.0, engine_kw=engine_kw)[0]
             per_search = np.array([sum(lv["bytes"] for lv in r["levels"]) for r in rows], np.float64)
-            out.append({"workers": workers, "partition": p.as_dict(), "label": str(p),
+            label = str(p) + (", bottom-up at owners" if engine_kw else "")
+            out.append({"workers": workers, "partition": p.as_dict(), "engine_kw": engine_kw, "label": label,
                         "default_grid": list(default_grid(workers)) if p.kind == "2d" else None,
                         "delegates": nd, "cut_s": cut_s, "all_valid": all(r["valid"] for r in rows),
                         "median_bytes_per_search": float(np.median(per_search)),
@@ -105,11 +108,11 @@ def main() -> None:
     args = ap.parse_args()
     doc = {"benchmark": "partition_bytes_cpu", "measure": "payload bytes sent by all ranks (headers not counted)",
            "machine": machine(), "versions": versions(), "args": vars(args), "runs": []}
-    print(f"{'ranks':>5} {'partition':<28} {'delegates':>9} {'MB/search':>10} {'vs 1d':>6} {'valid':>5}", flush=True)
+    print(f"{'ranks':>5} {'partition':<40} {'delegates':>9} {'MB/search':>10} {'vs 1d':>6} {'valid':>5}", flush=True)
     for w in args.workers:
         for r in run_workers(args.scale, w, args.roots, args.seed, args.delegate_degrees):
             doc["runs"].append(r)
-            print(f"{w:5d} {r['label']:<28} {r['delegates'] if r['delegates'] is not None else '':>9} "
+            print(f"{w:5d} {r['label']:<40} {r['delegates'] if r['delegates'] is not None else '':>9} "
                   f"{r['median_bytes_per_search'] / 1e6:10.3f} {r['ratio_to_1d']:6.2f} {str(r['all_valid']):>5}",
                   flush=True)
     doc["machine"]["loadavg_end"] = os.getloadavg()

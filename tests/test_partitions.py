@@ -92,12 +92,14 @@ def test_every_grid_shape(cluster, kron11, grid):
     g.release()
 
 
-@pytest.mark.parametrize("alpha,beta,expect", [(1e-9, 18.0, {"td"}), (1e9, 1e9, {"bu"})])
-def test_2d_pure_directions(cluster, kron11, alpha, beta, expect):
+@pytest.mark.parametrize("bottom_up", ["row", "owner"])
+@pytest.mark.parametrize("alpha,beta,expect", [(1e-9, 18.0, {"td"}), (1e9, 1e9, {"bu"}), (None, None, {"td", "bu"})])
+def test_2d_directions(cluster, kron11, alpha, beta, expect, bottom_up):
     el, edges, n, directed = kron11
     g = prepare(el, cluster, nparts=4, partition="2d")
-    for _, _, dirs, _, _ in _check(g, edges, n, _roots(edges, n), directed, alpha=alpha, beta=beta):
-        assert set(dirs) == expect
+    for _, _, dirs, _, _ in _check(g, edges, n, _roots(edges, n), directed, alpha=alpha, beta=beta,
+                                   bottom_up=bottom_up)[2:]:
+        assert set(dirs) == expect  # the biggest root
     g.release()
 
 

@@ -37,8 +37,14 @@ def _padded(a, xp):
 class GridEngine(Engine):
     """:class:`Engine` over a shard with :class:`~breadth.bfs.grid_blocks.GridBlocks` (CPU or GPU ranks)."""
 
-    def __init__(self, shard, comm=None, *, backend: str = "cpu", **kw):
+    def __init__(self, shard, comm=None, *, backend: str = "cpu", bottom_up: str = "row", **kw):
         super().__init__(shard, comm, backend=backend, **kw)
+        if bottom_up not in ("row", "owner"):
+            raise ValueError(f"bottom_up must be 'row' or 'owner', got {bottom_up!r}")
+        #: ``"row"``: bottom-up scans the row block against the column frontier (2D's own, ``n / C`` frontier
+        #: bits, parents folded to their owners); ``"owner"``: 1D's bottom-up over the owners' own rows (the
+        #: whole frontier gathered, no parents moved), which sent fewer bytes at 4 and 8 ranks
+        self.bottom_up = bottom_up
         g = self.shard.blocks
         if g is None or self.shard.partitioning.kind != "2d":
             raise ValueError("GridEngine needs a shard of a 2D partition (breadth.bfs.partitioned.partition_graph)")
@@ -181,25 +187,35 @@ class GridEngine(Engine):
             t0 = time.perf_counter()
             if direction == "td" and scout * self.alpha > edges_to_check:
                 direction = "bu"
-            if direction == "bu":
-                self._sync_row(pending)
-                pending = []
-                fbits = self._column_frontier(queue, counts, as_bits=True)
+            if direction == "bu" and self.bottom_up == "owner":
+                fbits = self._gather_frontier(b.queue_to_bits(queue, self.nwords), counts)
                 t1 = time.perf_counter()
-                found_bits = xp.empty(num_words(g.row_hi - g.row_lo), np.uint64)
-                self.rb.bottom_up_step(g.bu_offsets, g.bu_columns, fbits, self.row_parent, self.row_level,
-                                       np.int32(depth), found_bits)
-                rows = self.rb.bits_to_queue(found_bits)
-                par = self.row_parent[rows].astype(np.int64)
+                found_bits = xp.empty(self.nwords, np.uint64)
+                bu_off, bu_col = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
+                b.bottom_up_step(bu_off, bu_col, fbits, self.parent, self.level, np.int32(depth), found_bits)
+                t2 = time.perf_counter()
+                queue = b.bits_to_queue(found_bits)
             else:
-                cq = self._column_frontier(queue, counts, as_bits=False)
-                t1 = time.perf_counter()
-                _, v, par, _ = self.tb.top_down_step(g.td_offsets, g.td_columns, 0, 0, cq, self._td_parent,
-                                                     self._td_level, np.int32(depth), self.sent, self.nchunks)
-                rows, par = self._unvisited_in_row(v - g.row_lo, par)
-            t2 = time.perf_counter()
-            queue = self._fold(rows, par, depth)
-            pending.append(queue)
+                if direction == "bu":
+                    self._sync_row(pending)
+                    pending = []
+                    fbits = self._column_frontier(queue, counts, as_bits=True)
+                    t1 = time.perf_counter()
+                    found_bits = xp.empty(num_words(g.row_hi - g.row_lo), np.uint64)
+                    self.rb.bottom_up_step(g.bu_offsets, g.bu_columns, fbits, self.row_parent, self.row_level,
+                                           np.int32(depth), found_bits)
+                    rows = self.rb.bits_to_queue(found_bits)
+                    par = self.row_parent[rows].astype(np.int64)
+                else:
+                    cq = self._column_frontier(queue, counts, as_bits=False)
+                    t1 = time.perf_counter()
+                    _, v, par, _ = self.tb.top_down_step(g.td_offsets, g.td_columns, 0, 0, cq, self._td_parent,
+                                                         self._td_level, np.int32(depth), self.sent, self.nchunks)
+                    rows, par = self._unvisited_in_row(v - g.row_lo, par)
+                t2 = time.perf_counter()
+                queue = self._fold(rows, par, depth)
+            if self.bottom_up == "row":
+                pending.append(queue)
             tr = time.perf_counter()
             cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
             found, next_scout, counts = int(cnt[:, 0].sum()), int(cnt[:, 1].sum()), cnt[:, 0]
