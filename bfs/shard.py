@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .id_map import on_device
+from .partitioning import Partitioning
 
 
 def block_size(num_vertices: int, nparts: int) -> int:
@@ -52,6 +53,12 @@ class Shard:
     in_offsets: Any = None
     in_columns: Any = None
     meta: dict = field(default_factory=dict)
+    #: where the search's adjacency entries live (:mod:`breadth.bfs.partitioning`); the rows above stay the
+    #: 1D rows of the owned vertices whatever it is (validation and the direction rule read them)
+    partitioning: Partitioning = field(default_factory=Partitioning)
+    #: the partitioning's own block of entries (:class:`~breadth.bfs.grid_blocks.GridBlocks`,
+    #: :class:`~breadth.bfs.delegate_blocks.DelegateBlocks`); ``None`` for 1D
+    blocks: Any = None
 
     @property
     def directed(self) -> bool:
@@ -78,20 +85,24 @@ class Shard:
 
     def nbytes(self) -> int:
         arrays = (self.offsets, self.columns, self.tuple_degree, self.self_loops, self.in_offsets, self.in_columns)
-        return sum(int(a.nbytes) for a in arrays if a is not None)
+        return sum(int(a.nbytes) for a in arrays if a is not None) + (self.blocks.nbytes() if self.blocks else 0)
 
     def to(self, xp) -> "Shard":
         """The same shard with its arrays moved to array module ``xp`` (numpy or cupy)."""
         def conv(a):
-            if a is None:
-                return None
-            if xp is np and on_device(a):  # CuPy -> NumPy needs an explicit copy
-                return a.get()
-            return xp.asarray(a)
+            return None if a is None else to_module(a, xp)
 
         return Shard(self.rank, self.nparts, self.num_vertices, self.lo, self.hi, conv(self.offsets),
                      conv(self.columns), conv(self.tuple_degree), conv(self.self_loops),
-                     conv(self.in_offsets), conv(self.in_columns), dict(self.meta))
+                     conv(self.in_offsets), conv(self.in_columns), dict(self.meta), self.partitioning,
+                     self.blocks.to(xp) if self.blocks is not None else None)
+
+
+def to_module(a, xp):
+    """Array ``a`` on array module ``xp`` (numpy or cupy; the same array when it is there already)."""
+    if xp is np and on_device(a):  # CuPy -> NumPy needs an explicit copy
+        return a.get()
+    return xp.asarray(a)
 
 
 def _array_module(a):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .partitioning import Partitioning
+
 
 @dataclass
 class ShardedGraph:
@@ -27,6 +29,8 @@ class ShardedGraph:
     source: dict = field(default_factory=dict)
     id_map: Any = None
     backend: str = "cpu"
+    #: where the search's adjacency entries live; the shards carry the same (with its blocks)
+    partitioning: Partitioning = field(default_factory=Partitioning)
 
     @property
     def nparts(self) -> int:
@@ -41,4 +45,5 @@ class ShardedGraph:
     def __repr__(self) -> str:
         kind = "directed" if self.directed else "undirected"
         return (f"ShardedGraph({self.num_vertices:,} vertices, {self.num_edges:,} {kind} edges, "
-                f"{self.nparts} shard(s), {self.backend})")
+                f"{self.nparts} shard(s), {self.backend}"
+                + (f", {self.partitioning}" if self.partitioning.kind != "1d" else "") + ")")

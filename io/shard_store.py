@@ -60,6 +60,8 @@ import uuid
 import numpy as np
 
 from breadth.bfs.id_map import on_device
+from breadth.bfs.partitioned import partition_graph
+from breadth.bfs.partitioning import Partitioning
 
 from .errors import CorruptStoreError, IncompleteStoreError, StoreError
 from .store_files import fsync_dir, npy_data_offset, npy_digest, read_npy_into, save_npy, sha256_file, token
@@ -468,6 +470,7 @@ def write_store(graph, path: str, *, parameters: dict | None = None, overwrite: 
             "resume": {"kept": [r for r, (_, k) in enumerate(results) if k],
                        "written": [r for r, (_, k) in enumerate(results) if not k]},
             "id_map": id_map,
+            "partitioning": graph.partitioning.as_dict(),
             "shards": shards,
         }
         _write_json(os.path.join(path, MANIFEST), manifest)  # the manifest last: the store is now complete
@@ -555,6 +558,10 @@ def _check_manifest(path: str, m: dict) -> None:
     directed = m.get("directed")
     if not isinstance(directed, bool):
         bad("directed", f"is {directed!r}, expected true or false")
+    try:
+        Partitioning.from_dict(m.get("partitioning"))
+    except (TypeError, ValueError, AttributeError) as e:
+        bad("partitioning", f"is {m.get('partitioning')!r} ({e})")
     shards = m.get("shards")
     if not isinstance(shards, list) or len(shards) != nparts:
         bad("nparts", f"is {nparts} but shards lists "
@@ -698,7 +705,9 @@ def load_store(path: str, client=None, *, nparts: int | None = None, verify: boo
     """Load store ``path`` onto the workers of ``client`` as a :class:`ShardedGraph`.
 
     ``nparts`` defaults to the number of workers; when it differs from the stored shard count the
-    shards are re-cut (see the module docstring).  ``verify`` checks every file's sha256.
+    shards are re-cut (see the module docstring).  ``verify`` checks every file's sha256.  A store written
+    with a 2D or delegates partitioning (the manifest's ``partitioning``) is loaded with it: a 2D store's
+    shard count is its grid's (``nparts`` defaults to it, and another is a :class:`StoreError`).
 
     >>> from breadth.io.shard_store import load_store
     >>> g = load_store("/data/wiki.store", client)     # doctest: +SKIP
@@ -713,6 +722,13 @@ def load_store(path: str, client=None, *, nparts: int | None = None, verify: boo
     m = read_manifest(path)
     client = client or default_client()
     workers = worker_addresses(client)
+    layout = Partitioning.from_dict(m.get("partitioning"))
+    if layout.kind == "2d":
+        rows, cols = layout.grid
+        if nparts not in (None, rows * cols):
+            raise StoreError(f"{path}: written with a {rows}x{cols} grid (--partition 2d), which needs "
+                             f"{rows * cols} workers, got {nparts}")
+        nparts = rows * cols
     nparts = nparts or len(workers)
     from .id_map_store import load_id_map_parts
 
@@ -726,12 +742,14 @@ def load_store(path: str, client=None, *, nparts: int | None = None, verify: boo
     for f in shards:
         if f.status == "error":
             f.result()  # raises the worker's error (e.g. CorruptStoreError) here
-    return ShardedGraph(client=client, shards=shards, workers=[workers[r % len(workers)] for r in range(nparts)],
-                        num_vertices=m["num_vertices"], num_input_edges=m["num_input_edges"],
-                        num_edges=m["num_edges"], num_self_loops=m["num_self_loops"], directed=m["directed"],
-                        construction_time=m.get("construction_time", 0.0),
-                        source=dict(m.get("source", {}), store=path, load_time=time.perf_counter() - t0),
-                        id_map=id_map)
+    graph = ShardedGraph(client=client, shards=shards, workers=[workers[r % len(workers)] for r in range(nparts)],
+                         num_vertices=m["num_vertices"], num_input_edges=m["num_input_edges"],
+                         num_edges=m["num_edges"], num_self_loops=m["num_self_loops"], directed=m["directed"],
+                         construction_time=m.get("construction_time", 0.0),
+                         source=dict(m.get("source", {}), store=path), id_map=id_map)
+    graph = partition_graph(graph, layout)  # the same graph for 1D
+    graph.source["load_time"] = time.perf_counter() - t0
+    return graph
 
 
 def describe(path: str) -> str:

@@ -76,6 +76,33 @@ def _memory_args(p: argparse.ArgumentParser, gpu: bool = True) -> None:
                         "directory under --memory-limit")
 
 
+def _grid(text: str) -> tuple[int, int]:
+    from breadth.bfs.partitioning import parse_grid
+
+    try:
+        return parse_grid(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _partition_args(p: argparse.ArgumentParser, store: bool = False) -> None:
+    """``--partition``, ``--grid`` and ``--delegate-degree`` of the commands that prepare a graph (generate,
+    ingest, bench) or search a store with another partitioning than its own (``store``: bench STORE)."""
+    from breadth.bfs.partitioning import DEFAULT_DELEGATE_DEGREE, KINDS
+
+    p.add_argument("--partition", choices=KINDS, default=None,
+                   help="where the search's adjacency entries live: 1d (at the owner of the row vertex; the "
+                        "default), 2d (an R x C grid of the workers: frontiers gathered within grid columns, "
+                        "reached vertices folded within grid rows) or delegates (high-degree vertices known to "
+                        "every worker, their visited bits all-reduced)"
+                        + ("; default: the store's own" if store else ""))
+    p.add_argument("--grid", type=_grid, default=None, metavar="RxC",
+                   help="with --partition 2d: grid rows x columns, R x C = --workers (default: the squarest)")
+    p.add_argument("--delegate-degree", type=_int_in("--delegate-degree", 1), default=None, metavar="D",
+                   help=f"with --partition delegates: vertices of degree >= D are delegates "
+                        f"(default {DEFAULT_DELEGATE_DEGREE})")
+
+
 def _cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=_int_in("--workers", 1), default=1,
                    help="local worker processes, one BFS rank each (default 1)")
@@ -117,9 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--device", choices=("cpu", "gpu", "auto"), default="cpu",
                    help="cpu: NumPy/Numba workers; gpu: one dask-cuda worker per GPU, CuPy kernels; "
                         "auto: gpu when CuPy and a device are present")
+    _partition_args(b, store=True)
     from .cli_store import add_store_commands
 
-    add_store_commands(sub, _int_in, _cluster_args, _memory_args)
+    add_store_commands(sub, _int_in, _cluster_args, _memory_args, _partition_args)
     return p
 
 
@@ -129,6 +157,7 @@ def _bench(args) -> int:
 
     from breadth.bfs import graph500
 
+    from .cli_checks import partition_kw
     from .cli_cluster import cluster_client, memory_plan_for, spill_dir_for
     from .cli_store import report
     from .cluster import resolve_device, workers_info
@@ -155,7 +184,7 @@ def _bench(args) -> int:
             wait(edges.edges)
             gen_time = time.perf_counter() - t0
         g = prepare(edges, client, progress=sys.stderr.isatty(), device=device, spill_dir=spill_dir_for(args),
-                    batch_entries=plan.batch_entries if plan else None)
+                    batch_entries=plan.batch_entries if plan else None, **partition_kw(args))
         edges.edges = None
         print(f"{g}; construction {g.construction_time:.2f} s", file=sys.stderr)
         res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate,
@@ -191,6 +220,7 @@ def _preflight(args) -> None:
         cli_checks.bfs_searches(args)
     if getattr(args, "spill_dir", None):
         cli_checks.creatable_directory(args.spill_dir, "--spill-dir")
+    cli_checks.partition(args)
     cli_checks.device(getattr(args, "device", "cpu"))
     cli_checks.device_memory_limit(args)
     cli_checks.protocol(getattr(args, "protocol", "auto"), getattr(args, "device", None))

@@ -188,3 +188,30 @@ def bfs_searches(args) -> None:
         manifest = None
     args.source_labels = [label for label, _ in items]
     args.source_ids = parse_sources(items, manifest) if manifest is not None else [t for _, t in items]
+
+
+def partition(args) -> None:
+    """``--partition``/``--grid``/``--delegate-degree`` agree with each other and, on a local cluster, a grid
+    with ``--workers`` (``--grid 3x2 needs 6 workers, got 4``)."""
+    from breadth.bfs.partitioning import Partitioning
+
+    kind = getattr(args, "partition", None)
+    grid, degree = getattr(args, "grid", None), getattr(args, "delegate_degree", None)
+    if kind is None and (grid is not None or degree is not None):
+        raise UsageError("--grid and --delegate-degree need --partition 2d or --partition delegates")
+    if kind is None:
+        return
+    try:
+        layout = Partitioning(kind, grid, degree)
+        if not getattr(args, "scheduler", None):
+            layout.resolved(args.workers)
+    except ValueError as e:
+        raise UsageError(str(e).replace("a grid is for", "--grid is for").replace(
+            "a delegate degree is for", "--delegate-degree is for")) from None
+
+
+def partition_kw(args) -> dict:
+    """``prepare``'s keywords from the partition flags (none: 1D)."""
+    if getattr(args, "partition", None) is None:
+        return {}
+    return {"partition": args.partition, "grid": args.grid, "delegate_degree": args.delegate_degree}

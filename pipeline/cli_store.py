@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from .cli_checks import partition_kw
 from .cli_cluster import cluster_client, memory_plan_for, shard_files_for, spill_dir_for, threads_per_worker
 from .cli_errors import CommandError
 
@@ -67,6 +68,27 @@ def _begin(args, parameters: dict) -> dict | None:
     return st
 
 
+def _partition_params(args) -> dict:
+    """The store parameters of a 2D or delegates partitioning (none for 1D: stores written before stay
+    resumable and complete)."""
+    kw = partition_kw(args)
+    if not kw or kw["partition"] == "1d":
+        return {}
+    return {"partition": kw["partition"], "grid": list(kw["grid"]) if kw["grid"] else None,
+            "delegate_degree": kw["delegate_degree"]}
+
+
+def _partition_flags(args) -> list:
+    """The partition flags as typed, for the store's recorded command line."""
+    kw = partition_kw(args)
+    out = ["--partition", kw["partition"]] if kw else []
+    if kw and kw["grid"]:
+        out += ["--grid", f"{kw['grid'][0]}x{kw['grid'][1]}"]
+    if kw and kw["delegate_degree"]:
+        out += ["--delegate-degree", kw["delegate_degree"]]
+    return out
+
+
 def _nparts(st: dict, client) -> int:
     """Shard count: a partial store's own (so any number of workers can resume it), else one per worker."""
     from .cluster import worker_addresses
@@ -94,6 +116,7 @@ def generate(args) -> int:
 
     # chunk size is not a parameter of the graph: the generator gives the same edges for any chunking
     params = {"command": "generate", "scale": args.scale, "edgefactor": args.edgefactor, "seed": args.seed}
+    params.update(_partition_params(args))
     # the limit is checked before anything starts (the graph's size is known from its parameters); an
     # existing cluster (--scheduler) is planned for once its workers are known
     nv, nt = 1 << args.scale, args.edgefactor << args.scale
@@ -111,10 +134,11 @@ def generate(args) -> int:
         t0 = time.perf_counter()
         g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=chunk, jit=jit), client,
                     nparts=_nparts(st, client), spill_dir=spill_dir_for(args),
-                    batch_entries=plan.batch_entries if plan else None, jit=jit, shard_dir=shard_dir)
+                    batch_entries=plan.batch_entries if plan else None, jit=jit, shard_dir=shard_dir,
+                    **partition_kw(args))
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, ["--scale", args.scale, "--edgefactor", args.edgefactor,
-                                                     "--seed", args.seed]))
+                                                     "--seed", args.seed, *_partition_flags(args)]))
         print(f"{args.out}: " + _summary_line(g, time.perf_counter() - t0, _resumed(m)))
         del g  # the shards' maps, before their folder goes
     return 0
@@ -154,6 +178,7 @@ def ingest(args) -> int:
               "inputs": _fingerprint(args.paths), "format": args.format, "directed": args.directed,
               "src": args.src, "dst": args.dst, "ids": args.ids, "no_header": args.no_header,
               "extra_columns": args.extra_columns, "on_bad_lines": args.on_bad_lines}
+    params.update(_partition_params(args))
     device = resolve_device(args.device)
     if device == "gpu":  # hash-relabeled on the GPU: small integer spans are numbered apart from the CPU's table
         params["device"] = "gpu"
@@ -173,6 +198,7 @@ def ingest(args) -> int:
     flags += ["--extra-columns"] * args.extra_columns
     flags += (["--src", args.src] if args.src else []) + (["--dst", args.dst] if args.dst else [])
     flags += ["--device", args.device] if device == "gpu" else []
+    flags += _partition_flags(args)
     with cluster_client(args, device=device, managed_target=target) as client:
         t0 = time.perf_counter()
         el = read_edges(args.paths, format=args.format, directed=True if args.directed else None, src=args.src,
@@ -191,7 +217,7 @@ def ingest(args) -> int:
             what=f"{el.num_vertices:,} vertices and {el.num_edges:,} tuples", client=client,
             chunk_edges=max(el.edges.chunks[0], default=1))
         g = prepare(el, client, nparts=_nparts(st, client), spill_dir=spill_dir_for(args), device=device,
-                    batch_entries=plan.batch_entries if plan else None)
+                    batch_entries=plan.batch_entries if plan else None, **partition_kw(args))
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, flags), extra={"read_s": t_read})
         skipped = el.source.get("skipped_lines", 0)
@@ -308,6 +334,11 @@ def bench_store(args) -> int:
                         what=os.path.basename(os.path.abspath(args.store)))
     with cluster_client(args) as client:
         g = load_store(args.store, client)
+        if partition_kw(args):  # another partitioning than the store's: cut from its 1D shards
+            from breadth.bfs.partitioned import partition_graph
+            from breadth.bfs.partitioning import Partitioning
+
+            g = partition_graph(g, Partitioning(args.partition, args.grid, args.delegate_degree))
         print(f"{g}; loaded in {g.source.get('load_time', 0):.2f} s", file=sys.stderr)
         res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate,
                        progress=sys.stderr.isatty(), protocol=args.protocol,
@@ -329,7 +360,7 @@ def _store_out_args(p) -> None:
                    help="replace an existing store, or start a partial one again (also one of other parameters)")
 
 
-def add_store_commands(sub, int_in, cluster_args, memory_args) -> None:
+def add_store_commands(sub, int_in, cluster_args, memory_args, partition_args) -> None:
     """Add ``generate``, ``ingest``, ``info`` and ``bfs`` to the ``breadth`` subparsers."""
     g = sub.add_parser("generate", help="generate a Kronecker graph and write it as a shard store")
     g.add_argument("--scale", type=int_in("--scale", 1, 40), required=True, help="log2 of the vertex count")
@@ -342,6 +373,7 @@ def add_store_commands(sub, int_in, cluster_args, memory_args) -> None:
     _store_out_args(g)
     cluster_args(g)
     memory_args(g, gpu=False)
+    partition_args(g)
 
     i = sub.add_parser("ingest", help="read edge files (SNAP text, CSV, Matrix Market, Parquet) into a shard store")
     i.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or globs (gzip allowed)")
@@ -364,6 +396,7 @@ def add_store_commands(sub, int_in, cluster_args, memory_args) -> None:
     _store_out_args(i)
     cluster_args(i)
     memory_args(i)
+    partition_args(i)
 
     f = sub.add_parser("info", help="print a shard store's manifest")
     f.add_argument("store", help="a shard store directory")

@@ -19,6 +19,8 @@ import uuid
 import numpy as np
 
 from breadth.bfs.dask_workers import worker_addresses
+from breadth.bfs.partitioned import partition_graph
+from breadth.bfs.partitioning import Partitioning
 from breadth.bfs.shard import block_size
 from breadth.bfs.sharded_graph import ShardedGraph
 
@@ -115,7 +117,8 @@ def _add_bottom_up_order(client, shards, workers, token, device: str):
 def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: bool = False,
             directed: bool | None = None, device: str = "cpu", spill_dir: str | None = None,
             batch_entries: int | None = None, stages: dict | None = None, jit: bool = True,
-            shard_dir: str | None = None, **removed) -> ShardedGraph:
+            shard_dir: str | None = None, partition: str = "1d", grid: tuple[int, int] | None = None,
+            delegate_degree: int | None = None, **removed) -> ShardedGraph:
     """Turn an edge list into per-worker CSR shards held in the workers' memory.
 
     ``nparts`` (default: the number of workers) owners each get a contiguous block of vertex ids;
@@ -159,6 +162,12 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     folder once the graph is no longer used.  Together, and with the disk tier, a worker holds a chunk or
     a row batch at a time, whatever the graph's size (``generate`` under a small ``--memory-limit``).
 
+    ``partition``: where the search's adjacency entries live (:mod:`breadth.bfs.partitioning`): ``"1d"`` (at
+    the owner of the row vertex), ``"2d"`` (an ``R x C`` grid, ``grid=(R, C)`` with ``R * C == nparts``;
+    default the squarest) or ``"delegates"`` (vertices of degree at least ``delegate_degree`` replicated on
+    every rank).  Vertex ownership is 1D for all three; the 2D and delegate blocks are cut from the 1D shards
+    on the workers (:func:`breadth.bfs.partitioned.partition_graph`).
+
     ``stages``: a dict that, when given, is filled with where the preparation's time went
     (:func:`breadth.pipeline.stages.summarize`): the tier (``stages["path"]``), wall seconds of the chunk
     and build phases, each chunk task's and each owner's stage seconds (split, sort, write; read, build,
@@ -186,6 +195,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     nparts = nparts or len(workers)
     if nparts < 1:
         raise ValueError(f"nparts must be >= 1, got {nparts}")
+    layout = Partitioning(partition, grid, delegate_degree).resolved(nparts)  # bad input fails before any work
     n, m = edges.num_vertices, edges.num_edges
     choice = choose_tier(client, n, m, nparts, directed, device, chunk_edges=max(edges.edges.chunks[0], default=1),
                          batch_entries=batch_entries)
@@ -195,7 +205,13 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     # on the client, or Ctrl-C -- removes it, so a failed run leaves no bucket files behind.
     with spill_space(client, choice.tier, spill_dir) as space:
         spec = ShuffleSpec(choice.tier, device, n, nparts, directed, rows, space.root, jit, shard_dir)
-        return _prepare(edges, client, spec, workers, progress, stages, space.futures, choice)
+        graph = _prepare(edges, client, spec, workers, progress, stages, space.futures, choice)
+    if layout.kind == "1d":
+        return graph
+    t0 = time.perf_counter()
+    graph = partition_graph(graph, layout)
+    graph.construction_time += time.perf_counter() - t0
+    return graph
 
 
 def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], progress: bool, stages: dict | None,

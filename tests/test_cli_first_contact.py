@@ -80,6 +80,13 @@ def test_every_option_has_help_text():
     (["bench"], 2, ["needs either a STORE or --scale"]),
     (["generate", "--scale", "8", "--out", "/proc/g.store"], 2, ["--out /proc/g.store", "cannot write"]),
     (["bfs", "{tmp}/absent.store", "--root", "1", "--out", "{tmp}/r.parquet"], 2, ["no such shard store"]),
+    (["bench", "--scale", "8", "--workers", "4", "--partition", "2d", "--grid", "3x2"], 2,
+     ["--grid 3x2 needs 6 workers, got 4"]),
+    (["bench", "--scale", "8", "--partition", "2d", "--grid", "3"], 2, ["--grid", "ROWSxCOLUMNS", "'3'"]),
+    (["generate", "--scale", "8", "--out", "{tmp}/g.store", "--grid", "2x2"], 2, ["need --partition 2d"]),
+    (["bench", "--scale", "8", "--partition", "2d", "--delegate-degree", "9"], 2,
+     ["--delegate-degree is for partition 'delegates'"]),
+    (["bench", "--scale", "8", "--partition", "3d"], 2, ["--partition", "invalid choice"]),
 ])
 def test_bad_options_fail_before_any_work(tmp_path, args, status, needles):
     t0 = time.perf_counter()

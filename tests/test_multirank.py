@@ -96,6 +96,32 @@ def test_alltoallv_shapes_dtypes_and_empty(cluster, protocol):
             assert f32[s].shape == (2, 3, s + 1) and f32[s].dtype == np.float32 and (f32[s] == s).all()
 
 
+def _groups(comm):
+    # grid rows {0, 1} and {2, 3}, then grid columns {0, 2} and {1, 3}: rounds among subsets, in step
+    r = comm.rank
+    b0 = comm.bytes_sent()
+    row = [r // 2 * 2, r // 2 * 2 + 1]
+    got_row = comm.exchange_among({p: ("mine" if p == r else np.full(3, 10 * r + p, np.int64)) for p in row})
+    col = [r % 2, r % 2 + 2]
+    got_col = comm.exchange_among({p: np.full((2, 2), 100 * r + p, np.int32) for p in col})
+    after = comm.allreduce(np.array([r], np.int64))  # a full round after the group rounds: still in step
+    return ({p: a if isinstance(a, str) else a.tolist() for p, a in got_row.items()},
+            {p: a.tolist() for p, a in got_col.items()}, int(after[0]), comm.bytes_sent() - b0)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_exchange_among_groups(cluster, protocol):
+    res = _on_ranks(cluster, _groups, 4, protocol=protocol)
+    for r, (row, col, total, nbytes) in enumerate(res):
+        peer = r ^ 1
+        assert row == {r: "mine", peer: [10 * peer + r] * 3}  # its own entry as given, never sent
+        other = r ^ 2
+        assert col == {r: [[100 * r + r] * 2] * 2, other: [[100 * other + r] * 2] * 2}
+        assert total == 6
+        # payload to the group's peer only (24 + 16 bytes), then the all-reduce's 8 bytes to each of 3 peers
+        assert nbytes == 24 + 16 + 3 * 8
+
+
 def _large(comm, nbytes):
     # every rank sends a distinct large array to every peer at once: must not deadlock
     k = nbytes // 8

@@ -81,8 +81,10 @@ class CpuBackend:
         self._td.start_search(parent, level, root_local)
 
     def mark_visited(self, local_ids) -> None:
-        """Nothing to do: the unvisited words are rebuilt from the parent array, which the engine sets for
-        every source, before the next bottom-up level."""
+        """Engine hook: vertices were marked visited in the parent array outside the kernels (the sources of a
+        search, a 2D grid row's vertices claimed by their owners): the unvisited words are rebuilt from the
+        parent array before the next bottom-up level."""
+        self._fresh = False
 
     def top_down_step(self, offsets, cols, lo, hi, queue, parent, level, depth, sent, nchunks):
         self._fresh = False

@@ -122,10 +122,19 @@ def make_communicator(rank: int, size: int, session: str, protocol: str, timeout
     raise ValueError(f"unknown protocol {protocol!r}: expected 'tcp', 'ucx' or 'nccl' (resolve 'auto' first)")
 
 
-def _engine_class(backend: str, comm, config: SearchConfig | None = None) -> type:
-    """The device-counter engine for GPU ranks whose communicator has device rounds (NCCL, or one GPU
-    alone), unless ``config.device_counters`` is off (kept for A/B measurements); the host-counter engine
+def _engine_class(backend: str, comm, config: SearchConfig | None = None, partition: str = "1d") -> type:
+    """The engine of a 2D or delegates partition (host counters, on CPU and GPU ranks alike); for 1D, the
+    device-counter engine for GPU ranks whose communicator has device rounds (NCCL, or one GPU alone),
+    unless ``config.device_counters`` is off (kept for A/B measurements), and the host-counter engine
     otherwise."""
+    if partition == "2d":
+        from .grid_engine import GridEngine
+
+        return GridEngine
+    if partition == "delegates":
+        from .delegate_engine import DelegateEngine
+
+        return DelegateEngine
     if backend == "gpu" and comm.device_counters and (config or SearchConfig()).device_counters:
         from .device_engine import DeviceEngine
 
@@ -148,7 +157,7 @@ def _rank_main(shard, rank: int, size: int, session: str, protocol: str, timeout
         comm = make_communicator(rank, size, session, protocol, timeout, backend, config)
         engine = None
         try:
-            cls = engine_class or _engine_class(backend, comm, config)
+            cls = engine_class or _engine_class(backend, comm, config, shard.partitioning.kind)
             engine = cls(shard, comm, backend=backend, config=config, **engine_kw)
             setup = time.perf_counter() - t0
             return body(engine, setup, *args)

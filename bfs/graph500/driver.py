@@ -71,13 +71,16 @@ def _graph500_rank(engine, setup_s, roots, validate, topic):
         t = time.perf_counter() - t0
         t = float(comm.allreduce(np.array([t]), "max")[0])
         nedge, reached = _search_edge_count(engine)
+        # every rank's payload bytes per level (untimed): the machine-independent measure of a partitioning
+        level_bytes = comm.allreduce(np.array([r.bytes_sent for r in records], np.int64)) if records else []
         tv = time.perf_counter()
         violations = validate_rank(engine, int(root)) if validate else None
         tv = time.perf_counter() - tv
         if comm.rank == 0:
             rows.append({"root": int(root), "time": t, "nedge": nedge, "reached": reached,
                          "depth": len(records), "validate_time": tv, "violations": violations,
-                         "levels": [r.as_dict() for r in records]})
+                         "bytes_sent": int(np.sum(level_bytes)),
+                         "levels": [dict(r.as_dict(), bytes_all_ranks=int(b)) for r, b in zip(records, level_bytes)]})
             if topic:
                 from distributed import get_worker
 
@@ -176,7 +179,9 @@ class Graph500Result:
         return {
             "header": self.header,
             "statistics": {"time": statistics(self.times), "nedge": statistics(self.nedges),
-                           "teps": statistics(self.teps, rate=True)},
+                           "teps": statistics(self.teps, rate=True),
+                           **({"bytes_sent": statistics(np.array([r["bytes_sent"] for r in self.rows], np.float64))}
+                              if self.rows and "bytes_sent" in self.rows[0] else {})},
             "valid": self.valid, "rules": list(RULES), "setup_s": self.setup_s, "roots": self.rows,
             "machine": {"python": sys.version.split()[0], "platform": platform.platform(),
                         "processor": platform.processor() or platform.machine()},
@@ -241,6 +246,7 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
                         "levels derived) / batch size")
     hdr.update(header or {})
     hdr["num_ranks"] = graph.nparts
+    hdr["partition"] = str(graph.partitioning)
     hdr["protocol"] = session_protocol(graph, protocol)
     hdr["search_config"] = json.dumps(config.as_dict(), separators=(",", ":"))
     hdr["construction_time"] = f"{graph.construction_time:.17e}"

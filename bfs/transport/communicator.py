@@ -65,6 +65,20 @@ class Communicator(ABC):
         ``counts[r]`` elements of ``arr``'s dtype (transports may then skip the size header)."""
         return self.allgather(arr)
 
+    def exchange_among(self, send: dict[int, Any]) -> dict[int, Any]:
+        """One round within a group of ranks (a grid row or column of a 2D partition): the keys of ``send``
+        are the group, this rank among them, and ``send[p]`` goes to ``p``; returns what each member sent
+        here (this rank's own entry as given, never sent: it may be any object).  Every rank of the session
+        calls it in the same round, each with its own group's keys.  This default sends empty arrays to the
+        ranks outside the group (a header, no payload); transports that can skip them do."""
+        others = {p: a for p, a in send.items() if p != self.rank}
+        like = next(iter(others.values()), None)
+        empty = like[:0] if like is not None else np.empty(0, np.int64)
+        got = self.alltoallv([others.get(r, empty) for r in range(self.size)])
+        out = {p: got[p] for p in others}
+        out[self.rank] = send[self.rank]
+        return out
+
     def barrier(self) -> None:
         self.allreduce(np.zeros(1, np.int64))
 
@@ -103,6 +117,19 @@ class PeerCommunicator(Communicator):
         got[self.rank] = send[self.rank]
         return [got[r] for r in range(self.size)]
 
+    def exchange_among(self, send: dict[int, Any]) -> dict[int, Any]:
+        """See :meth:`Communicator.exchange_among`; :meth:`_exchange_among` moves it."""
+        got = self._exchange_among({p: a for p, a in send.items() if p != self.rank})
+        got[self.rank] = send[self.rank]
+        return {p: got[p] for p in send}
+
+    def _exchange_among(self, send: dict[int, Any]) -> dict[int, Any]:
+        """One round with the peers that are keys of ``send`` only.  This default (for transports whose round
+        takes every peer) sends the others empty arrays of the same dtype."""
+        like = next(iter(send.values()), np.empty(0, np.int64))[:0]
+        got = self._exchange({p: send.get(p, like) for p in range(self.size) if p != self.rank})
+        return {p: got[p] for p in send}
+
     def allgather(self, arr: Any) -> list[Any]:
         """Every rank's ``arr`` in rank order (the array is sent once to each peer)."""
         return self.alltoallv([arr] * self.size)
@@ -133,3 +160,6 @@ class SelfCommunicator(Communicator):
 
     def allreduce(self, values, op="sum"):
         return np.asarray(values)
+
+    def exchange_among(self, send):
+        return dict(send)

@@ -301,6 +301,11 @@ class TCPCommunicator(PeerCommunicator):
     def _exchange(self, send: dict[int, Any]) -> dict[int, Any]:
         return self._round(send, set(self._peers))
 
+    def _exchange_among(self, send: dict[int, Any]) -> dict[int, Any]:
+        """Nothing at all to or from the peers outside the group (its members' rounds stay in step: every
+        rank of the session takes part in one group's round at the same time)."""
+        return self._round(send, set(send))
+
     def close(self) -> None:
         """Close every connection (idempotent); peers still waiting on this rank get ``CommError``."""
         if self._closed:

@@ -1,0 +1,118 @@
+"""2D R x C partition (Buluc-Madduri; Bisson, Bernaschi, Mastrostefano): one rank's block of the adjacency.
+
+Rank ``r`` sits at grid row ``i = r // C`` and column ``j = r % C``.  Its *row block* is the vertices owned
+by the ranks of grid row ``i`` (contiguous ids ``[i * C * block, (i + 1) * C * block)``), its *column set*
+the vertices owned by the ranks of grid column ``j`` (ranks ``k * C + j``, ``k < R``).  The entry
+``u -> v`` lives at the rank whose row block holds ``v`` and whose column set holds ``u``, so a top-down
+level needs the frontier of its column set only (``R - 1`` peers) and sends the vertices it reaches to their
+owners within its grid row (``C - 1`` peers); bottom-up scans its row block against the same column frontier.
+
+Column-set vertices are numbered compactly: ``u`` owned by rank ``k * C + j`` at offset ``o`` in its block is
+``k * block + o``, so the column frontier is the concatenation of the ``R`` owners' bitmaps, ``R * block``
+bits (``n / C``) instead of ``n``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .id_map import on_device
+from .shard import Shard, column_dtype, to_module
+
+
+@dataclass
+class GridBlocks:
+    """One rank's 2D block, built from the entries ``u -> v`` it holds.
+
+    ``td_offsets`` (int64, ``R * block + 1``) / ``td_columns`` (global ids of the row block, the shard's column
+    dtype): rows by compact column-set id, the top-down view.  ``bu_offsets`` (int64, ``row_hi - row_lo + 1``) /
+    ``bu_columns`` (compact column-set ids): rows by ``v - row_lo``, the bottom-up view.
+    """
+
+    grid: tuple[int, int]
+    row_lo: int
+    row_hi: int
+    td_offsets: Any
+    td_columns: Any
+    bu_offsets: Any
+    bu_columns: Any
+
+    def to(self, xp) -> "GridBlocks":
+        """The same block with its arrays on array module ``xp``."""
+        return replace(self, td_offsets=to_module(self.td_offsets, xp), td_columns=to_module(self.td_columns, xp),
+                       bu_offsets=to_module(self.bu_offsets, xp), bu_columns=to_module(self.bu_columns, xp))
+
+    def nbytes(self) -> int:
+        return sum(int(a.nbytes) for a in (self.td_offsets, self.td_columns, self.bu_offsets, self.bu_columns))
+
+
+def grid_position(rank: int, grid: tuple[int, int]) -> tuple[int, int]:
+    """``(grid row, grid column)`` of ``rank``."""
+    return divmod(rank, grid[1])
+
+
+def row_range(i: int, grid: tuple[int, int], block: int, num_vertices: int) -> tuple[int, int]:
+    """Global ids ``[lo, hi)`` of grid row ``i``'s row block."""
+    c = grid[1]
+    return min(i * c * block, num_vertices), min((i + 1) * c * block, num_vertices)
+
+
+def compact_ids(u, block: int, cols: int):
+    """Compact column-set ids of global ids ``u`` (every ``u`` in one grid column of ``cols`` columns)."""
+    owner = u // block
+    return (owner // cols) * block + (u - owner * block)
+
+
+def global_ids(c, block: int, cols: int, j: int):
+    """Global ids of compact ids ``c`` of grid column ``j`` (the inverse of :func:`compact_ids`)."""
+    k = c // block
+    return (k * cols + j) * block + (c - k * block)
+
+
+def grid_pieces(shard: Shard, grid: tuple[int, int]) -> list[np.ndarray]:
+    """This 1D shard's entries ``u -> v`` (its rows: out-entries for a directed graph) cut by the grid row of
+    ``owner(v)``: ``R`` arrays ``(k, 2)`` of ``(u, v)`` global ids, for the ranks of this shard's grid column."""
+    s = shard.to(np) if on_device(shard.offsets) else shard
+    rows, cols = grid
+    block = s.block
+    deg = np.diff(np.asarray(s.offsets))
+    u = np.repeat(np.arange(s.lo, s.hi, dtype=np.int64), deg)
+    v = np.asarray(s.columns).astype(np.int64, copy=False)
+    dest = (v // block) // cols
+    order = np.argsort(dest, kind="stable")
+    starts = np.searchsorted(dest[order], np.arange(rows + 1))
+    dt = column_dtype(s.num_vertices)
+    pairs = np.stack([u[order], v[order]], axis=1).astype(dt, copy=False)
+    return [pairs[starts[g]:starts[g + 1]] for g in range(rows)]
+
+
+def _csr(rows: np.ndarray, cols: np.ndarray, nrows: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(rows, kind="stable")
+    offsets = np.zeros(nrows + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=nrows), out=offsets[1:])
+    return offsets, cols[order].astype(dtype, copy=False)
+
+
+def build_grid_blocks(shard: Shard, grid: tuple[int, int], *pieces: np.ndarray) -> Shard:
+    """``shard`` with its 2D block (:class:`GridBlocks`), built from the pieces that the ``R`` ranks of its grid
+    column cut for its grid row (:func:`grid_pieces`)."""
+    from .partitioning import Partitioning
+
+    rows, cols = grid
+    i, j = grid_position(shard.rank, grid)
+    block = shard.block
+    lo, hi = row_range(i, grid, block, shard.num_vertices)
+    dt = column_dtype(shard.num_vertices)
+    e = np.concatenate([np.asarray(p, np.int64).reshape(-1, 2) for p in pieces]) if pieces else np.empty((0, 2), np.int64)
+    cu = compact_ids(e[:, 0], block, cols)
+    td_off, td_col = _csr(cu, e[:, 1], rows * block, dt)
+    bu_off, bu_col = _csr(e[:, 1] - lo, cu, hi - lo, dt)
+    blocks = GridBlocks((rows, cols), lo, hi, td_off, td_col, bu_off, bu_col)
+    if on_device(shard.offsets):
+        import cupy
+
+        blocks = blocks.to(cupy)
+    return replace(shard, partitioning=Partitioning("2d", (rows, cols)), blocks=blocks)
