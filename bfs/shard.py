@@ -88,13 +88,15 @@ class Shard:
         return sum(int(a.nbytes) for a in arrays if a is not None) + (self.blocks.nbytes() if self.blocks else 0)
 
     def to(self, xp) -> "Shard":
-        """The same shard with its arrays moved to array module ``xp`` (numpy or cupy)."""
+        """The same shard with its arrays moved to array module ``xp`` (numpy or cupy), those in ``meta``
+        (the degree-ordered bottom-up rows) too."""
         def conv(a):
             return None if a is None else to_module(a, xp)
 
+        meta = {k: conv(v) if isinstance(v, np.ndarray) or on_device(v) else v for k, v in self.meta.items()}
         return Shard(self.rank, self.nparts, self.num_vertices, self.lo, self.hi, conv(self.offsets),
                      conv(self.columns), conv(self.tuple_degree), conv(self.self_loops),
-                     conv(self.in_offsets), conv(self.in_columns), dict(self.meta), self.partitioning,
+                     conv(self.in_offsets), conv(self.in_columns), meta, self.partitioning,
                      self.blocks.to(xp) if self.blocks is not None else None)
 
 
