@@ -21,19 +21,21 @@ from .sharded_graph import ShardedGraph
 
 
 def partition_graph(graph: ShardedGraph, partitioning: Partitioning) -> ShardedGraph:
-    """``graph`` with shards that carry ``partitioning``'s blocks (the same graph for 1D).  ``ValueError`` when
+    """``graph`` with shards that carry ``partitioning``'s blocks (none for 1D).  ``ValueError`` when
     the partitioning does not fit the graph's shard count (a grid whose product is not the shard count)."""
     from distributed import wait
 
     p = partitioning.resolved(graph.nparts)
-    if p.kind == "1d":
+    if p.kind == "1d" and graph.partitioning.kind == "1d":
         return replace(graph, partitioning=p)
     client, token = graph.client, uuid.uuid4().hex[:8]
 
     def on(r: int) -> dict:
         return dict(workers=[graph.workers[r]], allow_other_workers=False, pure=False)
 
-    if p.kind == "2d":
+    if p.kind == "1d":  # the shards drop another partitioning's blocks
+        shards = [client.submit(_one_d, s, key=f"one-d-{token}-{r}", **on(r)) for r, s in enumerate(graph.shards)]
+    elif p.kind == "2d":
         from .grid_blocks import build_grid_blocks, grid_pieces
 
         rows, cols = p.grid
@@ -64,6 +66,11 @@ def partition_graph(graph: ShardedGraph, partitioning: Partitioning) -> ShardedG
         if f.status == "error":
             f.result()
     return replace(graph, shards=shards, partitioning=p)
+
+
+def _one_d(shard):
+    """``shard`` without another partitioning's blocks."""
+    return replace(shard, partitioning=Partitioning(), blocks=None)
 
 
 def _concatenate(*parts: np.ndarray) -> np.ndarray:

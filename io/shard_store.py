@@ -764,6 +764,7 @@ def describe(path: str) -> str:
              f"input edges:    {m['num_input_edges']:,} ({m['num_self_loops']:,} self-loops)",
              f"edges:          {m['num_edges']:,} {'directed' if m['directed'] else 'undirected'} after cleaning",
              f"shards:         {m['nparts']} ({total / 2**20:.1f} MiB)",
+             f"partition:      {Partitioning.from_dict(m.get('partitioning'))}",
              f"id map:         {describe_id_map(m['id_map'])}",
              f"source:         {json.dumps(m.get('source', {}))}",
              f"parameters:     {json.dumps(m.get('parameters', {}))}"]

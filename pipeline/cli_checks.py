@@ -201,13 +201,15 @@ def partition(args) -> None:
         raise UsageError("--grid and --delegate-degree need --partition 2d or --partition delegates")
     if kind is None:
         return
-    try:
-        layout = Partitioning(kind, grid, degree)
-        if not getattr(args, "scheduler", None):
-            layout.resolved(args.workers)
-    except ValueError as e:
-        raise UsageError(str(e).replace("a grid is for", "--grid is for").replace(
-            "a delegate degree is for", "--delegate-degree is for")) from None
+    if grid is not None and kind != "2d":
+        raise UsageError(f"--grid is for --partition 2d, not {kind}")
+    if degree is not None and kind != "delegates":
+        raise UsageError(f"--delegate-degree is for --partition delegates, not {kind}")
+    if not getattr(args, "scheduler", None):  # an existing cluster's workers are known once connected
+        try:
+            Partitioning(kind, grid, degree).resolved(args.workers)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
 
 
 def partition_kw(args) -> dict:

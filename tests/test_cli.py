@@ -37,6 +37,18 @@ def test_bench_end_to_end(tmp_path):
     assert not (tmp_path / "r.json.tmp").exists()
 
 
+def test_bench_2d_records_bytes(tmp_path):
+    out = tmp_path / "r.json"
+    r = _run("bench", "--scale", "10", "--roots", "4", "--workers", "4", "--threads", "1", "--partition", "2d",
+             "--json", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["valid"] and data["header"]["partition"] == "2d 2x2"
+    for row in data["roots"]:  # every rank's bytes, per search and per level
+        assert row["bytes_sent"] == sum(lv["bytes_all_ranks"] for lv in row["levels"]) > 0
+    assert data["statistics"]["bytes_sent"]["mean"] > 0
+
+
 def test_a_bare_timeout_is_explained():
     """Dask's comms raise TimeoutError() without a message when a worker does not answer: the one line says
     what that means instead of printing "TimeoutError" alone (as a 2^30 ingest under a limit once did)."""

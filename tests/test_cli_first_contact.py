@@ -85,7 +85,7 @@ def test_every_option_has_help_text():
     (["bench", "--scale", "8", "--partition", "2d", "--grid", "3"], 2, ["--grid", "ROWSxCOLUMNS", "'3'"]),
     (["generate", "--scale", "8", "--out", "{tmp}/g.store", "--grid", "2x2"], 2, ["need --partition 2d"]),
     (["bench", "--scale", "8", "--partition", "2d", "--delegate-degree", "9"], 2,
-     ["--delegate-degree is for partition 'delegates'"]),
+     ["--delegate-degree is for --partition delegates, not 2d"]),
     (["bench", "--scale", "8", "--partition", "3d"], 2, ["--partition", "invalid choice"]),
 ])
 def test_bad_options_fail_before_any_work(tmp_path, args, status, needles):

@@ -177,3 +177,20 @@ def test_store_written_partitioned_is_searched_so(cluster, kron11, tmp_path, kin
     if kind == "2d":
         with pytest.raises(StoreError, match="1x4 grid .* needs 4 workers, got 3"):
             load_store(str(tmp_path / "s"), cluster, nparts=3)
+
+
+def test_partition_graph_again(cluster, kron11):
+    """A partitioned graph cut another way (bench STORE --partition): 2D -> delegates -> 1D."""
+    from breadth.bfs.partitioned import partition_graph
+    from breadth.bfs.partitioning import Partitioning
+
+    el, edges, n, directed = kron11
+    g = prepare(el, cluster, nparts=4, partition="2d")
+    for p in (Partitioning("delegates", delegate_degree=8), Partitioning()):
+        h = partition_graph(g, p)
+        assert h.partitioning.kind == p.kind
+        kinds = cluster.gather([cluster.submit(lambda s: (s.partitioning.kind, s.blocks is None), f, pure=False)
+                                for f in h.shards])
+        assert kinds == [(p.kind, p.kind == "1d")] * 4
+        _check(h, edges, n, _roots(edges, n), directed)
+    g.release()
