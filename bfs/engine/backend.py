@@ -40,7 +40,8 @@ class Backend(Protocol):
 
     def start_search(self, parent, level, root_local: int) -> None: ...
 
-    def top_down_step(self, offsets, cols, lo, hi, queue, parent, level, depth, sent, nchunks): ...
+    def top_down_step(self, offsets, cols, lo, hi, queue, parent, level, depth, sent, nchunks, claim_offsets=None):
+        ...
 
     def claim_remote(self, v, p, lo, parent, level, depth, **kw): ...
 
@@ -86,7 +87,9 @@ class CpuBackend:
         parent array before the next bottom-up level."""
         self._fresh = False
 
-    def top_down_step(self, offsets, cols, lo, hi, queue, parent, level, depth, sent, nchunks):
+    def top_down_step(self, offsets, cols, lo, hi, queue, parent, level, depth, sent, nchunks, claim_offsets=None):
+        """One top-down level (``claim_offsets``, the owned rows when ``queue`` indexes other rows, is for the
+        GPU's kernel, which adds the claimed vertices' degrees up as it claims; this one does not)."""
         self._fresh = False
         return self._td.top_down_step(offsets, cols, lo, hi, queue, parent, level, depth, sent, nchunks,
                                       workspace=self._workspace)

@@ -139,7 +139,8 @@ class DelegateEngine(Engine):
         s, b, xp, d = self.shard, self.b, self.b.xp, self.shard.blocks
         # the delegates' own entries: parents come out as `index + lo`, made global ids here
         got_d, _, _, _ = b.top_down_step(d.delegate_offsets, d.delegate_columns, s.lo, s.hi, frontier_d,
-                                         self.parent, self.level, np.int32(depth), self._no_sent, self.nchunks)
+                                         self.parent, self.level, np.int32(depth), self._no_sent, self.nchunks,
+                                         claim_offsets=s.offsets)
         if got_d.size:
             got_d = xp.unique(got_d)  # racing threads may claim a vertex twice: translate it once
             self.parent[got_d] = self.delegates[self.parent[got_d].astype(np.int64) - s.lo].astype(self.parent.dtype)

@@ -212,20 +212,24 @@ class GpuBackend:
         d = self._deg_of
         return d[2] if d is not None and d[0] is queue and d[1] is offsets else None
 
-    def top_down_step(self, offsets, cols, lo: int, hi: int, queue, parent, level, depth, sent, nchunks=None):
-        """One top-down level; returns ``(next_queue, remote_v, remote_parent, scanned)`` like the CPU's."""
+    def top_down_step(self, offsets, cols, lo: int, hi: int, queue, parent, level, depth, sent, nchunks=None,
+                      claim_offsets=None):
+        """One top-down level; returns ``(next_queue, remote_v, remote_parent, scanned)`` like the CPU's.
+        ``claim_offsets``: the owned vertices' rows, when ``queue`` indexes other rows (``offsets``/``cols``:
+        a delegates partition's entries by delegate); the claimed vertices' degrees are read there."""
         total = self._known_degree_sum(offsets, queue)
         if total is None:
             total = self.degree_sum(offsets, queue)
-        nxt, rpairs, ctr = self.top_down_async(offsets, cols, lo, hi, queue, parent, level, depth, sent, total)
+        nxt, rpairs, ctr = self.top_down_async(offsets, cols, lo, hi, queue, parent, level, depth, sent, total,
+                                               claim_offsets=claim_offsets)
         c = ctr.get()  # the level's one synchronisation
         out = nxt[:int(c[0])]
-        self._deg_of = (out, offsets, int(c[1]))
+        self._deg_of = (out, offsets if claim_offsets is None else claim_offsets, int(c[1]))
         rem = rpairs[:int(c[2])]
         return out, cp.ascontiguousarray(rem[:, 0]), cp.ascontiguousarray(rem[:, 1]), total
 
     def top_down_async(self, offsets, cols, lo: int, hi: int, queue, parent, level, depth, sent, total: int,
-                       nparts: int = 0, block: int = 0, count_owners: bool = True):
+                       nparts: int = 0, block: int = 0, count_owners: bool = True, claim_offsets=None):
         """Queue one top-down level on the stream, with no synchronisation.
 
         ``total``: the degree sum of ``queue`` (host int, known from the last counters).  Returns device
@@ -253,7 +257,7 @@ class GpuBackend:
                 k["queue_degrees"](_grid(qn), (_THREADS,), (offsets, queue, _i64(qn), deg))
                 pre = cp.cumsum(deg)
             k["td_expand"](_grid(total), (_THREADS,),
-                           (offsets, cols, queue, pre, _i64(qn), _i64(lo), _i64(hi), parent, level, np.int32(depth),
+                           (offsets, offsets if claim_offsets is None else claim_offsets, cols, queue, pre, _i64(qn), _i64(lo), _i64(hi), parent, level, np.int32(depth),
                             self._visited, sent if has_sent else nxt, np.int32(has_sent), nxt, rpairs, ctr))
             if nparts and has_sent and count_owners:
                 k["owner_counts"](_grid(None), (_THREADS,), (rpairs, ctr[2:3], _i64(block), ctr[4:]))

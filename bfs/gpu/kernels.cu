@@ -65,7 +65,8 @@ extern "C" __global__ void degree_sum(const i64* __restrict__ offsets, const i64
 //   Remote neighbours (has_sent) go out once per search through the sent bitmap (global ids, 64-bit words):
 //   the pair (v, parent) is appended to rpairs (interleaved, the layout the exchange sends), ctr[2] counts
 //   them.  ctr[0..1] have the layout claim_remote appends to, so claimed vertices join the same queue.
-__device__ __forceinline__ void td_body(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
+__device__ __forceinline__ void td_body(const i64* __restrict__ offsets, const i64* __restrict__ claim_offsets,
+                                        const col_t* __restrict__ cols,
                                         const i64* __restrict__ queue, const i64* __restrict__ pre, i64 qn,
                                         i64 lo, i64 hi, i64* __restrict__ parent, int* __restrict__ level,
                                         int depth, u32* visited, u64* sent, int has_sent,
@@ -105,7 +106,7 @@ __device__ __forceinline__ void td_body(const i64* __restrict__ offsets, const c
                     v = lv;
                     parent[lv] = ug;
                     level[lv] = depth;
-                    scout += offsets[lv + 1] - offsets[lv];
+                    scout += claim_offsets[lv + 1] - claim_offsets[lv];
                 }
             } else if (has_sent) {
                 const u64 bit = 1ull << (v & 63);
@@ -131,12 +132,16 @@ __device__ __forceinline__ void td_body(const i64* __restrict__ offsets, const c
     block_add2(scout, 0, ctr, 1, 3);
 }
 
-extern "C" __global__ void td_expand(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
+// claim_offsets: the rows whose degrees the claimed (owned) vertices add to ctr[1] -- ``offsets`` itself,
+// unless the queue indexes other rows than the owned vertices' (the delegates' entries).
+extern "C" __global__ void td_expand(const i64* __restrict__ offsets, const i64* __restrict__ claim_offsets,
+                                     const col_t* __restrict__ cols,
                                      const i64* __restrict__ queue, const i64* __restrict__ pre, i64 qn,
                                      i64 lo, i64 hi, i64* __restrict__ parent, int* __restrict__ level, int depth,
                                      u32* visited, u64* sent, int has_sent,
                                      i64* __restrict__ nxt, i64* __restrict__ rpairs, i64* ctr) {
-    td_body(offsets, cols, queue, pre, qn, lo, hi, parent, level, depth, visited, sent, has_sent, nxt, rpairs, ctr);
+    td_body(offsets, claim_offsets, cols, queue, pre, qn, lo, hi, parent, level, depth, visited, sent, has_sent,
+            nxt, rpairs, ctr);
 }
 
 // The *_g kernels are the same steps for a CUDA graph (bfs/gpu/level_graphs.py): what changes from one level
@@ -147,8 +152,8 @@ extern "C" __global__ void td_expand_g(const i64* __restrict__ offsets, const co
                                        const i64* __restrict__ prm, i64 lo, i64 hi, i64* __restrict__ parent,
                                        int* __restrict__ level, u32* visited, u64* sent, int has_sent,
                                        i64* __restrict__ nxt, i64* __restrict__ rpairs, i64* ctr) {
-    td_body(offsets, cols, queue, pre, prm[1], lo, hi, parent, level, (int)prm[0], visited, sent, has_sent, nxt,
-            rpairs, ctr);
+    td_body(offsets, offsets, cols, queue, pre, prm[1], lo, hi, parent, level, (int)prm[0], visited, sent, has_sent,
+            nxt, rpairs, ctr);
 }
 
 // ts[i] = the GPU's global nanosecond clock (one thread): the local-work time of a captured level.
