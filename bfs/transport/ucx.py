@@ -310,6 +310,7 @@ class UCXCommunicator(PeerCommunicator):
         self._seq = seq = self._seq + 1
         what = f"collective #{seq}"
         bufs = {p: self._payload(a) for p, a in send.items()}
+        synced = any(device for _, device in bufs.values())
         self._wait_stream([b for b, _ in bufs.values()])
         reqs, keep = [], []  # keep: the slots and buffers, alive until their sends complete
         for p, (buf, device) in bufs.items():
@@ -333,6 +334,9 @@ class UCXCommunicator(PeerCommunicator):
                 self._fail(CommError(f"rank {self.rank}: rank {p} is out of step (message #{rseq}, expected "
                                      f"#{seq})", peer=p))
             dtype, shape = np.dtype(dt.rstrip(b"\0").decode()), tuple(shape[:ndim])
+            if device and not synced:  # the pool may hand out memory that queued kernels still use
+                self._cp.cuda.get_current_stream().synchronize()
+                synced = True
             arr = self._cp.empty(shape, dtype) if device else np.empty(shape, dtype)
             if nbytes and not device and nbytes <= _INLINE:
                 arr.reshape(-1).view(np.uint8)[:] = slot[HEADER.size:HEADER.size + nbytes]
