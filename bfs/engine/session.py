@@ -123,8 +123,8 @@ def make_communicator(rank: int, size: int, session: str, protocol: str, timeout
 
 
 def _engine_class(backend: str, comm, config: SearchConfig | None = None) -> type:
-    """The device-counter engine for GPU ranks whose communicator has device rounds (NCCL, or one GPU
-    alone), unless ``config.device_counters`` is off (kept for A/B measurements); the host-counter engine
+    """The device-counter engine for GPU ranks whose communicator has device rounds (NCCL, UCX, or one
+    GPU alone), unless ``config.device_counters`` is off (kept for A/B measurements); the host-counter engine
     otherwise."""
     if backend == "gpu" and comm.device_counters and (config or SearchConfig()).device_counters:
         from .device_engine import DeviceEngine
