@@ -34,9 +34,10 @@ class Communicator(ABC):
     """Collective operations among the ``size`` ranks of one search session.
 
     Optional features are declared here and overridden by the transports that have them:
-    ``device_counters`` -- device rounds (counters, pair exchanges and all-gathers of device buffers on
-    the GPU's stream, and ``device_buffer`` for their receive buffers), which the device engine and its
-    captured levels need (:mod:`breadth.bfs.transport.nccl`, :mod:`breadth.bfs.transport.solo_gpu`);
+    ``device_counters`` -- device rounds (counters, pair exchanges and all-gathers of device buffers in
+    the order of the GPU's stream, and ``device_buffer`` for their receive buffers), which the device
+    engine needs (:mod:`breadth.bfs.transport.nccl`, :mod:`breadth.bfs.transport.ucx`,
+    :mod:`breadth.bfs.transport.solo_gpu`);
     ``capturable_rounds`` -- those device rounds are queued on the CUDA stream, so the device engine may
     capture its levels in CUDA graphs (NCCL, one GPU alone; UCX's rounds run on the host);
     ``peer_memory`` -- those rounds write straight into the peers' memory, so a round moves only its rows

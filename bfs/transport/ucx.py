@@ -15,8 +15,8 @@ never be taken for another round's or another peer's.
 Two kinds of rounds:
 
 * **slot rounds** (``alltoallv``, ``allgather``, ``allreduce``, ``barrier``: shapes unknown to the
-  receiver): one fixed-size slot per peer, the :mod:`.wire_format` header followed by the payload itself
-  when it is a host array of at most ``_INLINE`` bytes (counters, barriers: one message each); a larger or
+  receiver): one slot per peer, the :mod:`.wire_format` header followed by the payload itself when it is
+  a host array of at most ``_INLINE`` bytes (counters, barriers, small lists: one message each); a larger or
   device payload follows as a second message, received straight into an array sized from the slot.  The
   next round's slot receives are posted as soon as a round's slots arrive, so a small round finds its
   receives waiting.
@@ -59,9 +59,10 @@ def _import_ucxx():
     return ucx_api, Array
 
 
-# Every slot round's message starts with one fixed-size slot: the header, then the payload itself when it is a
-# small host array (the counters and barriers of every level), so those take one UCX message instead of two.
-_INLINE = 512
+# Every slot round's message starts with a slot: the header, then the payload itself when it is a host array
+# of at most _INLINE bytes (counters, barriers, short frontiers and pair lists), so those take one UCX message
+# instead of two.  A slot goes out at its length; its receive buffer, posted ahead, holds the largest.
+_INLINE = 1 << 14
 _SLOT = HEADER.size + _INLINE
 
 # tag = kind (2 bits) | sequence number (40 bits) | sender rank (14 bits) | index in the round (8 bits)
@@ -83,7 +84,7 @@ def _tag(kind: int, seq: int, sender: int, index: int = 0) -> int:
 
 
 def _slot(seq: int, dtype: np.dtype, device: bool, shape: tuple, nbytes: int, inline: Any = None) -> np.ndarray:
-    buf = np.zeros(_SLOT, np.uint8)
+    buf = np.empty(HEADER.size + (nbytes if inline is not None else 0), np.uint8)
     dims = list(shape) + [0] * (MAXDIM - len(shape))
     HEADER.pack_into(buf, 0, MAGIC, seq, dtype.str.encode(), int(device), len(shape), nbytes, *dims)
     if inline is not None and nbytes:
@@ -310,6 +311,7 @@ class UCXCommunicator(PeerCommunicator):
         self._seq = seq = self._seq + 1
         what = f"collective #{seq}"
         bufs = {p: self._payload(a) for p, a in send.items()}
+        synced = any(device for _, device in bufs.values())
         self._wait_stream([b for b, _ in bufs.values()])
         reqs, keep = [], []  # keep: the slots and buffers, alive until their sends complete
         for p, (buf, device) in bufs.items():
@@ -333,6 +335,9 @@ class UCXCommunicator(PeerCommunicator):
                 self._fail(CommError(f"rank {self.rank}: rank {p} is out of step (message #{rseq}, expected "
                                      f"#{seq})", peer=p))
             dtype, shape = np.dtype(dt.rstrip(b"\0").decode()), tuple(shape[:ndim])
+            if device and not synced:  # the pool may hand out memory that queued kernels still use
+                self._cp.cuda.get_current_stream().synchronize()
+                synced = True
             arr = self._cp.empty(shape, dtype) if device else np.empty(shape, dtype)
             if nbytes and not device and nbytes <= _INLINE:
                 arr.reshape(-1).view(np.uint8)[:] = slot[HEADER.size:HEADER.size + nbytes]
