@@ -64,6 +64,11 @@ def _import_ucxx():
 # instead of two.  A slot goes out at its length; its receive buffer, posted ahead, holds the largest.
 _INLINE = 1 << 14
 _SLOT = HEADER.size + _INLINE
+# Device arrays of at most _STAGE bytes travel through host memory (a copy to the host on the sender, one to
+# the device on the receiver): UCX moves a small device buffer between two processes on one H100 in a
+# 340 us round trip against 22 us for host bytes (benchmarks/results/ucx_one_gpu_h100.json), and the
+# copies cost ~10 us each.  In a slot round such an array rides inline in the slot, as a small host one does.
+_STAGE = _INLINE
 
 # tag = kind (2 bits) | sequence number (40 bits) | sender rank (14 bits) | index in the round (8 bits)
 _SLOT_KIND, _SLOT_DATA, _SIZED, _CONTROL = 0, 1, 2, 3
@@ -72,6 +77,8 @@ _SEQ_MASK = (1 << _SEQ_BITS) - 1
 _HELLO, _GOODBYE = 0, 1  # indices of the control messages (their sequence field holds the session digest)
 
 _SPIN_S = 5e-5  # busy-poll the worker this long before waiting on its epoll wakeup (ranks may share cores)
+# (GPU ranks polling 2 ms, as NCCL's waits do, were slower on an H100: a one-element all-reduce 141 us against
+# 91 us, benchmarks/results/ucx_one_gpu_h100_spin2ms.json)
 _EVENT_MS = 2  # longest sleep in the worker's epoll wait between checks of time, liveness and cancellation
 _CHECK_EVERY_S = 0.005  # how often a long wait looks at goodbyes, the timeout and the task's cancellation
 _CANCEL_EVERY_S = 0.2  # how often it asks the Dask worker whether the session was cancelled
@@ -317,8 +324,9 @@ class UCXCommunicator(PeerCommunicator):
         for p, (buf, device) in bufs.items():
             if buf.ndim > MAXDIM:
                 raise ValueError(f"arrays of at most {MAXDIM} dimensions can be sent, got {buf.ndim}")
-            inline = not device and buf.nbytes <= _INLINE
-            slot = _slot(seq, buf.dtype, device, buf.shape, buf.nbytes, buf if inline else None)
+            inline = buf.nbytes <= _INLINE
+            slot = _slot(seq, buf.dtype, device, buf.shape, buf.nbytes,
+                         (buf.get() if device else buf) if inline else None)
             keep.append(slot)
             reqs.append((p, self._send(p, slot, _SLOT_KIND, seq)))
             if buf.nbytes and not inline:
@@ -339,8 +347,12 @@ class UCXCommunicator(PeerCommunicator):
                 self._cp.cuda.get_current_stream().synchronize()
                 synced = True
             arr = self._cp.empty(shape, dtype) if device else np.empty(shape, dtype)
-            if nbytes and not device and nbytes <= _INLINE:
-                arr.reshape(-1).view(np.uint8)[:] = slot[HEADER.size:HEADER.size + nbytes]
+            if nbytes and nbytes <= _INLINE:
+                data = slot[HEADER.size:HEADER.size + nbytes]
+                if device:
+                    arr.reshape(-1).view(np.uint8).set(data)
+                else:
+                    arr.reshape(-1).view(np.uint8)[:] = data
             elif nbytes:
                 reqs.append((p, self._recv(p, arr, _SLOT_DATA, seq)))
             out[p] = arr
@@ -357,9 +369,20 @@ class UCXCommunicator(PeerCommunicator):
               for p, x in sends.items() if p != self.rank}
         rl = {p: _nonempty(x) for p, x in recvs.items() if p != self.rank}
         self._wait_stream([a for xs in (*sl.values(), *rl.values()) for a in xs])
-        reqs = [(p, self._recv(p, b, _SIZED, seq, i)) for p, xs in rl.items() for i, b in enumerate(xs)]
+        # small device arrays go through host memory (see _STAGE); each side decides for its own arrays
+        sl = {p: [a.get() if self._small_device(a) else a for a in xs] for p, xs in sl.items()}
+        staged = [(b, np.empty(b.shape, b.dtype)) for xs in rl.values() for b in xs if self._small_device(b)]
+        into = {id(b): h for b, h in staged}
+        reqs = [(p, self._recv(p, into.get(id(b), b), _SIZED, seq, i)) for p, xs in rl.items()
+                for i, b in enumerate(xs)]
         reqs += [(p, self._send(p, a, _SIZED, seq, i)) for p, xs in sl.items() for i, a in enumerate(xs)]
         self._wait(reqs, f"{what} (round #{seq})", (2, seq))
+        for b, h in staged:
+            b.set(h)
+
+    def _small_device(self, a) -> bool:
+        """Whether ``a`` is a device array small enough to travel through host memory (``_STAGE``)."""
+        return self._cp is not None and isinstance(a, self._cp.ndarray) and a.nbytes <= _STAGE
 
     def allgatherv(self, arr: Any, counts: list[int], wait: bool = True) -> list[Any]:
         """Every rank's 1-D ``arr`` (NumPy or CuPy; ``counts[r]`` elements of its dtype from rank ``r``) in
