@@ -66,7 +66,7 @@ _INLINE = 1 << 14
 _SLOT = HEADER.size + _INLINE
 # Device arrays of at most _STAGE bytes travel through host memory (a copy to the host on the sender, one to
 # the device on the receiver): UCX moves a small device buffer between two processes on one H100 in a
-# 340 us round trip against 22 us for host bytes (benchmarks/results/ucx_one_gpu_h100.json), and the
+# 340 us round trip against 22 us for host bytes (benchmarks/results/ucx_one_gpu_h100.json.gz), and the
 # copies cost ~10 us each.  In a slot round such an array rides inline in the slot, as a small host one does.
 _STAGE = _INLINE
 
@@ -78,7 +78,7 @@ _HELLO, _GOODBYE = 0, 1  # indices of the control messages (their sequence field
 
 _SPIN_S = 5e-5  # busy-poll the worker this long before waiting on its epoll wakeup (ranks may share cores)
 # (GPU ranks polling 2 ms, as NCCL's waits do, were slower on an H100: a one-element all-reduce 141 us against
-# 91 us, benchmarks/results/ucx_one_gpu_h100_spin2ms.json)
+# 91 us, benchmarks/results/ucx_one_gpu_h100_spin2ms.json.gz)
 _EVENT_MS = 2  # longest sleep in the worker's epoll wait between checks of time, liveness and cancellation
 _CHECK_EVERY_S = 0.005  # how often a long wait looks at goodbyes, the timeout and the task's cancellation
 _CANCEL_EVERY_S = 0.2  # how often it asks the Dask worker whether the session was cancelled
