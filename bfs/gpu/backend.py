@@ -256,9 +256,11 @@ class GpuBackend:
                 deg = cp.empty(qn, cp.int64)
                 k["queue_degrees"](_grid(qn), (_THREADS,), (offsets, queue, _i64(qn), deg))
                 pre = cp.cumsum(deg)
+            claim = offsets if claim_offsets is None else claim_offsets
             k["td_expand"](_grid(total), (_THREADS,),
-                           (offsets, offsets if claim_offsets is None else claim_offsets, cols, queue, pre, _i64(qn), _i64(lo), _i64(hi), parent, level, np.int32(depth),
-                            self._visited, sent if has_sent else nxt, np.int32(has_sent), nxt, rpairs, ctr))
+                           (offsets, claim, cols, queue, pre, _i64(qn), _i64(lo), _i64(hi), parent, level,
+                            np.int32(depth), self._visited, sent if has_sent else nxt, np.int32(has_sent), nxt, rpairs,
+                            ctr))
             if nparts and has_sent and count_owners:
                 k["owner_counts"](_grid(None), (_THREADS,), (rpairs, ctr[2:3], _i64(block), ctr[4:]))
         return nxt, rpairs, ctr
