@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -164,3 +164,25 @@ class SelfCommunicator(Communicator):
 
     def exchange_among(self, send):
         return dict(send)
+
+
+def task_cancelled_probe() -> Callable[[], bool] | None:
+    """A callable telling whether the Dask task running this thread was cancelled (``None`` outside a
+    task): the client cancels a session's rank tasks once a rank failed or its worker died, a signal that
+    reaches the surviving ranks even when no socket of theirs closes."""
+    try:
+        from distributed import get_worker
+        from distributed.worker import thread_state
+
+        worker, key = get_worker(), thread_state.key
+    except Exception:  # a plain process, or not on a task thread
+        return None
+
+    def cancelled() -> bool:
+        try:
+            ts = worker.state.tasks.get(key)
+        except Exception:
+            return False
+        return ts is None or ts.state in ("cancelled", "released", "forgotten")
+
+    return cancelled

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..search_config import SearchConfig
-from .communicator import CommError, Communicator
+from .communicator import CommError, Communicator, task_cancelled_probe
 
 _MAXDIM = 8
 _HDR = 3 + _MAXDIM  # dtype code, device flag, ndim, shape[8]
@@ -83,7 +83,7 @@ class NCCLCommunicator(Communicator):
         self._stage(_STAGE)
         # poll="sleep" restores the old wait (time.sleep(0) between queries), for measurements
         self._spin_s = 0.0 if poll == "sleep" else _SPIN_S
-        self._cancelled = _task_cancelled_probe()
+        self._cancelled = task_cancelled_probe()
         #: peer-mapped receive buffers for captured rounds (:mod:`breadth.bfs.transport.peer_memory`), set by
         #: connect
         self._peer = None
@@ -454,25 +454,3 @@ def _arrays(x) -> list:
     if x is None:
         return []
     return [a for a in (x if isinstance(x, (list, tuple)) else [x]) if a.nbytes]
-
-
-def _task_cancelled_probe():
-    """A callable telling whether the Dask task running this thread was cancelled (``None`` outside a
-    task): the client cancels a session's rank tasks once a rank failed or its worker died, a signal that
-    reaches the surviving ranks even when no socket of theirs closes."""
-    try:
-        from distributed import get_worker
-        from distributed.worker import thread_state
-
-        worker, key = get_worker(), thread_state.key
-    except Exception:  # a plain process, or not on a task thread
-        return None
-
-    def cancelled() -> bool:
-        try:
-            ts = worker.state.tasks.get(key)
-        except Exception:
-            return False
-        return ts is None or ts.state in ("cancelled", "released", "forgotten")
-
-    return cancelled

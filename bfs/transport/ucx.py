@@ -44,8 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from .communicator import CommError, PeerCommunicator
-from .nccl import _task_cancelled_probe
+from .communicator import CommError, PeerCommunicator, task_cancelled_probe
 from .wire_format import HEADER, MAGIC, MAXDIM, as_host_array, session_digest, worker_host
 
 
@@ -144,7 +143,7 @@ class UCXCommunicator(PeerCommunicator):
         self._sent = 0
         self._closed = False
         self._failed: CommError | None = None
-        self._cancelled = _task_cancelled_probe()
+        self._cancelled = task_cancelled_probe()
         # the next slot round's receives, posted ahead into one of two buffers per peer (by seq parity)
         self._slot_bufs = {p: (np.empty(_SLOT, np.uint8), np.empty(_SLOT, np.uint8)) for p in self._peers}
         self._slot_reqs: dict[int, Any] = {}
