@@ -72,7 +72,7 @@ class DelegateEngine(Engine):
         """As :meth:`Engine.search`: top-down levels expand the delegates' entries where they live and send
         only normal vertices' pairs; bottom-up levels are 1D's (the shard's own rows, the owners' frontier
         gathered); after either, the delegates reached are all-reduced as one bitmask."""
-        s, b, xp, comm, d = self.shard, self.b, self.b.xp, self.comm, self.shard.blocks
+        s, b, xp, comm = self.shard, self.b, self.b.xp, self.comm
         check_depth_limit(depth_limit)
         queue = self._start(root)
         roots = xp.asarray(np.unique(np.asarray(root, np.int64).ravel()))
@@ -94,9 +94,7 @@ class DelegateEngine(Engine):
             if direction == "bu":
                 fbits = self._gather_frontier(b.queue_to_bits(queue, self.nwords), counts)
                 t1 = time.perf_counter()
-                found_bits = xp.empty(self.nwords, np.uint64)
-                bu_off, bu_col = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
-                b.bottom_up_step(bu_off, bu_col, fbits, self.parent, self.level, np.int32(depth), found_bits)
+                found_bits, _ = self._bottom_up_owned(fbits, depth)
                 nxt = b.bits_to_queue(found_bits)
                 _, reached = self._delegate_index(nxt + s.lo)  # found by their owners, parents final
                 t2 = time.perf_counter()

@@ -132,6 +132,16 @@ class Engine:
         return self.b.claim_remote(xp.ascontiguousarray(allp[:, 0]), xp.ascontiguousarray(allp[:, 1]),
                                    self.shard.lo, self.parent, self.level, np.int32(depth), **kw)
 
+    def _bottom_up_owned(self, fbits, depth: int):
+        """One bottom-up step over the owned vertices' rows (in-neighbours: the CSC rows of a directed graph)
+        against the global frontier bitmap ``fbits``; returns ``(next_bits, found)``: this rank's words of
+        the vertices found and their count."""
+        s, xp = self.shard, self.b.xp
+        nxt = xp.empty(self.nwords, np.uint64)
+        bu_off, bu_col = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
+        found, _ = self.b.bottom_up_step(bu_off, bu_col, fbits, self.parent, self.level, np.int32(depth), nxt)
+        return nxt, found
+
     def _allreduce(self, *values: int) -> np.ndarray:
         return self.comm.allreduce(np.array(values, np.int64))
 
@@ -204,10 +214,7 @@ class Engine:
             if direction == "bu":
                 fbits = self._gather_frontier(bits, counts)
                 t1 = time.perf_counter()
-                nxt = xp.empty(self.nwords, np.uint64)
-                # bottom-up looks for a parent among IN-neighbours: the CSC rows for directed graphs
-                bu_off, bu_col = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
-                awake, _ = b.bottom_up_step(bu_off, bu_col, fbits, self.parent, self.level, np.int32(depth), nxt)
+                nxt, awake = self._bottom_up_owned(fbits, depth)
                 t2 = time.perf_counter()
                 cnt = self._counters(int(awake))
                 found, counts = int(cnt[:, 0].sum()), cnt[:, 0]

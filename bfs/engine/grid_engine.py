@@ -190,9 +190,7 @@ class GridEngine(Engine):
             if direction == "bu" and self.bottom_up == "owner":
                 fbits = self._gather_frontier(b.queue_to_bits(queue, self.nwords), counts)
                 t1 = time.perf_counter()
-                found_bits = xp.empty(self.nwords, np.uint64)
-                bu_off, bu_col = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
-                b.bottom_up_step(bu_off, bu_col, fbits, self.parent, self.level, np.int32(depth), found_bits)
+                found_bits, _ = self._bottom_up_owned(fbits, depth)
                 t2 = time.perf_counter()
                 queue = b.bits_to_queue(found_bits)
             else:
