@@ -84,16 +84,16 @@ def test_batch_engine_refuses_bad_batches(edges):
 
 
 def test_batch_results_in_groups_equal_one_group(edges):
-    """Results asked for a few searches at a time equal those asked for all at once (the CPU steps record
-    every search's parents, so ``result_bytes`` does not cut the batch into groups there); ``result``
-    copies; bad ranges are refused."""
+    """Results laid out a few searches at a time (``result_bytes`` for 3: 4-byte parents and levels here)
+    equal those laid out all at once; ``result`` copies; bad ranges are refused; the CPU steps cannot run
+    without recording parents."""
     roots = roots_with_edges(edges, N, 20, seed=5)
     whole = BatchEngine(one_shard(edges, N, True))
     whole.search(roots)
     parent_all, level_all = (a.copy() for a in whole.results())
     small = BatchEngine(one_shard(edges, N, True), result_bytes=3 * N * 8)
     small.search(roots)
-    assert small.group_size() == 64
+    assert small.group_size() == 3 and whole.group_size() == 64
     kept = [small.result(i) for i in range(len(roots))]
     for i, r in enumerate(roots):
         np.testing.assert_array_equal(kept[i][1], level_all[i])
@@ -104,6 +104,8 @@ def test_batch_results_in_groups_equal_one_group(edges):
     for first, count in ((-1, 2), (19, 2), (0, 0)):
         with pytest.raises(IndexError):
             whole.results(first, count)
+    with pytest.raises(ValueError, match="record parents"):
+        BatchEngine(one_shard(edges, N, True), record_parents=False)
 
 
 @pytest.mark.parametrize("directed", [False, True])
@@ -181,7 +183,7 @@ def test_batch_engine_levels_past_255():
 
 def test_batch_gpu_kernel_source_parses(tmp_path):
     """bfs/gpu/batch_kernels.cu's CUDA C++ parses (g++ -fsyntax-only with the shim of tests/test_gpu_source.py),
-    for 32- and 64-bit column ids: NVRTC compiles it only on a GPU machine."""
+    for 32- and 64-bit column ids and recorded parents: NVRTC compiles it only on a GPU machine."""
     import shutil
     import subprocess
 
@@ -192,7 +194,7 @@ def test_batch_gpu_kernel_source_parses(tmp_path):
     src = tmp_path / "batch.cu"
     shim = os.path.join(ROOT, "tests", "cuda_syntax_shim.h")
     src.write_text(f'#include "{shim}"\n' + _kernel_source("batch_kernels.cu"))
-    for defines in ([], ["-DCOL64"]):
+    for defines in ([], ["-DCOL64"], ["-DREC64"], ["-DCOL64", "-DREC64"]):
         res = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-x", "c++", *defines, str(src)],
                              capture_output=True, text=True)
         assert res.returncode == 0, res.stderr[-3000:]
@@ -209,16 +211,52 @@ def test_batch_engine_on_gpu_equals_cpu(edges, directed):
         pytest.skip("no GPU")
     roots = roots_with_edges(edges, N, 64, seed=9)
     cpu = BatchEngine(one_shard(edges, N, directed))
-    gpu = BatchEngine(one_shard(edges, N, directed), backend="gpu", result_bytes=5 * N * 12)
-    assert gpu.group_size() == 5
-    for alpha in (4.0, 0.0, 1e9):  # both directions, top-down only, bottom-up only
-        cpu.alpha = gpu.alpha = alpha
-        cpu.search(roots)
-        gpu.search(roots)
-        for i, r in enumerate(roots):
-            parent, level = gpu.result(i)
-            np.testing.assert_array_equal(level, cpu.result(i)[1])
-            assert_bfs_parents(edges, N, level, parent, [r], directed)
+    for record in (True, False):  # parents recorded in the pass, or derived after it a group at a time
+        gpu = BatchEngine(one_shard(edges, N, directed), backend="gpu", result_bytes=5 * N * 12,
+                          record_parents=record)
+        for alpha in (4.0, 0.0, 1e9):  # both directions, top-down only, bottom-up only
+            cpu.alpha = gpu.alpha = alpha
+            cpu.search(roots)
+            gpu.search(roots)
+            assert (gpu._found is not None) == record
+            assert gpu.group_size() == (15 if record else 5)  # levels only (4 bytes) when parents are in place
+            for i, r in enumerate(roots):
+                parent, level = gpu.result(i)
+                np.testing.assert_array_equal(level, cpu.result(i)[1])
+                assert_bfs_parents(edges, N, level, parent, [r], directed)
+
+
+def test_batch_gpu_long_rows_equal_cpu():
+    """A graph with rows of thousands of entries (a star of hubs joined in a ring, plus random edges): the
+    GPU's warps over long rows' tasks (several a row) record parents once per search and give the CPU's
+    levels, also where several warps find a search in the same row; skipped without CuPy and a GPU."""
+    cp = pytest.importorskip("cupy")
+    try:
+        cp.cuda.runtime.getDeviceCount()
+    except cp.cuda.runtime.CUDARuntimeError:
+        pytest.skip("no GPU")
+    rng = np.random.default_rng(3)
+    n, hubs = 6000, 4
+    leaves = np.arange(hubs, n)
+    star = np.stack([leaves % hubs, leaves], axis=1)  # hub h joined to the leaves congruent to h: 1,500 each
+    star = np.concatenate([star, star[:, ::-1]])  # both ways: long in-rows when directed too
+    ring = np.stack([np.arange(hubs), (np.arange(hubs) + 1) % hubs], axis=1)
+    extra = rng.integers(hubs, n, (4000, 2))
+    e = np.concatenate([star, ring, extra])
+    e = e[e[:, 0] != e[:, 1]].astype(np.int64)
+    roots = np.concatenate([np.arange(hubs), rng.choice(leaves, 60, replace=False)])
+    for directed in (False, True):
+        cpu = BatchEngine(one_shard(e, n, directed))
+        gpu = BatchEngine(one_shard(e, n, directed), backend="gpu")
+        assert int(gpu.chunks.tasks.size) > int(gpu.chunks.rows.size) >= hubs  # several tasks a hub row
+        for alpha in (4.0, 1e9):
+            cpu.alpha = gpu.alpha = alpha
+            cpu.search(roots)
+            gpu.search(roots)
+            for i, r in enumerate(roots):
+                parent, level = gpu.result(i)
+                np.testing.assert_array_equal(level, cpu.result(i)[1])
+                assert_bfs_parents(e, n, level, parent, [r], directed)
 
 
 # -- through Dask, 1-3 ranks --------------------------------------------------------------------------

@@ -153,15 +153,16 @@ UNPACK_TILE = 256
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
-def unpack(seen, planes, found_by, found_at, bounds, parent, level):
+def unpack(seen, planes, found_by, found_at, bounds, first, parent, level):
     """Per-search parents and levels of a pass whose steps recorded them by vertex (CPU).
 
     ``seen``: ``(nloc,)`` uint64; ``planes``: ``(nloc, B)`` uint64 bit-sliced levels; ``found_by``/``found_at``:
     ``(nloc, k)`` parents (global ids; each search's root its own) and uint8 low bytes of the levels (the
     planes give bits 8 and up, where a search is that deep), valid where the search's bit of ``seen`` is
     set.  The steps write a vertex's searches side by side (one cache line for 16 parents and 64 levels,
-    where search-major rows would take a line each).  Writes ``parent`` (``(k, nloc)``, -1 unreached) and
-    ``level`` (``(k, nloc)`` int32, -1 unreached), search-major as the single search gives them, a tile of
+    where search-major rows would take a line each).  Writes searches ``first .. first+count-1`` into
+    ``parent`` (``(count, nloc)``, -1 unreached) and ``level`` (``(count, nloc)`` int32, -1 unreached),
+    search-major as the single search gives them, a tile of
     vertices at a time (the tile's rows stay in cache while each search's run of it is written; the pass
     is bound by memory traffic, which the one-byte levels cut).  ``bounds``: the threads' vertex chunks
     (:func:`.batch_frontier.vertex_chunks`)."""
@@ -173,12 +174,12 @@ def unpack(seen, planes, found_by, found_at, bounds, parent, level):
         while j0 < bounds[c + 1]:
             j1 = min(j0 + UNPACK_TILE, bounds[c + 1])
             for i in range(count):
-                bit = np.uint64(i)
+                bit = np.uint64(first + i)
                 for j in range(j0, j1):
-                    lv = np.int32(found_at[j, i])
+                    lv = np.int32(found_at[j, first + i])
                     for b in range(8, nplanes):
                         lv |= np.int32((planes[j, b] >> bit) & one) << b
                     level[i, j] = lv if (seen[j] >> bit) & one else -1
                 for j in range(j0, j1):
-                    parent[i, j] = found_by[j, i] if (seen[j] >> bit) & one else -1
+                    parent[i, j] = found_by[j, first + i] if (seen[j] >> bit) & one else -1
             j0 = j1

@@ -5,10 +5,14 @@ CPU and GPU ranks (as :mod:`.backend` does for the single-search engine).  The l
 level's counters as host integers ``(vertices, pairs, out_degree_sum, unfinished_in_degree_sum, or_word)``
 (``or_word``: the OR of the new frontier words, viewed as int64).
 
-``records_parents`` states where per-search parents come from.  True (CPU): the steps write each search's
-parent and level of every vertex they reach into ``rec = (found_by, found_at)`` (``(nloc, k)`` each, the
-engine's), so results cost one pass that lays them out per search (``unpack``); the top-down exchange then
-carries ``(vertex, bits, parent)`` rows (``pair_width`` 3).  False (GPU): the steps take ``rec=None`` and
+Parents: the steps record them during the pass where ``records_fit`` says the records fit (always on
+CPUs; ``derives_parents`` False: their steps need the records): the steps write the parent of each (vertex, search) they find into ``rec`` (``new_records``,
+the roots set by ``record_roots``) and the top-down exchange carries ``(vertex, bits, parent)`` rows; a
+group of searches' results is then ``lay_out``.  The CPU's records are vertex-major (``(nloc, k)`` parents
+and the levels' low bytes: a vertex's searches share a cache line) and laid out per search into buffers;
+the GPU's are search-major ``(k, nloc)`` parents (a warp's vertices write consecutive entries), the
+results themselves (``parents_in_place``), with the levels read from the planes.  Where they do not fit
+(GPUs with too little free memory), the steps take ``rec=None``, exchange ``(vertex, bits)`` rows, and
 parents are derived after the pass from the levels (``word_table``, ``derive``, a group at a time).
 
 >>> k = batch_kernels("cpu")
@@ -60,18 +64,30 @@ def cpu_batch_kernels() -> SimpleNamespace:
     def claim_pairs(pairs, lo, seen, nxt, rec):
         return batch_top_down.claim_pairs(pairs, lo, seen, nxt, rec[0])
 
+    def new_records(nloc, count, num_vertices):
+        return (np.empty((nloc, count), _parent_dtype(num_vertices)), np.empty((nloc, count), np.uint8))
+
+    def record_roots(rec, local, search, root):
+        rec[0][local, search] = root
+        rec[1][local, search] = 0
+
+    def lay_out(seen, planes, rec, chunks, first, parent, level):
+        batch_results.unpack(seen, planes, *rec, chunks, int(first), parent, level)
+        return parent, level
+
     def derive(in_offsets, in_cols, lo, table, nplanes, roots, first, count, chunks, parent, level):
         batch_results.derive(in_offsets, in_cols, int(lo), table, int(nplanes), roots, int(first), int(count),
                              chunks, parent, level)
 
     return SimpleNamespace(
         name="cpu", xp=np, parent_dtype=_parent_dtype, to_host=np.asarray, synchronize=lambda: None,
-        result_bytes=None, records_parents=True, pair_width=3,
+        result_bytes=None, derives_parents=False, parents_in_place=False,
+        new_records=new_records, record_roots=record_roots, records_fit=lambda nloc, count, num_vertices: True, lay_out=lay_out,
         validation=SimpleNamespace(name="cpu", xp=np, to_host=np.asarray, checks_on_device=False),
         vertex_chunks=batch_frontier.vertex_chunks, finish_touched=finish_touched, bottom_up_step=bottom_up_step,
         top_down_step=top_down_step, claim_pairs=claim_pairs,
         pairs_by_owner=batch_top_down.pairs_by_owner, nonzero_bits=batch_frontier.nonzero_bits,
-        encode=batch_frontier.encode, decode=batch_frontier.decode, unpack=batch_results.unpack,
+        encode=batch_frontier.encode, decode=batch_frontier.decode,
         word_table=batch_results.word_table, derive=derive,
     )
 

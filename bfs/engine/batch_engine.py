@@ -17,13 +17,14 @@ for search ``i``, and ``B`` words of bit-sliced levels (``planes``, see
 
 The pass's state is ``3 + B`` words per owned vertex (``B = 4`` planes hold 15 levels; more are added as
 the depth grows), plus, on several ranks, two words per global vertex (the gathered frontier and the sent
-filter).  On CPUs (``records_parents``) the steps also write each found (vertex, search)'s parent and
-level's low byte, a vertex's searches side by side (``5 k`` bytes per owned vertex for ``k`` searches), and
-:meth:`BatchEngine.results` lays them out per search once per batch
-(:func:`~breadth.bfs.cpu.batch_results.unpack`); on GPUs per-search levels and parents are derived after the
-pass, a group of searches at a time (:func:`~breadth.bfs.cpu.batch_results.derive`'s algorithm).  Scale 20,
-64 roots, one rank of 2 threads: deriving took 0.36 s after a 0.13 s pass; recording takes 0.10 s after a
-0.21 s pass (``benchmarks/bench_batch.py``).
+filter).  The steps also record each found (vertex, search)'s parent (:mod:`.batch_backend`: on CPUs with
+the level's low byte, a vertex's searches side by side, ``5 k`` bytes per owned vertex for ``k`` searches,
+laid out per search by :meth:`BatchEngine.results`; on GPUs search-major, ``4 k`` bytes per owned vertex,
+the results themselves).  Where the records do not fit (a GPU's free memory), per-search parents are
+derived after the pass instead, a group of searches at a time
+(:func:`~breadth.bfs.cpu.batch_results.derive`'s algorithm).  Scale 20, 64 roots, one rank of 2 threads:
+deriving took 0.36 s after a 0.13 s pass; recording takes 0.10 s after a 0.21 s pass
+(``benchmarks/bench_batch.py``).
 
 The direction is chosen on the aggregate frontier with Beamer's rule (bottom-up once the frontier
 vertices' out-edges times ``alpha`` exceed the in-edges of the vertices still missing a running search;
@@ -58,10 +59,11 @@ class BatchEngine:
     :mod:`~breadth.bfs.gpu.batch_kernels`).  After :meth:`search`, :meth:`result` gives search ``i``'s
     ``(parent, level)`` of the owned vertices as host arrays (parents in global ids; -1 unreached).
 
-    ``result_bytes``: the most bytes of per-search results (``parent`` and ``level`` of the owned vertices,
-    ``nloc * (parent itemsize + 4)`` a search) derived at once where the backend derives them after the pass
-    (GPUs: 4 GiB, so a batch never holds 64 n-sized parent arrays on the device); None takes the backend's.
-    CPUs record every search's parents during the pass and lay out the whole batch at once.
+    ``result_bytes``: the most bytes of per-search results laid out or derived at once (``level`` of the owned
+    vertices, and ``parent`` where not recorded in place: ``nloc * 4`` or ``nloc * (parent itemsize + 4)``
+    a search; GPUs: 4 GiB); None takes the backend's (CPUs: none, the whole batch at once).
+    ``record_parents``: whether the steps record parents (None: where the backend says they fit; False, on
+    GPUs: derive them after the pass, as a GPU short of memory does).
 
     ``records`` are :class:`~breadth.bfs.engine.engine.LevelRecord` whose ``frontier``/``found`` count (vertex,
     search) pairs, all ranks."""
@@ -75,7 +77,8 @@ class BatchEngine:
 
     def __init__(self, shard: Shard, comm: Communicator | None = None, *, alpha: float | None = None,
                  beta: float | None = None, backend: str = "cpu", nchunks: int | None = None,
-                 result_bytes: int | None = None, config: SearchConfig | None = None):
+                 result_bytes: int | None = None, record_parents: bool | None = None,
+                 config: SearchConfig | None = None):
         #: the search's tunables (its alpha, beta); ``alpha``/``beta`` given here override the config's
         self.config = (config or SearchConfig()).replace(alpha=alpha, beta=beta)
         alpha, beta = self.config.alpha, self.config.beta
@@ -88,6 +91,10 @@ class BatchEngine:
         self.alpha = alpha
         self.beta = beta
         self.result_bytes = k.result_bytes if result_bytes is None else result_bytes
+        if record_parents is False and not k.derives_parents:
+            raise ValueError(f"the {backend} batch kernels record parents during the pass (record_parents=False "
+                             "is for GPUs)")
+        self.record_parents = record_parents
         nloc, n = shard.num_local, shard.num_vertices
         self.seen = xp.zeros(nloc, np.uint64)
         self.frontier = xp.zeros(nloc, np.uint64)
@@ -97,7 +104,7 @@ class BatchEngine:
         self.fglobal = xp.zeros(n, np.uint64) if self.comm.size > 1 else None
         s = self.shard
         self._bu = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
-        if backend == "cpu" and "bu_columns" in s.meta and self.config.degree_order:
+        if "bu_columns" in s.meta and self.config.degree_order:
             # the rows by decreasing neighbour degree (as the single search's bottom-up): a hub is in
             # most searches' frontiers, so a vertex meets all its missing searches sooner
             self._bu = (self._bu[0], s.meta["bu_columns"])
@@ -105,13 +112,13 @@ class BatchEngine:
         self.nchunks = nchunks or 8 * (os.cpu_count() or 1)
         # the threads' vertex ranges for passes over all owned vertices, balanced on the in-edge rows
         # that bottom-up and the results scan
+        # (GPUs: the long in-rows, a warp per task)
         self.chunks = k.vertex_chunks(self._bu[0], self.nchunks)
         self._words = None  # seen and planes over all global ids, gathered once per batch for results
         self._group = None  # (first, parent, level): the last derived group of results
         self._buffers = None  # (parent, level) of a group, reused from group to group
-        # where ``k.records_parents``: (nloc, k) parents and levels by vertex, written by the steps (``rec``)
+        # the parents the steps record (``rec``, the backend's ``new_records``), None where they are derived
         self._found = None
-        self._unpacked = False  # the batch's results are laid out in ``_buffers``
         self.nroots = 0
         self.roots = np.empty(0, np.int64)
         self.records: list[LevelRecord] = []
@@ -148,32 +155,42 @@ class BatchEngine:
         for a in (self.seen, self.next, self.frontier, self.planes, self.sent):
             a.fill(0)
         self._words = self._group = None
-        self._unpacked = False
-        if self.k.records_parents and (self._found is None or self._found[0].shape[1] != roots.size):
-            self._found = None
-            self._found = (xp.empty((s.num_local, roots.size), self.k.parent_dtype(s.num_vertices)),
-                           xp.empty((s.num_local, roots.size), np.uint8))
+        self._found = None  # the last batch's records go before new ones are allocated
+        record = not self.k.derives_parents or (
+            self.record_parents if self.record_parents is not None else
+            self.k.records_fit(s.num_local, roots.size, s.num_vertices))
+        if self.comm.size > 1:  # every rank records, or none: the exchanged rows' width follows
+            record = bool(self.comm.allreduce(np.array([int(record)]), "min")[0])
+        if record:
+            self._found = self.k.new_records(s.num_local, roots.size, s.num_vertices)
         # built on the host (at most 64 roots), then copied: one transfer per array on a GPU
         words = {}
-        for i, r in enumerate(roots.tolist()):
-            if s.lo <= r < s.hi:
-                words[r - s.lo] = words.get(r - s.lo, 0) | (1 << i)
-                if self.k.records_parents:  # a root is its own parent, at level 0
-                    self._found[0][r - s.lo, i] = r
-                    self._found[1][r - s.lo, i] = 0
+        mine = [(r - s.lo, i, r) for i, r in enumerate(roots.tolist()) if s.lo <= r < s.hi]
+        for j, i, _ in mine:
+            words[j] = words.get(j, 0) | (1 << i)
+        if record and mine:  # a root is its own parent, at level 0
+            self.k.record_roots(self._found, *(np.array(c, np.int64) for c in zip(*mine)))
         local = xp.asarray(np.fromiter(words, np.int64, len(words)))
         if words:
             self.next[local] = xp.asarray(np.array(list(words.values()), np.uint64))
         return local
 
+    def _parents_in_place(self) -> bool:
+        """Whether the last batch's recorded parents are its results as they are (no parent buffers)."""
+        return self._found is not None and self.k.parents_in_place
+
     def _result_buffers(self, count: int):
-        """``(parent, level)``, ``(count, nloc)`` views of buffers kept from call to call (grown when short)."""
+        """``(parent, level)``, ``(count, nloc)`` views of buffers kept from call to call (grown when short);
+        ``parent`` None where the recorded parents are the results."""
         s = self.shard
-        if self._buffers is None or self._buffers[0].shape[0] < count:
+        with_parents = not self._parents_in_place()
+        b = self._buffers
+        if b is None or b[1].shape[0] < count or (b[0] is None) == with_parents:
             self._buffers = None  # let the old ones go before the new ones are allocated
-            self._buffers = (self.xp.empty((count, s.num_local), self.k.parent_dtype(s.num_vertices)),
-                             self.xp.empty((count, s.num_local), np.int32))
-        return self._buffers[0][:count], self._buffers[1][:count]
+            self._buffers = (self.xp.empty((count, s.num_local), self.k.parent_dtype(s.num_vertices))
+                             if with_parents else None, self.xp.empty((count, s.num_local), np.int32))
+        parent, level = self._buffers
+        return (parent[:count] if parent is not None else None), level[:count]
 
     def _planes_for(self, depth: int) -> None:
         """Grow ``planes`` so that it holds level ``depth`` (one more plane, the old ones copied)."""
@@ -198,7 +215,8 @@ class BatchEngine:
         self.nroots, self.roots = int(roots.size), roots
         queue = self._start(roots)
         bu_off, bu_col = self._bu
-        rec = self._found if k.records_parents else None
+        rec = self._found
+        width = 2 if rec is None else 3  # top-down rows: (vertex, bits[, parent])
         # level 0: the roots become the frontier; every in-edge is still to explore
         c = k.finish_touched(queue, queue[:0], self.next, self.frontier, self.seen, self.planes, 0, s.offsets,
                              self.nchunks, rec)
@@ -241,7 +259,7 @@ class BatchEngine:
                     got = [touched]
                     for part in comm.alltoallv(k.pairs_by_owner(pairs, s.block, comm.size)):
                         if part.shape[0]:
-                            got.append(k.claim_pairs(part.reshape(-1, k.pair_width), s.lo, self.seen, self.next,
+                            got.append(k.claim_pairs(part.reshape(-1, width), s.lo, self.seen, self.next,
                                                      rec))
                     touched = xp.concatenate(got) if len(got) > 1 else touched
                 t2 = time.perf_counter()
@@ -282,31 +300,28 @@ class BatchEngine:
 
     def group_size(self) -> int:
         """How many searches' results :meth:`result` derives at once (``result_bytes`` over a search's)."""
-        per = self.shard.num_local * (self.k.parent_dtype(self.shard.num_vertices).itemsize + 4)
-        if self.k.records_parents or self.result_bytes is None or per == 0:
+        per = self.shard.num_local * (4 + (0 if self._parents_in_place() else
+                                           self.k.parent_dtype(self.shard.num_vertices).itemsize))
+        if self.result_bytes is None or per == 0:
             return MAX_BATCH
         return int(max(1, min(MAX_BATCH, self.result_bytes // per)))
 
     def results(self, first: int = 0, count: int | None = None):
         """Levels and parents of searches ``first .. first+count-1`` (default: to the end of the batch) for
-        the owned vertices (CPUs: laid out from what the steps recorded, once per batch; GPUs: derived in one
-        pass, collective on several ranks): ``(parent, level)``, both
+        the owned vertices (laid out from what the steps recorded; else derived in one pass, collective on
+        several ranks): ``(parent, level)``, both
         ``(count, nloc)`` device arrays -- parents in global ids (a root its own parent), levels int32,
         -1 unreached.  They are views of buffers the engine keeps (as the single search keeps its
         ``parent``/``level``), overwritten by the next derivation: copy what must outlive it."""
         count = self.nroots - first if count is None else count
         if not (0 <= first and 1 <= count and first + count <= self.nroots):
             raise IndexError(f"searches {first}..{first + count - 1} not in this batch of {self.nroots}")
-        if self.k.records_parents:
-            # the steps wrote every reached (vertex, search)'s parent: laid out per search once per batch
-            if not self._unpacked:
-                self._group = None
-                self.k.unpack(self.seen, self.planes, *self._found, self.chunks, *self._result_buffers(self.nroots))
-                self._unpacked = True
-            return self._buffers[0][first:first + count], self._buffers[1][first:first + count]
+        self._group = None  # its views are about to be overwritten
+        if self._found is not None:  # the steps wrote every reached (vertex, search)'s parent
+            return self.k.lay_out(self.seen, self.planes, self._found, self.chunks, first,
+                                  *self._result_buffers(count))
         s = self.shard
         table = self._global_words()
-        self._group = None  # its views are about to be overwritten
         parent, level = self._result_buffers(count)
         self.k.derive(*self._bu, s.lo, table, self.planes.shape[1], self.roots, first, count, self.chunks, parent,
                       level)

@@ -1,5 +1,6 @@
 // The batched (MS-BFS) kernels of bfs/gpu/batch_kernels.py, which compiles them through cupy.RawModule
-// (NVRTC; once for int32 and once for int64 column ids, -DCOL64) and launches them.
+// (NVRTC; for int32 or int64 column ids, -DCOL64, and int32 or int64 recorded parents, -DREC64) and launches
+// them.
 
 typedef long long i64;
 typedef unsigned long long u64;
@@ -8,41 +9,78 @@ typedef long long col_t;
 #else
 typedef int col_t;
 #endif
+#ifdef REC64
+typedef long long rec_t;
+#else
+typedef int rec_t;
+#endif
 
+#define FULL 0xffffffffu
+#define BU_CHUNK 1024  // entries of a long row's task (a warp's, 32 a step); _BU_CHUNK in batch_kernels.py
+
+// Parent u for every search of `bits` at local vertex j: rec is (searches, nloc), search-major, so a warp's
+// consecutive vertices write consecutive entries of a search's row.  rec null: parents are derived later.
+__device__ __forceinline__ void record(rec_t* rec, i64 nloc, i64 j, u64 bits, i64 u) {
+    if (!rec) return;
+    while (bits) {
+        rec[(i64)(__ffsll((long long)bits) - 1) * nloc + j] = (rec_t)u;
+        bits &= bits - 1;
+    }
+}
+
+// Top-down over the frontier's edges, one thread an edge (grid-stride): a hub's row is spread over many
+// threads instead of walked by one (at scale 26, 64 roots' second level of 2,086 frontier vertices took
+// 0.64 s with a thread per frontier vertex).  qstart: (qn + 1) prefix sums of the queue's degrees; a thread
+// finds its queue entry by binary search.  An owned neighbour gets the bits of the frontier word its
+// next word lacks (atomicOr: each bit set once, so its parent recorded once); a remote one becomes a
+// (v, bits[, parent]) row of `pairs` (pwidth 3 when recording), bits filtered by atomicOr on sent[v].
 extern "C" __global__ void batch_td(const i64* __restrict__ offsets, const col_t* __restrict__ cols, i64 lo,
-                                    i64 nloc, const i64* __restrict__ queue, i64 qn,
-                                    const u64* __restrict__ frontier, const u64* __restrict__ seen, u64* nxt,
-                                    u64* sent, int has_sent, i64* pairs, u64* pcount, i64* touched, u64* tcount) {
-    const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    if (t >= qn) return;
-    const i64 u = queue[t];
-    const u64 f = frontier[u];
-    for (i64 k = offsets[u]; k < offsets[u + 1]; ++k) {
-        const i64 v = (i64)cols[k];
+                                    i64 nloc, const i64* __restrict__ queue, const i64* __restrict__ qstart,
+                                    i64 qn, i64 total, const u64* __restrict__ frontier,
+                                    const u64* __restrict__ seen, u64* nxt, u64* sent, int has_sent, i64* pairs,
+                                    int pwidth, u64* pcount, i64* touched, u64* tcount, rec_t* rec) {
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 e = blockIdx.x * (i64)blockDim.x + threadIdx.x; e < total; e += stride) {
+        i64 a = 0, b = qn;  // qstart[a] <= e < qstart[b]
+        while (b - a > 1) {
+            const i64 m = (a + b) >> 1;
+            if (__ldg(qstart + m) <= e) a = m; else b = m;
+        }
+        const i64 u = queue[a];
+        const u64 f = frontier[u];
+        const i64 v = (i64)cols[offsets[u] + (e - qstart[a])];
         const i64 j = v - lo;
         if (j >= 0 && j < nloc) {
             const u64 cand = f & ~(seen[j] | nxt[j]);
+            if (!cand) continue;
+            const u64 old = atomicOr(&nxt[j], cand);
             // the one OR that finds the word empty lists the vertex: each touched vertex once
-            if (cand && atomicOr(&nxt[j], cand) == 0ULL) touched[atomicAdd(tcount, 1ULL)] = j;
+            if (old == 0ULL) touched[atomicAdd(tcount, 1ULL)] = j;
+            record(rec, nloc, j, cand & ~old, lo + u);
         } else if (has_sent) {
             const u64 cand = f & ~sent[v];
             if (!cand) continue;
             const u64 fresh = cand & ~atomicOr(&sent[v], cand);
             if (!fresh) continue;
             const u64 at = atomicAdd(pcount, 1ULL);
-            pairs[2 * at] = v;
-            pairs[2 * at + 1] = (i64)fresh;
+            pairs[pwidth * at] = v;
+            pairs[pwidth * at + 1] = (i64)fresh;
+            if (pwidth == 3) pairs[pwidth * at + 2] = lo + u;
         }
     }
 }
 
-extern "C" __global__ void batch_claim(const i64* __restrict__ pairs, i64 np, i64 lo, const u64* __restrict__ seen,
-                                       u64* nxt, i64* touched, u64* tcount) {
+extern "C" __global__ void batch_claim(const i64* __restrict__ pairs, int pwidth, i64 np, i64 lo, i64 nloc,
+                                       const u64* __restrict__ seen, u64* nxt, i64* touched, u64* tcount,
+                                       rec_t* rec) {
     const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     if (t >= np) return;
-    const i64 j = pairs[2 * t] - lo;
-    const u64 bits = (u64)pairs[2 * t + 1] & ~seen[j];
-    if (bits && atomicOr(&nxt[j], bits) == 0ULL) touched[atomicAdd(tcount, 1ULL)] = j;
+    const i64 j = pairs[pwidth * t] - lo;
+    const u64 bits = (u64)pairs[pwidth * t + 1] & ~seen[j];
+    if (!bits) return;
+    const u64 old = atomicOr(&nxt[j], bits);
+    if (old == 0ULL) touched[atomicAdd(tcount, 1ULL)] = j;
+    if (pwidth == 3) record(rec, nloc, j, bits & ~old, pairs[pwidth * t + 2]);
 }
 
 // The end of a level at vertex v: seen, planes (bit b of depth -> plane b) and the five counters.
@@ -83,12 +121,21 @@ extern "C" __global__ void batch_finish(const i64* __restrict__ touched, i64 tn,
     end_level(v, w, s, seen, planes, nplanes, depth, 0ULL, out_off, out_off, ctr);
 }
 
+// Bottom-up, short rows: a thread per owned vertex ORs its in-neighbours' frontier words until it has every
+// missing running search, recording each search's parent as the first neighbour that brings it.  Rows of
+// `long_rows` (longer than BU_LONG, when deferring) are left to batch_bu_long: their next word is cleared
+// here, for the long rows' warps to OR into.
 extern "C" __global__ void batch_bu(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
                                     const u64* __restrict__ frontier, const u64* __restrict__ nonzero, int sparse,
                                     u64 active, u64* seen, u64* nxt, u64* planes, int nplanes, int depth,
-                                    const i64* __restrict__ out_off, i64 nloc, u64* ctr) {
+                                    const i64* __restrict__ out_off, i64 nloc, i64 long_rows, u64* ctr,
+                                    rec_t* rec) {
     const i64 v = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     if (v >= nloc) return;
+    if (offsets[v + 1] - offsets[v] > long_rows) {
+        nxt[v] = 0;
+        return;
+    }
     const u64 s = seen[v];
     const u64 missing = active & ~s;
     u64 got = 0;
@@ -96,13 +143,72 @@ extern "C" __global__ void batch_bu(const i64* __restrict__ offsets, const col_t
         for (i64 k = offsets[v]; k < offsets[v + 1]; ++k) {
             const i64 u = (i64)cols[k];
             if (sparse && !((nonzero[u >> 6] >> (u & 63)) & 1ULL)) continue;
-            got |= frontier[u];
-            if ((got & missing) == missing) break;
+            const u64 x = frontier[u] & missing & ~got;
+            if (!x) continue;
+            got |= x;
+            record(rec, nloc, v, x, u);
+            if (got == missing) break;
         }
-        got &= missing;
     }
     nxt[v] = got;
     if (missing) end_level(v, got, s, seen, planes, nplanes, depth, active, out_off, offsets, ctr);
+}
+
+// Bottom-up, long rows: a warp per task (tasks[q] = row << 24 | chunk: BU_CHUNK entries of the row), 32
+// neighbours a step.  A step's words are OR-scanned across the lanes, its bits OR-ed into the row's next word
+// once (lane 31), and each lane records the searches its neighbour is the first to bring that the OR found
+// new: a search's bit is set, and its parent written, once whatever the number of warps on the row.  A task
+// stops once the row has every missing search.
+extern "C" __global__ void batch_bu_long(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
+                                         const u64* __restrict__ frontier, const u64* __restrict__ nonzero,
+                                         int sparse, u64 active, const u64* __restrict__ seen, u64* nxt,
+                                         const i64* __restrict__ tasks, i64 ntasks, i64 nloc, rec_t* rec) {
+    const int lane = threadIdx.x & 31;
+    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
+    for (i64 q = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5; q < ntasks; q += nwarps) {
+        const i64 v = tasks[q] >> 24;
+        const u64 missing = active & ~seen[v];
+        if (!missing) continue;
+        const i64 t = offsets[v + 1];
+        i64 a = offsets[v] + (tasks[q] & 0xffffff) * BU_CHUNK;
+        const i64 b = a + BU_CHUNK < t ? a + BU_CHUNK : t;
+        u64 have = __shfl_sync(FULL, *(volatile u64*)(nxt + v), 0);
+        for (; a < b && (have & missing) != missing; a += 32) {
+            const i64 k = a + lane;
+            i64 u = -1;
+            u64 x = 0;
+            if (k < b) {
+                u = (i64)__ldg(cols + k);
+                if (!sparse || ((__ldg(nonzero + (u >> 6)) >> (u & 63)) & 1ULL))
+                    x = __ldg(frontier + u) & missing & ~have;
+            }
+            u64 incl = x;  // OR of lanes 0..lane
+            for (int d = 1; d < 32; d <<= 1) {
+                const u64 y = __shfl_up_sync(FULL, incl, d);
+                if (lane >= d) incl |= y;
+            }
+            const u64 all = __shfl_sync(FULL, incl, 31);
+            if (!all) continue;
+            u64 old = 0;
+            if (lane == 31) old = atomicOr(nxt + v, all);
+            old = __shfl_sync(FULL, old, 31);
+            const u64 before = __shfl_up_sync(FULL, incl, 1);
+            record(rec, nloc, v, x & ~(lane ? before : 0ULL) & ~old, u);
+            have |= old | all;
+        }
+    }
+}
+
+// The end of the level for the long rows (after batch_bu_long): a thread per long row.
+extern "C" __global__ void batch_bu_long_end(const i64* __restrict__ rows, i64 nrows, const i64* __restrict__ offsets,
+                                             u64 active, u64* seen, const u64* __restrict__ nxt, u64* planes,
+                                             int nplanes, int depth, const i64* __restrict__ out_off, u64* ctr) {
+    const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (t >= nrows) return;
+    const i64 v = rows[t];
+    const u64 s = seen[v];
+    const u64 missing = active & ~s;
+    if (missing) end_level(v, nxt[v] & missing, s, seen, planes, nplanes, depth, active, out_off, offsets, ctr);
 }
 
 // table: (n, width) words, seen in column 0 and the nplanes planes in columns 1..nplanes (word_table)
@@ -164,4 +270,23 @@ extern "C" __global__ void batch_nonzero(const u64* __restrict__ words, i64 n, u
     for (int b = 0; b < 64 && 64 * w + b < n; ++b)
         if (words[64 * w + b]) x |= 1ULL << b;
     out[w] = x;
+}
+
+// Levels of searches first .. first+count-1 from the planes, (count, nloc) int32, -1 where not reached: the
+// results of a pass that recorded its parents.
+extern "C" __global__ void batch_levels(const u64* __restrict__ seen, const u64* __restrict__ planes, int nplanes,
+                                        i64 nloc, int first, int count, int* level) {
+    const i64 j = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (j >= nloc) return;
+    const u64 s = seen[j];
+    const u64* p = planes + j * nplanes;
+    for (int i = 0; i < count; ++i) {
+        const int bit = first + i;
+        int lv = -1;
+        if ((s >> bit) & 1ULL) {
+            lv = 0;
+            for (int b = 0; b < nplanes; ++b) lv |= (int)((p[b] >> bit) & 1ULL) << b;
+        }
+        level[(i64)i * nloc + j] = lv;
+    }
 }
