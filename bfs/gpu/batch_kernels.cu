@@ -83,22 +83,46 @@ extern "C" __global__ void batch_claim(const i64* __restrict__ pairs, int pwidth
     if (pwidth == 3) record(rec, nloc, j, bits & ~old, pairs[pwidth * t + 2]);
 }
 
-// The end of a level at vertex v: seen, planes (bit b of depth -> plane b) and the five counters.
+// A level's counters (vertices found, set bits, their out-degree sum, the unfinished in-degree sum, OR of the
+// found words), summed in a thread and then over its warp (flush): one atomic per warp and counter, where one
+// per vertex on the same five words serialised the level (tens of millions of vertices end a level).
+struct Counters {
+    u64 found, bits, out_deg, unfinished, orw;
+};
+
+// The end of a level at vertex v: seen, planes (bit b of depth -> plane b), and the counters in c.
 __device__ void end_level(i64 v, u64 w, u64 s, u64* seen, u64* planes, int nplanes, int depth, u64 active,
-                          const i64* __restrict__ out_off, const i64* __restrict__ in_off, u64* ctr) {
+                          const i64* __restrict__ out_off, const i64* __restrict__ in_off, Counters& c) {
     if (w) {
         s |= w;
         seen[v] = s;
         for (int b = 0; b < nplanes; ++b)
             if ((depth >> b) & 1) planes[v * nplanes + b] |= w;
-        atomicAdd(&ctr[0], 1ULL);
-        atomicAdd(&ctr[1], (u64)__popcll(w));
-        atomicAdd(&ctr[2], (u64)(out_off[v + 1] - out_off[v]));
-        atomicOr(&ctr[4], w);
+        c.found += 1;
+        c.bits += (u64)__popcll(w);
+        c.out_deg += (u64)(out_off[v + 1] - out_off[v]);
+        c.orw |= w;
     }
-    if (active & ~s) {
-        const i64 d = in_off[v + 1] - in_off[v];
-        if (d) atomicAdd(&ctr[3], (u64)d);
+    if (active & ~s) c.unfinished += (u64)(in_off[v + 1] - in_off[v]);
+}
+
+// The warp's counters into ctr; every lane of the warp calls it.
+__device__ void flush(Counters c, u64* ctr) {
+    for (int d = 16; d; d >>= 1) {
+        c.found += __shfl_xor_sync(FULL, c.found, d);
+        c.bits += __shfl_xor_sync(FULL, c.bits, d);
+        c.out_deg += __shfl_xor_sync(FULL, c.out_deg, d);
+        c.unfinished += __shfl_xor_sync(FULL, c.unfinished, d);
+        c.orw |= __shfl_xor_sync(FULL, c.orw, d);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (c.found) {
+            atomicAdd(&ctr[0], c.found);
+            atomicAdd(&ctr[1], c.bits);
+            atomicAdd(&ctr[2], c.out_deg);
+            atomicOr(&ctr[4], c.orw);
+        }
+        if (c.unfinished) atomicAdd(&ctr[3], c.unfinished);
     }
 }
 
@@ -111,14 +135,17 @@ extern "C" __global__ void batch_finish(const i64* __restrict__ touched, i64 tn,
                                         u64* planes, int nplanes, int depth, const i64* __restrict__ out_off,
                                         u64* ctr) {
     const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    if (t >= tn) return;
-    const i64 v = touched[t];
-    const u64 s = seen[v];
-    const u64 w = nxt[v] & ~s;
-    frontier[v] = w;
-    nxt[v] = 0;
-    // active = 0: the unfinished in-degree sum is not counted here (see batch_frontier.finish_touched)
-    end_level(v, w, s, seen, planes, nplanes, depth, 0ULL, out_off, out_off, ctr);
+    Counters c = {0, 0, 0, 0, 0};
+    if (t < tn) {
+        const i64 v = touched[t];
+        const u64 s = seen[v];
+        const u64 w = nxt[v] & ~s;
+        frontier[v] = w;
+        nxt[v] = 0;
+        // active = 0: the unfinished in-degree sum is not counted here (see batch_frontier.finish_touched)
+        end_level(v, w, s, seen, planes, nplanes, depth, 0ULL, out_off, out_off, c);
+    }
+    flush(c, ctr);
 }
 
 // Bottom-up, short rows: a thread per owned vertex ORs its in-neighbours' frontier words until it has every
@@ -131,27 +158,28 @@ extern "C" __global__ void batch_bu(const i64* __restrict__ offsets, const col_t
                                     const i64* __restrict__ out_off, i64 nloc, i64 long_rows, u64* ctr,
                                     rec_t* rec) {
     const i64 v = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    if (v >= nloc) return;
-    if (offsets[v + 1] - offsets[v] > long_rows) {
+    Counters c = {0, 0, 0, 0, 0};
+    if (v < nloc && offsets[v + 1] - offsets[v] > long_rows) {
         nxt[v] = 0;
-        return;
-    }
-    const u64 s = seen[v];
-    const u64 missing = active & ~s;
-    u64 got = 0;
-    if (missing) {
-        for (i64 k = offsets[v]; k < offsets[v + 1]; ++k) {
-            const i64 u = (i64)cols[k];
-            if (sparse && !((nonzero[u >> 6] >> (u & 63)) & 1ULL)) continue;
-            const u64 x = frontier[u] & missing & ~got;
-            if (!x) continue;
-            got |= x;
-            record(rec, nloc, v, x, u);
-            if (got == missing) break;
+    } else if (v < nloc) {
+        const u64 s = seen[v];
+        const u64 missing = active & ~s;
+        u64 got = 0;
+        if (missing) {
+            for (i64 k = offsets[v]; k < offsets[v + 1]; ++k) {
+                const i64 u = (i64)cols[k];
+                if (sparse && !((nonzero[u >> 6] >> (u & 63)) & 1ULL)) continue;
+                const u64 x = frontier[u] & missing & ~got;
+                if (!x) continue;
+                got |= x;
+                record(rec, nloc, v, x, u);
+                if (got == missing) break;
+            }
         }
+        nxt[v] = got;
+        if (missing) end_level(v, got, s, seen, planes, nplanes, depth, active, out_off, offsets, c);
     }
-    nxt[v] = got;
-    if (missing) end_level(v, got, s, seen, planes, nplanes, depth, active, out_off, offsets, ctr);
+    flush(c, ctr);
 }
 
 // Bottom-up, long rows: a warp per task (tasks[q] = row << 24 | chunk: BU_CHUNK entries of the row), 32
@@ -204,11 +232,14 @@ extern "C" __global__ void batch_bu_long_end(const i64* __restrict__ rows, i64 n
                                              u64 active, u64* seen, const u64* __restrict__ nxt, u64* planes,
                                              int nplanes, int depth, const i64* __restrict__ out_off, u64* ctr) {
     const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    if (t >= nrows) return;
-    const i64 v = rows[t];
-    const u64 s = seen[v];
-    const u64 missing = active & ~s;
-    if (missing) end_level(v, nxt[v] & missing, s, seen, planes, nplanes, depth, active, out_off, offsets, ctr);
+    Counters c = {0, 0, 0, 0, 0};
+    if (t < nrows) {
+        const i64 v = rows[t];
+        const u64 s = seen[v];
+        const u64 missing = active & ~s;
+        if (missing) end_level(v, nxt[v] & missing, s, seen, planes, nplanes, depth, active, out_off, offsets, c);
+    }
+    flush(c, ctr);
 }
 
 // table: (n, width) words, seen in column 0 and the nplanes planes in columns 1..nplanes (word_table)
