@@ -41,11 +41,12 @@ def bfs_batch(graph, roots, *, depth_limit: int | None = None, batch_size: int =
     again).  ``depth_limit`` as in :func:`~breadth.bfs.engine.search.bfs`.  CPU graphs run the Numba kernels;
     GPU graphs the CUDA kernels of :mod:`breadth.bfs.gpu.batch_kernels` (``tests/test_gpu.py`` checks them
     against the CPU's levels).
-    A pass holds ``3 + B`` 64-bit words per owned vertex (``B`` level planes, 4 up to depth 15), and on CPUs
-    each (vertex, root)'s parent and level as the steps find them (8 bytes each); each root's parents and
-    levels are then laid out per root (on GPUs derived from the planes, a group of roots at a time, at most
-    ``BatchEngine.result_bytes`` of them on the device), and kept on the worker's host memory:
-    ``8`` bytes per owned vertex and root (int32 parents below 2**31 vertices; int64 on GPUs), as
+    A pass holds ``3 + B`` 64-bit words per owned vertex (``B`` level planes, 4 up to depth 15), and each
+    (vertex, root)'s parent as the steps find them (CPUs: with its level's low byte, 5 bytes; GPUs: 4 bytes
+    below 2**31 vertices, or derived after the pass where the device lacks room); each root's parents and
+    levels are then laid out per root (a group of roots at a time, at most ``BatchEngine.result_bytes`` of
+    them at once) and kept on the worker's host memory: ``8`` bytes per owned vertex and root (int32
+    parents below 2**31 vertices; int64 where a GPU derived them), as
     :func:`~breadth.bfs.engine.search.bfs` keeps them.
 
     >>> from breadth.bfs import bfs_batch
