@@ -102,14 +102,20 @@ ORDER_BYTES_PER_ENTRY = 32
 def order_sort_entries() -> int | None:
     """Entries per sort of bottom-up's degree order on this worker
     (:func:`~breadth.bfs.gpu.kernels.degree_ordered_columns`): ranges sized to the worker's device memory
-    limit (8 GB: 250 M entries, 2 GB of keys), so that a limited worker's build peaks near its shard instead
-    of three times its columns; one sort where the worker has no limit, or where the limit holds it
-    (dask-cuda's default, 80 % of an H200: up to 3.8 G entries, a scale-27 graph's).  Scale 26 on one H200:
-    construction 0.63-0.70 s with one sort, 0.75-0.78 s in ranges of 2^27."""
+    limit (8 GB: 250 M entries, 2 GB of keys), or to the device's free memory where less is free (the
+    shuffle's pairs may still wait in device memory beside the new shard), so that a limited worker's build
+    peaks near its shard instead of three times its columns; one sort where the worker has no limit, or
+    where the limit holds it (dask-cuda's default, 80 % of an H200: up to 3.8 G entries, a scale-27
+    graph's).  Scale 26 on one H200: construction 0.63-0.70 s with one sort, 0.75-0.78 s in ranges of 2^27.
+    (Sized to the limit alone, the sort ran out of memory beside 17 GB of pairs on an 80 GB H100, and the
+    shard went without its degree order: bottom-up's third level at scale 26 took 3.1 ms instead of 1.7.)"""
     from .device_memory import worker_device_memory_limit
 
     limit = worker_device_memory_limit()
-    return None if limit is None else max(1 << 20, limit // ORDER_BYTES_PER_ENTRY)
+    if limit is None:
+        return None
+    free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
+    return max(1 << 20, min(limit, free) // ORDER_BYTES_PER_ENTRY)
 
 
 def _bottom_up_rows(shard: Shard):

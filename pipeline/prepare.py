@@ -204,7 +204,8 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     # The spill tree is this run's alone (a fresh token); whatever stops the run -- an error in a task,
     # on the client, or Ctrl-C -- removes it, so a failed run leaves no bucket files behind.
     with spill_space(client, choice.tier, spill_dir) as space:
-        spec = ShuffleSpec(choice.tier, device, n, nparts, directed, rows, space.root, jit, shard_dir)
+        spec = ShuffleSpec(choice.tier, device, n, nparts, directed, rows, space.root, jit, shard_dir,
+                           on_device=choice.on_device and choice.tier == "host")
         graph = _prepare(edges, client, spec, workers, progress, stages, space.futures, choice)
     if layout.kind == "1d":
         return graph
@@ -248,7 +249,8 @@ def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], pro
         wall = {"chunks": t_chunks - t0, "build": t_build - t_chunks, "finish": construction - (t_build - t0)}
         summarize(stages, spec.tier, wall, chunk_records, owners, source_s, other_s)
         stages["tier"] = {"tier": spec.tier, "batch_entries": choice.batch_entries, "batch_rows": spec.batch_rows,
-                          "limit_bytes": choice.limit, "estimates_bytes": choice.estimates}
+                          "on_device": spec.on_device, "limit_bytes": choice.limit,
+                          "estimates_bytes": choice.estimates}
     directed = spec.directed
     return ShardedGraph(
         client=client, shards=shards, workers=[workers[r % len(workers)] for r in range(spec.nparts)],

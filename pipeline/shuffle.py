@@ -157,7 +157,8 @@ def choose_tier(client, num_vertices: int, num_tuples: int, nparts: int, directe
                           device_memory=mem.device_memory, resident=mem.resident)
     forced = forced_tier()
     if forced is not None:
-        choice = TierChoice(forced, choice.batch_entries, {**choice.estimates, "forced": forced}, choice.limit)
+        choice = TierChoice(forced, choice.batch_entries, {**choice.estimates, "forced": forced}, choice.limit,
+                            choice.on_device)
     return choice
 
 

@@ -12,7 +12,9 @@ parcel waits:
   owner's whole block, so the owner builds at once.  16 bytes per adjacency entry on the CPU.
 * ``"host"``: each owner's entries grouped by row batch as ``[row - lo, column]`` pairs of 32-bit ids
   (when ids fit) in host memory (:class:`HostPiece`), as Dask task outputs that Dask's memory manager
-  may move to its local directory (dask-cuda: device -> host -> disk).  8 bytes per entry.
+  may move to its local directory (dask-cuda: device -> host -> disk).  8 bytes per entry.  On GPU
+  workers whose device holds the pairs beside the build (``on_device``, chosen with the tier), the pairs
+  stay in device memory: the same parcels, without the copies to the host and back.
 * ``"disk"``: the same pairs written to one raw file per (chunk, owner, kind) under the run's spill
   folder (:class:`DiskPiece` keeps only the batch offsets); the owner reads each batch's slice of every
   file with an explicit read (not a memory map: mapped pages stay resident) and deletes the files.
@@ -55,6 +57,7 @@ class ShuffleSpec:
     root: str | None = None  # the disk tier's folder for this run (created and removed by the caller)
     jit: bool = True  # CPU: Numba kernels; False: their NumPy twins, so that workers never import Numba
     shard_dir: str | None = None  # owners write their shards' arrays to files here (see build_owner)
+    on_device: bool = False  # GPU workers, host tier: the pairs stay in device memory (see the module notes)
 
     def __post_init__(self):
         if self.tier not in TIERS:
@@ -80,7 +83,8 @@ class ShuffleSpec:
 
 class HostPiece(NamedTuple):
     """What one chunk sends to one owner in the host tier: entries ``[row - lo, column]`` (local row,
-    global column) of the graph's local dtype (int32 when ids fit), grouped by row batch.
+    global column) of the graph's local dtype (int32 when ids fit), grouped by row batch (NumPy arrays, or
+    CuPy arrays where the pairs stay on the device).
 
     A tuple, so that Dask's ``sizeof`` counts its arrays (its memory manager spills by that count).
     """
@@ -144,12 +148,15 @@ def send_chunk(edges: Any, chunk: int, spec: ShuffleSpec) -> tuple[list, dict]:
         for arr in (p.out, p.inc)[:spec.kinds]:
             with times("sort"):
                 local, offs = be.sort_by_batch(arr, lo, spec.batch_rows, spec.nbatches, local_dtype(spec.num_vertices))
-            with times("d2h"):
-                local = be.to_host(local)
+            if not spec.on_device:
+                with times("d2h"):
+                    local = be.to_host(local)
             grouped.append((local, offs))
             times.add("entries", local.shape[0])
-        with times("d2h"):
-            loops = be.to_host((p.loops - lo).astype(local_dtype(spec.num_vertices)))
+        loops = (p.loops - lo).astype(local_dtype(spec.num_vertices))
+        if not spec.on_device:
+            with times("d2h"):
+                loops = be.to_host(loops)
         parcels.append(_store(spec, r, chunk, grouped, loops, times))
     return parcels, times.as_dict()
 
@@ -157,9 +164,10 @@ def send_chunk(edges: Any, chunk: int, spec: ShuffleSpec) -> tuple[list, dict]:
 def _store(spec: ShuffleSpec, owner: int, chunk: int, grouped: list, loops: np.ndarray, times: StageTimes):
     """One owner's grouped entries as the tier keeps them: in host memory, or written to its files."""
     if spec.tier == "host":
+        where = "device_bytes" if spec.on_device else "host_bytes"
         for local, _ in grouped:
-            times.add("host_bytes", local.nbytes)
-        times.add("host_bytes", loops.nbytes)
+            times.add(where, local.nbytes)
+        times.add(where, loops.nbytes)
         (out, ob), (inc, ib) = grouped[0], (grouped[1] if spec.directed else (None, None))
         return HostPiece(out, ob, inc, ib, loops)
     d = os.path.dirname(disk_path(spec.root, owner, chunk, 0))
@@ -184,7 +192,8 @@ class Inbox:
 
     ``row_base`` is what the builder subtracts from the rows it reads: ``lo`` for the memory tier's global
     rows, 0 for the local rows of the other tiers.  Arrays come back as they are stored (host NumPy, or
-    device arrays of the GPU's memory tier); the builder moves them to its device.
+    device arrays of the GPU's memory tier and of its host tier's pairs on the device); the builder moves
+    them to its device.
     """
 
     def __init__(self, spec: ShuffleSpec, rank: int, parcels: list):

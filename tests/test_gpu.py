@@ -218,3 +218,44 @@ def test_degree_order_sorts_by_ranges_sized_to_the_device_memory_limit():
         cluster = client.cluster
         client.close()
         cluster.close()
+
+
+@pytest.mark.parametrize("nparts", [1, 2])
+@pytest.mark.parametrize("directed", [False, True])
+def test_gpu_tiers_give_the_same_shards(directed, nparts, tmp_path):
+    """On a dask-cuda worker, the memory tier, the host tier with its 32-bit pairs left in device memory (a
+    small graph fits) and the disk tier build the same shards with the same degree-ordered bottom-up rows,
+    over several row batches where batched."""
+    import dask
+
+    from breadth.pipeline import kronecker, prepare
+    from breadth.pipeline.cluster import local_cuda_cluster
+
+    client = local_cuda_cluster(workers=1)
+    try:
+        el = kronecker(14, seed=3, chunk_edges=40_000, device="gpu")
+        el.directed = directed
+        got = {}
+        for tier in ("memory", "host", "disk"):
+            stages: dict = {}
+            with dask.config.set({"breadth.shuffle.tier": tier}):
+                g = prepare(el, client, device="gpu", nparts=nparts, spill_dir=str(tmp_path), batch_entries=50_000,
+                            stages=stages)
+            assert stages["tier"]["on_device"] == (tier == "host")
+            if tier != "memory":
+                assert all(len(o["batches"]) > 1 for o in stages["owners"])
+            got[tier] = ([s.to(np) for s in client.gather(g.shards)], g.num_edges, g.num_self_loops)
+            g.release()
+        for tier in ("host", "disk"):
+            assert got[tier][1:] == got["memory"][1:]
+            for a, b in zip(got["memory"][0], got[tier][0]):
+                np.testing.assert_array_equal(a.offsets, b.offsets)
+                np.testing.assert_array_equal(a.columns, b.columns)
+                np.testing.assert_array_equal(a.meta["bu_columns"], b.meta["bu_columns"])  # the degree order
+                if directed:
+                    np.testing.assert_array_equal(a.in_offsets, b.in_offsets)
+                    np.testing.assert_array_equal(a.in_columns, b.in_columns)
+    finally:
+        cluster = client.cluster
+        client.close()
+        cluster.close()

@@ -138,3 +138,22 @@ def test_ingest_under_a_limit_completes(tmp_path):
     assert "memory plan: limit 300MB" in r.stderr
     assert (store / "manifest.json").exists()
     assert not list((tmp_path / "spill").iterdir())  # bucket files and Dask's scratch folder are gone
+
+
+def test_gpu_host_tier_keeps_its_pairs_on_a_device_that_holds_them():
+    """GPU workers whose device holds the host tier's 32-bit pairs beside the build keep them there (no
+    copies to the host and back); a smaller GPU sends them to the host; CPU workers never keep them on a
+    device.  Kronecker scale 26 (2**30 tuples, one owner), 128 GB of host memory."""
+    from breadth.pipeline.memory_plan import choose_tier
+
+    host = 128 << 30
+    kw = dict(num_vertices=1 << 26, num_tuples=1 << 30, nparts=1, workers=1, threads=1, device="gpu")
+    h100 = choose_tier(host, device_memory=int(0.8 * 80e9), **kw)  # dask-cuda's default limit: 80 %
+    assert (h100.tier, h100.on_device) == ("host", True)
+    assert h100.estimates["gpu_pairs"] <= 0.8 * 0.8 * 80e9 < h100.estimates["gpu_memory"]
+    small = choose_tier(host, device_memory=24 << 30, **kw)
+    assert (small.tier, small.on_device) == ("host", False)
+    unlimited = choose_tier(None, device_memory=None, **kw)  # the memory tier (pairs on the device if forced)
+    assert (unlimited.tier, unlimited.on_device) == ("memory", True)
+    cpu = choose_tier(host, **{**kw, "device": "cpu"})
+    assert not cpu.on_device and "gpu_pairs" not in cpu.estimates
