@@ -9,8 +9,10 @@ runs ``--roots`` Graph500 searches (warm-up first, each timed between barriers, 
 one validated on the device (the five rules).  TEPS follow Graph500 (input tuples in the root's component
 over the search time), harmonic mean.  Every rank's per-level records (direction, frontier, local, exchange,
 reduction seconds, bytes) go to the JSON.  ``--commbench`` first times each protocol's communicator
-inside a session: 64 MB alltoallv between ranks 0 and 1 (GB/s per direction), the one-element all-reduce
-and the engine's counters round; with it, ``--raw-ucxx`` times ucxx itself between the same two rank
+inside a session: 1-64 MB alltoallv between ranks 0 and 1 (GB/s per direction; sizes unknown to the
+receiver, so a header first), the same as the device engine's sized rounds (``exchange_device``, sizes known
+to both sides) where the communicator has them, the one-element all-reduce and the engine's counters
+round; with it, ``--raw-ucxx`` times ucxx itself between the same two rank
 processes (its low-level API, progressed in the rank's thread: 8-byte round trips of host and device
 buffers, and device transfers of the commbench sizes), the floor the UCX communicator is measured against.
 
@@ -79,6 +81,25 @@ def _commbench(engine, setup_s, sizes, reps):
         ok = bool((got[1 - r] == 1).all()) if r < 2 else True
         med = float(np.median(ts))
         res["pair"].append({"bytes": nb, "median_s": med, "GBps_per_direction": nb / med / 1e9, "ok": ok})
+    if comm.device_counters:
+        # the rounds the device engine runs (sizes known to both sides: no header round), ranks 0 and 1
+        res["sized_pair"] = []
+        for nb in sizes:
+            buf, into = cp.ones(nb, cp.uint8), cp.zeros(nb, cp.uint8)
+            peer = {1 - r: buf} if r < 2 else {}
+            back = {1 - r: into} if r < 2 else {}
+            for _ in range(3):
+                comm.exchange_device(peer, back)
+            ts = []
+            for _ in range(reps):
+                comm.barrier()
+                t0 = time.perf_counter()
+                comm.exchange_device(peer, back)
+                comm.wait("sized pair")
+                ts.append(time.perf_counter() - t0)
+            med = float(np.median(ts))
+            res["sized_pair"].append({"bytes": nb, "median_s": med, "GBps_per_direction": nb / med / 1e9,
+                                      "ok": bool((into == 1).all()) if r < 2 else True})
     return res
 
 
@@ -272,7 +293,10 @@ def main() -> None:
                         print(f"comm {proto} x{p}: allreduce {r0['allreduce1_us']:.1f} us, counters {r0['counters_us']:.1f} us, "
                               f"allgatherv(small) {r0['allgatherv_small_us']:.1f} us, "
                               + ", ".join(f"{q['bytes'] >> 20} MB {q['GBps_per_direction']:.0f} GB/s ok={q['ok']}"
-                                          for q in r0["pair"]), flush=True)
+                                          for q in r0["pair"])
+                              + "; sized rounds: " + ", ".join(f"{q['bytes'] >> 20} MB {q['GBps_per_direction']:.0f} GB/s "
+                                                             f"ok={q['ok']}" for q in r0.get("sized_pair", [])),
+                              flush=True)
                     except Exception as e:
                         out["errors"].append({"comm": proto, "gpus": p, "error": traceback.format_exc()})
                         print(f"comm {proto} x{p} FAILED: {e!r}", flush=True)

@@ -6,11 +6,12 @@ sends on endpoints of its own.  UCX picks shared memory, TCP, InfiniBand or NVLi
 CuPy arrays device to device when it is built with CUDA.
 
 No event loop: the rank's own thread posts sends and receives (``tag_send``/``tag_recv``, which return at
-once) and progresses the worker until its requests complete -- a busy poll of ``_SPIN_S``, then
-``progress_worker_event`` (the worker's epoll wakeup, which leaves the CPU to other ranks) -- bounded by
-``timeout``.  Receives match on the 64-bit tag alone (UCX matches per worker, whatever the endpoint), so a
-tag carries what a message is, its round's sequence number and its sender (:func:`_tag`): a message can
-never be taken for another round's or another peer's.
+once) and progresses the worker until its requests complete -- a busy poll of ``_SPIN_S``
+(``_DEVICE_SPIN_S`` for rounds that move device buffers), then ``progress_worker_event`` (the worker's
+epoll wakeup, which leaves the CPU to other ranks) -- bounded by ``timeout``.  Receives match on the
+64-bit tag alone (UCX matches per worker, whatever the endpoint), so a tag carries what a message is, its
+round's sequence number and its sender (:func:`_tag`): a message can never be taken for another round's
+or another peer's.
 
 Two kinds of rounds:
 
@@ -78,6 +79,10 @@ _HELLO, _GOODBYE = 0, 1  # indices of the control messages (their sequence field
 _SPIN_S = 5e-5  # busy-poll the worker this long before waiting on its epoll wakeup (ranks may share cores)
 # (GPU ranks polling 2 ms, as NCCL's waits do, were slower on an H100: a one-element all-reduce 141 us against
 # 91 us, benchmarks/results/ucx_one_gpu_h100_spin2ms.json.gz)
+# Rounds that move device buffers poll longer: the CUDA IPC copies' completion does not wake the worker's
+# epoll, so a wait that went to sleep returned late (two ranks on one H100: a 64 MB sized round at 103 GB/s
+# per direction against raw ucxx's 158, 134 GB/s when polled; benchmarks/results/ucx_sized_rounds_h100_*.json.gz)
+_DEVICE_SPIN_S = 2e-3
 _EVENT_MS = 2  # longest sleep in the worker's epoll wait between checks of time, liveness and cancellation
 _CHECK_EVERY_S = 0.005  # how often a long wait looks at goodbyes, the timeout and the task's cancellation
 _CANCEL_EVERY_S = 0.2  # how often it asks the Dask worker whether the session was cancelled
@@ -246,17 +251,19 @@ class UCXCommunicator(PeerCommunicator):
         self._failed = err
         raise err
 
-    def _wait(self, reqs: list, what: str, round_of: tuple[int, int] | None, limit: float | None = None) -> None:
-        """Progress the worker until every ``(peer, request)`` of ``reqs`` completed; ``round_of`` is
-        ``(goodbye field, sequence number)`` of the round, so that a peer whose goodbye says it never
-        joined that round fails the wait at once.  Raises ``CommError`` on a failed request, a closed or
-        silent peer (``limit`` seconds, default ``timeout``) or a cancelled session."""
+    def _wait(self, reqs: list, what: str, round_of: tuple[int, int] | None, limit: float | None = None,
+              spin: float = _SPIN_S) -> None:
+        """Progress the worker until every ``(peer, request)`` of ``reqs`` completed, busy for ``spin``
+        seconds, then sleeping on the worker's wakeup; ``round_of`` is ``(goodbye field, sequence number)``
+        of the round, so that a peer whose goodbye says it never joined that round fails the wait at once.
+        Raises ``CommError`` on a failed request, a closed or silent peer (``limit`` seconds, default
+        ``timeout``) or a cancelled session."""
         pending = [(p, r) for p, r in reqs if not self._done(p, r, what)]
         if not pending:
             return
         worker = self._worker
         t0 = time.perf_counter()
-        spin_until = t0 + _SPIN_S
+        spin_until = t0 + spin
         while True:  # the common case: a few µs
             worker.progress()
             pending = [(p, r) for p, r in pending if not self._done(p, r, what)]
@@ -355,7 +362,9 @@ class UCXCommunicator(PeerCommunicator):
             elif nbytes:
                 reqs.append((p, self._recv(p, arr, _SLOT_DATA, seq)))
             out[p] = arr
-        self._wait(reqs, what, (1, seq))
+        on_device = any(device and b.nbytes > _INLINE for b, device in bufs.values()) or any(
+            self._cp is not None and isinstance(a, self._cp.ndarray) and a.nbytes > _INLINE for a in out.values())
+        self._wait(reqs, what, (1, seq), spin=_DEVICE_SPIN_S if on_device else _SPIN_S)
         return out
 
     # -- sized rounds --------------------------------------------------------------------------------
@@ -375,7 +384,9 @@ class UCXCommunicator(PeerCommunicator):
         reqs = [(p, self._recv(p, into.get(id(b), b), _SIZED, seq, i)) for p, xs in rl.items()
                 for i, b in enumerate(xs)]
         reqs += [(p, self._send(p, a, _SIZED, seq, i)) for p, xs in sl.items() for i, a in enumerate(xs)]
-        self._wait(reqs, f"{what} (round #{seq})", (2, seq))
+        on_device = self._cp is not None and any(isinstance(b, self._cp.ndarray) and id(b) not in into
+                                                 for xs in (*sl.values(), *rl.values()) for b in xs)
+        self._wait(reqs, f"{what} (round #{seq})", (2, seq), spin=_DEVICE_SPIN_S if on_device else _SPIN_S)
         for b, h in staged:
             b.set(h)
 
