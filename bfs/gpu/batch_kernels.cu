@@ -150,7 +150,7 @@ extern "C" __global__ void batch_finish(const i64* __restrict__ touched, i64 tn,
 
 // Bottom-up, short rows: a thread per owned vertex ORs its in-neighbours' frontier words until it has every
 // missing running search, recording each search's parent as the first neighbour that brings it.  Rows of
-// `long_rows` (longer than BU_LONG, when deferring) are left to batch_bu_long: their next word is cleared
+// `long_rows` (longer than _BU_LONG of batch_kernels.py) are left to batch_bu_long: their next word is cleared
 // here, for the long rows' warps to OR into.
 extern "C" __global__ void batch_bu(const i64* __restrict__ offsets, const col_t* __restrict__ cols,
                                     const u64* __restrict__ frontier, const u64* __restrict__ nonzero, int sparse,

@@ -54,8 +54,11 @@ _SOURCE = read("batch_kernels.cu")
 
 _KERNELS = ("batch_td", "batch_claim", "batch_clear", "batch_finish", "batch_bu", "batch_bu_long", "batch_bu_long_end",
             "batch_derive", "batch_levels", "batch_nonzero")
-#: rows longer than this go to warps in bottom-up, in tasks of _BU_CHUNK entries (BU_CHUNK of the CUDA source)
-_BU_LONG, _BU_CHUNK = 32, 1024
+#: rows longer than this go to warps in bottom-up, in tasks of _BU_CHUNK entries (BU_CHUNK of the CUDA source).
+#: Scale 26, 64 roots on an H100, pass seconds by threshold: 8: 0.264, 32: 0.231, 128: 0.207, 512: 0.201,
+#: 4096: 0.220 (benchmarks/results/batch_cli_gpu_h100_s26_long_rows_sweep.json): a lane walks a row of a few
+#: hundred entries faster than a warp's steps (a scan and an atomic each) cover it
+_BU_LONG, _BU_CHUNK = 512, 1024
 #: the most blocks of a grid-stride launch
 _MAX_BLOCKS = 1 << 16
 #: the share of the device's free memory that recorded parents may take (else they are derived after the pass)
