@@ -42,7 +42,7 @@ def summarize(records: list[dict], t0: float) -> dict:
     return {"tasks": dict(sorted(out.items(), key=lambda kv: kv[1]["first_s"])), "worker_busy_s": dict(busy)}
 
 
-def one(client, inp: list[str]) -> dict:
+def one(client, inp: list[str], batch_entries: int | None = None) -> dict:
     from distributed import get_task_stream
 
     from breadth.pipeline import prepare, read_parquet
@@ -53,12 +53,13 @@ def one(client, inp: list[str]) -> dict:
         p0 = time.perf_counter()
         el = read_parquet(inp, client=client)
         p1 = time.perf_counter()
-        g = prepare(el, client, stages=stages)
+        g = prepare(el, client, stages=stages, batch_entries=batch_entries)
         p2 = time.perf_counter()
     s = summarize(ts.data, t0)
     del g, el
+    owners = [{k: round(v, 3) for k, v in o.items() if k.endswith("_s")} for o in stages.get("owners", [])]
     return {"read_relabel_s": p1 - p0, "prepare_s": p2 - p1, "total_s": p2 - p0,
-            "prepare_wall": stages.get("wall_s"), **s}
+            "prepare_wall": stages.get("wall_s"), "tier": stages.get("tier"), "owners": owners, **s}
 
 
 def main() -> None:
@@ -67,6 +68,8 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--runs", type=int, default=2)
     p.add_argument("--json", default=None)
+    p.add_argument("--tier", default="auto", help="the shuffle's tier (Dask config breadth.shuffle.tier)")
+    p.add_argument("--batch-entries", type=int, default=None)
     a = p.parse_args()
     t = time.perf_counter()
     from breadth.pipeline import local_cluster
@@ -74,12 +77,16 @@ def main() -> None:
     t_import = time.perf_counter() - t
     client = local_cluster(a.workers)
     t_cluster = time.perf_counter() - t - t_import
-    runs = [one(client, a.input) for _ in range(a.runs)]
+    import dask
+
+    with dask.config.set({"breadth.shuffle.tier": a.tier}):
+        runs = [one(client, a.input, a.batch_entries) for _ in range(a.runs)]
     doc = {"import_s": t_import, "cluster_s": t_cluster, "runs": runs}
     for i, r in enumerate(runs):
         print(f"run {i}: read+relabel {r['read_relabel_s']:.2f} s, prepare {r['prepare_s']:.2f} s, "
               f"total {r['total_s']:.2f} s; busy {({k[-5:]: round(v, 2) for k, v in r['worker_busy_s'].items()})}",
               file=sys.stderr)
+        print(f"  tier {r['tier']}; owners {r['owners']}", file=sys.stderr)
         for name, t in r["tasks"].items():
             print(f"  {name:32s} n={t['n']:4d} compute {t['compute_s']:6.2f} s transfer {t['transfer_s']:5.2f} s "
                   f"[{t['first_s']:5.2f} .. {t['last_s']:5.2f}]", file=sys.stderr)
