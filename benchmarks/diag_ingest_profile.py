@@ -10,7 +10,6 @@ processes (imports, Numba's first dispatch, the files' first read) is the differ
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -71,6 +70,9 @@ def main() -> None:
     p.add_argument("--tier", default="auto", help="the shuffle's tier (Dask config breadth.shuffle.tier)")
     p.add_argument("--batch-entries", type=int, default=None)
     a = p.parse_args()
+    from results_file import machine, versions, write_json
+
+    start = machine()
     t = time.perf_counter()
     from breadth.pipeline import local_cluster
 
@@ -81,7 +83,9 @@ def main() -> None:
 
     with dask.config.set({"breadth.shuffle.tier": a.tier}):
         runs = [one(client, a.input, a.batch_entries) for _ in range(a.runs)]
-    doc = {"import_s": t_import, "cluster_s": t_cluster, "runs": runs}
+    doc = {"benchmark": "diag_ingest_profile", "machine": start, "versions": versions("pyarrow"),
+           "input": a.input, "workers": a.workers, "tier": a.tier, "batch_entries": a.batch_entries,
+           "import_s": t_import, "cluster_s": t_cluster, "runs": runs}
     for i, r in enumerate(runs):
         print(f"run {i}: read+relabel {r['read_relabel_s']:.2f} s, prepare {r['prepare_s']:.2f} s, "
               f"total {r['total_s']:.2f} s; busy {({k[-5:]: round(v, 2) for k, v in r['worker_busy_s'].items()})}",
@@ -92,8 +96,7 @@ def main() -> None:
                   f"[{t['first_s']:5.2f} .. {t['last_s']:5.2f}]", file=sys.stderr)
     print(f"import {t_import:.2f} s, cluster {t_cluster:.2f} s", file=sys.stderr)
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump(doc, f, indent=1)
+        write_json(a.json, doc)
     client.close()
 
 
