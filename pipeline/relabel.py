@@ -91,7 +91,7 @@ def _merge(*uniques) -> np.ndarray:
         arrs = [a.astype(np.uint64) for a in arrs]
     if len(arrs) == 1:
         return arrs[0]
-    if all(a.dtype == np.int64 for a in arrs):  # sorted unique int64 arrays: linear unions
+    if all(a.dtype == np.int64 for a in arrs):  # sorted unique int64 arrays: a bitmap or one in-place sort
         from .id_table import _collect, _mark
         from .sorted_merge import union_sorted
 

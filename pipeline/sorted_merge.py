@@ -1,4 +1,4 @@
-"""Linear merges of sorted, unique integer id arrays (Numba): the CPU relabeling's unions and lookups.
+"""Unions and lookups of sorted, unique integer id arrays (Numba): the CPU relabeling's owner steps.
 
 Owners of :mod:`breadth.pipeline.hash_relabel` keep their ids sorted: the union of the pieces the chunks
 send them is one in-place sort of their concatenation, and a chunk's lookup of its sorted piece is one walk
