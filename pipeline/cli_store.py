@@ -135,7 +135,7 @@ def generate(args) -> int:
         g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=chunk, jit=jit), client,
                     nparts=_nparts(st, client), spill_dir=spill_dir_for(args),
                     batch_entries=plan.batch_entries if plan else None, jit=jit, shard_dir=shard_dir,
-                    **partition_kw(args))
+                    search_order=False, **partition_kw(args))
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, ["--scale", args.scale, "--edgefactor", args.edgefactor,
                                                      "--seed", args.seed, *_partition_flags(args)]))
@@ -217,7 +217,7 @@ def ingest(args) -> int:
             what=f"{el.num_vertices:,} vertices and {el.num_edges:,} tuples", client=client,
             chunk_edges=max(el.edges.chunks[0], default=1))
         g = prepare(el, client, nparts=_nparts(st, client), spill_dir=spill_dir_for(args), device=device,
-                    batch_entries=plan.batch_entries if plan else None, **partition_kw(args))
+                    batch_entries=plan.batch_entries if plan else None, search_order=False, **partition_kw(args))
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, flags), extra={"read_s": t_read})
         skipped = el.source.get("skipped_lines", 0)

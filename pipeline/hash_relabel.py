@@ -21,7 +21,7 @@ Each worker holds its share of the map plus what its chunks need; the client hol
 numbers.  The map back stays where step 2 left it, as a :class:`~breadth.bfs.id_map.PartitionedIdMap`.
 String ids stay Arrow string arrays throughout (pieces, parts, the map back), never Python strings.
 The array operations are the pure functions of :mod:`breadth.bfs.id_map` plus the ones below (sorted
-merges in Numba, :mod:`breadth.pipeline.sorted_merge` for integer ids and
+unions and lookup walks in Numba, :mod:`breadth.pipeline.sorted_merge` for integer ids and
 :mod:`breadth.pipeline.sorted_string_merge` for strings); :mod:`hash_relabel_gpu` has their
 CuPy twins (sort, searchsorted), and :func:`relabel_hashed` runs either set with one orchestration.
 This module itself imports no Numba, so that GPU workers never load it.
@@ -68,7 +68,7 @@ def chunk_split(edges: np.ndarray, nowners: int, dtype) -> tuple[np.ndarray, np.
 
     codes, uniq = factorize(_as_dtype(np.ascontiguousarray(edges).ravel(), dtype))
     owner = owner_of(uniq, nowners)
-    # sorted pieces (a sort of the chunk's distinct ids only) let owners merge and look up in linear time
+    # sorted pieces (a sort of the chunk's distinct ids only) let owners look up a piece in one walk
     # the ids are distinct, so any sort is stable: numpy's default (vectorised) argsort is 4x its mergesort
     by_value = np.argsort(uniq)
     small = owner.astype(np.uint16 if nowners <= 1 << 16 else np.int64)  # 16-bit keys: numpy's radix sort

@@ -118,7 +118,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
             directed: bool | None = None, device: str = "cpu", spill_dir: str | None = None,
             batch_entries: int | None = None, stages: dict | None = None, jit: bool = True,
             shard_dir: str | None = None, partition: str = "1d", grid: tuple[int, int] | None = None,
-            delegate_degree: int | None = None, **removed) -> ShardedGraph:
+            delegate_degree: int | None = None, search_order: bool = True, **removed) -> ShardedGraph:
     """Turn an edge list into per-worker CSR shards held in the workers' memory.
 
     ``nparts`` (default: the number of workers) owners each get a contiguous block of vertex ids;
@@ -168,6 +168,10 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     every rank).  Vertex ownership is 1D for all three; the 2D and delegate blocks are cut from the 1D shards
     on the workers (:func:`breadth.bfs.partitioned.partition_graph`).
 
+    ``search_order=False`` skips bottom-up's degree-ordered copy of the rows (4 bytes an entry, 2.1 s of each
+    owner's time at 2^26 web-crawl tuples; :mod:`breadth.pipeline.bottom_up_order`) for a graph that is not
+    searched where it was prepared: a shard store keeps the sorted rows only (``breadth generate``, ``ingest``).
+
     ``stages``: a dict that, when given, is filled with where the preparation's time went
     (:func:`breadth.pipeline.stages.summarize`): the tier (``stages["path"]``), wall seconds of the chunk
     and build phases, each chunk task's and each owner's stage seconds (split, sort, write; read, build,
@@ -206,7 +210,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     with spill_space(client, choice.tier, spill_dir) as space:
         spec = ShuffleSpec(choice.tier, device, n, nparts, directed, rows, space.root, jit, shard_dir,
                            on_device=choice.on_device and choice.tier == "host")
-        graph = _prepare(edges, client, spec, workers, progress, stages, space.futures, choice)
+        graph = _prepare(edges, client, spec, workers, progress, stages, space.futures, choice, search_order)
     if layout.kind == "1d":
         return graph
     t0 = time.perf_counter()
@@ -216,7 +220,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
 
 
 def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], progress: bool, stages: dict | None,
-             futures: list, choice) -> ShardedGraph:
+             futures: list, choice, search_order: bool = True) -> ShardedGraph:
     """:func:`prepare` through the shuffle of ``spec``; the futures go into ``futures`` so that a failed
     run can cancel them."""
     t0 = time.perf_counter()
@@ -236,7 +240,7 @@ def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], pro
     chunk_records = client.gather(sent.stages) if stages is not None else []
     del sent
     # CPU shards get theirs in the memory tier only (see breadth.pipeline.bottom_up_order)
-    if (spec.device == "gpu" and spec.nparts > 1) or (spec.device == "cpu" and spec.tier == "memory"):
+    if search_order and (spec.nparts > 1 if spec.device == "gpu" else spec.tier == "memory"):
         shards = _add_bottom_up_order(client, shards, workers, token, spec.device)
     summaries = client.gather([client.submit(_summary, s, workers=[workers[r % len(workers)]], pure=False)
                                for r, s in enumerate(shards)])

@@ -91,7 +91,7 @@ def _merge(*uniques) -> np.ndarray:
         arrs = [a.astype(np.uint64) for a in arrs]
     if len(arrs) == 1:
         return arrs[0]
-    if all(a.dtype == np.int64 for a in arrs):  # sorted unique int64 arrays: linear unions
+    if all(a.dtype == np.int64 for a in arrs):  # sorted unique int64 arrays: a bitmap or one in-place sort
         from .id_table import _collect, _mark
         from .sorted_merge import union_sorted
 
@@ -153,6 +153,26 @@ def _fast_span(meta: list[tuple]) -> int:
     return span if span <= FAST_SPAN_MAX else 0
 
 
+def _import_meanwhile(name: str):
+    """A future of module ``name``, imported by a thread of its own while the caller's tasks run: importing
+    ``dask.array`` takes 0.4-0.6 s in a fresh process (it loads SciPy's FFT where SciPy is installed), time
+    in which the workers of a fresh cluster would wait for their first chunk."""
+    import importlib
+    import threading
+    from concurrent.futures import Future
+
+    fut: Future = Future()
+
+    def run() -> None:
+        try:
+            fut.set_result(importlib.import_module(name))
+        except BaseException as e:  # noqa: BLE001  handed to the caller
+            fut.set_exception(e)
+
+    threading.Thread(target=run, name=f"import-{name}", daemon=True).start()
+    return fut
+
+
 def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, source: dict | None = None,
                          relabel: bool = True, persist: bool = True, chunk_rows: list[int] | None = None,
                          hashed: bool | None = None, meta: list[tuple] | None = None,
@@ -178,7 +198,6 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
     >>> el = edge_list_from_parts(snap_parts(["g.txt"]), client)   # doctest: +SKIP
     """
     import dask
-    import dask.array as da
     from distributed import default_client
 
     from breadth.bfs.id_map import PartitionedIdMap
@@ -188,6 +207,7 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
     from .hash_relabel import global_dtype, relabel_hashed
 
     client = client or default_client()
+    arrays = _import_meanwhile("dask.array")  # the edge list's type, needed once the chunks are relabeled
     source = dict(source or {})
     streamed = meta is not None
     if persist and not streamed:
@@ -214,6 +234,7 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
         if dtype != np.int64 or any(m[4] is not None and m[4] > INT64_MAX for m in meta):
             raise IngestError(f"relabel=False needs int64 ids; {source.get('path', 'input')} has "
                               f"{'str' if dtype == object else dtype} ids", path=source.get("path"))
+        da = arrays.result()
         blocks = [da.from_delayed(dask.delayed(_edges_only, pure=True)(p), shape=(r, 2), dtype=np.int64)
                   for p, r in zip(parts, rows) if r]
         n = max(m[4] for m in meta if m[4] is not None) + 1
@@ -222,6 +243,7 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
         # the hashed path reads each chunk once, in its split (raw ids are freed as soon as it is split)
         dense, out_map = relabel_hashed(client, parts, rows, dtype, worker_addresses(client), device=device,
                                         spill_dir=spill_dir)
+        da = arrays.result()
         blocks = [da.from_delayed(f, shape=(r, 2), dtype=np.int64) for f, r in zip(dense, [r for r in rows if r])]
         n = out_map.size
         source["relabel"] = "hash" if device == "cpu" else "hash_gpu"
@@ -241,6 +263,7 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
         lo = min(m[3] for m in meta if m[3] is not None)
         out_map = PartitionedIdMap([uniq[0]], np.array([0, n], np.int64), np.dtype(np.int64), "range",
                                    np.array([lo], np.int64), client)
+        da = arrays.result()
         blocks = [da.from_delayed(dask.delayed(_densify, pure=True)(p, table), shape=(r, 2), dtype=np.int64)
                   for p, r in zip(parts, rows) if r]
         source["relabel"] = "table"
