@@ -109,13 +109,14 @@ def order_sort_entries() -> int | None:
     graph's).  Scale 26 on one H200: construction 0.63-0.70 s with one sort, 0.75-0.78 s in ranges of 2^27.
     (Sized to the limit alone, the sort ran out of memory beside 17 GB of pairs on an 80 GB H100, and the
     shard went without its degree order: bottom-up's third level at scale 26 took 3.1 ms instead of 1.7.)"""
+    from breadth.bfs.gpu.kernels import free_device_bytes
+
     from .device_memory import worker_device_memory_limit
 
     limit = worker_device_memory_limit()
     if limit is None:
         return None
-    free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
-    return max(1 << 20, min(limit, free) // ORDER_BYTES_PER_ENTRY)
+    return max(1 << 20, min(limit, free_device_bytes()) // ORDER_BYTES_PER_ENTRY)
 
 
 def _bottom_up_rows(shard: Shard):

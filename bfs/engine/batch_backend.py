@@ -83,7 +83,7 @@ def cpu_batch_kernels() -> SimpleNamespace:
     return SimpleNamespace(
         name="cpu", xp=np, parent_dtype=_parent_dtype, to_host=np.asarray, synchronize=lambda: None,
         result_bytes=None, derives_parents=False, parents_in_place=False,
-        new_records=new_records, new_records_shape=lambda nloc, count: (nloc, count), record_roots=record_roots, records_fit=lambda nloc, count, num_vertices: True, lay_out=lay_out,
+        new_records=new_records, record_roots=record_roots, records_fit=lambda nloc, count, num_vertices: True, lay_out=lay_out,
         validation=SimpleNamespace(name="cpu", xp=np, to_host=np.asarray, checks_on_device=False),
         vertex_chunks=batch_frontier.vertex_chunks, finish_touched=finish_touched, bottom_up_step=bottom_up_step,
         top_down_step=top_down_step, claim_pairs=claim_pairs,

@@ -156,14 +156,14 @@ class BatchEngine:
             a.fill(0)
         self._words = self._group = None
         kept, self._found = self._found, None
-        if kept is not None and kept[0].shape != self.k.new_records_shape(s.num_local, roots.size):
-            kept = None  # let the last batch's records go before new ones are allocated
+        if kept is not None and (kept[0].size != s.num_local * roots.size or not s.num_local):
+            kept = None  # another batch size: the last batch's records go before new ones are allocated
         record = not self.k.derives_parents or (
             self.record_parents if self.record_parents is not None else
             kept is not None or self.k.records_fit(s.num_local, roots.size, s.num_vertices))
         if self.comm.size > 1:  # every rank records, or none: the exchanged rows' width follows
             record = bool(self.comm.allreduce(np.array([int(record)]), "min")[0])
-        if record:  # the last batch's arrays when they have the shape (fresh pages cost more than reuse)
+        if record:  # the last batch's arrays for as many roots (fresh pages cost more than reuse)
             self._found = self.k.new_records(s.num_local, roots.size, s.num_vertices, kept)
         # built on the host (at most 64 roots), then copied: one transfer per array on a GPU
         words = {}

@@ -46,7 +46,9 @@ from types import SimpleNamespace
 import cupy as cp
 import numpy as np
 
+from ..shard import column_dtype
 from .cuda_source import read
+from .kernels import free_device_bytes
 
 _THREADS = 256
 
@@ -199,23 +201,14 @@ def word_table(seen, planes):
     return table
 
 
-def _record_dtype(num_vertices: int) -> np.dtype:
-    return np.dtype(np.int32 if num_vertices < 2 ** 31 else np.int64)
-
-
 def new_records(nloc: int, count: int, num_vertices: int, old=None):
     """Recorded parents of ``count`` searches, ``((count, nloc),)`` on the device (int32 below 2**31
-    vertices, else int64), -1 until found; ``old``'s array reset where given (its shape:
-    ``new_records_shape``)."""
+    vertices, else int64: the shard's column dtype), -1 until found; ``old`` (the last batch's, of as many
+    searches) reset instead where given."""
     if old is None:
-        return (cp.full((count, nloc), -1, _record_dtype(num_vertices)),)
+        return (cp.full((count, nloc), -1, column_dtype(num_vertices)),)
     old[0].fill(-1)
     return old
-
-
-def new_records_shape(nloc: int, count: int) -> tuple[int, int]:
-    """The shape of :func:`new_records`' array."""
-    return (count, nloc)
 
 
 def record_roots(rec, local, search, root) -> None:
@@ -227,8 +220,7 @@ def record_roots(rec, local, search, root) -> None:
 def records_fit(nloc: int, count: int, num_vertices: int) -> bool:
     """Whether :func:`new_records` fits in ``RECORD_SHARE`` of the device's free memory (the memory pool's
     unused blocks counted as free)."""
-    free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
-    return nloc * count * _record_dtype(num_vertices).itemsize <= RECORD_SHARE * free
+    return nloc * count * column_dtype(num_vertices).itemsize <= RECORD_SHARE * free_device_bytes()
 
 
 def lay_out(seen, planes, rec, chunks, first: int, parent, level):
@@ -306,8 +298,7 @@ def gpu_batch_kernels() -> SimpleNamespace:
         name="gpu", xp=cp, parent_dtype=lambda n: np.dtype(np.int64), to_host=cp.asnumpy,
         synchronize=lambda: cp.cuda.get_current_stream().synchronize(),
         result_bytes=RESULT_BYTES, derives_parents=True, parents_in_place=True, validation=gpu_backend(),
-        vertex_chunks=long_row_tasks, new_records=new_records, new_records_shape=new_records_shape,
-        record_roots=record_roots, records_fit=records_fit,
+        vertex_chunks=long_row_tasks, new_records=new_records, record_roots=record_roots, records_fit=records_fit,
         lay_out=lay_out,
         finish_touched=finish_touched, bottom_up_step=bottom_up_step, top_down_step=top_down_step,
         claim_pairs=claim_pairs, pairs_by_owner=pairs_by_owner, nonzero_bits=nonzero_bits, encode=encode,

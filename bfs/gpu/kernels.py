@@ -62,6 +62,12 @@ _degree_bucket = cp.ElementwiseKernel(
     "breadth_degree_bucket")
 
 
+def free_device_bytes() -> int:
+    """Bytes this process may still allocate on its GPU: the device's free memory and the blocks CuPy's pool
+    holds unused (``cudaMemGetInfo`` counts those as used)."""
+    return int(cp.cuda.runtime.memGetInfo()[0]) + int(cp.get_default_memory_pool().free_bytes())
+
+
 def degree_buckets(offsets):
     """uint8 ``63 - bitlength(degree)`` per row of ``offsets`` (``(num_local,)``): the sort key that puts
     high-degree neighbours first; owners exchange theirs so every rank can order by global degree."""
