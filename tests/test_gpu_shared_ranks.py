@@ -105,6 +105,38 @@ def test_ucx_moves_device_arrays_between_processes_on_one_gpu(graphs):
         np.testing.assert_array_equal(red[2], [1, -1])
 
 
+def _batch_body(engine, setup_s, roots):
+    engine.search(roots)
+    lo = int(engine.shard.lo)
+    got = [tuple(cp.asnumpy(cp.asarray(a)) for a in engine.device_result(i)) for i in range(len(roots))]
+    return lo, got, engine._found is not None
+
+
+@pytest.mark.parametrize("protocol", ["ucx", "tcp"])
+@pytest.mark.parametrize("record", [None, False])
+def test_shared_gpu_batch_equals_single_searches(graphs, protocol, record):
+    """A batch on two GPU ranks: parents recorded in the pass (3-wide ``(vertex, bits, parent)`` rows through
+    the GPU claim kernel) or derived after it (2-wide rows); levels equal one rank's single searches, and
+    every reached vertex's parent is one level up (its root is its own parent)."""
+    from breadth.bfs.engine.batch_engine import BatchEngine
+
+    g1, g2 = graphs
+    roots = [int(r) for r in choose_roots(g1, 24, 11)]
+    ref = [p[0] for p in run_session(g1, _levels_body, roots, protocol="tcp")[0][1]]
+    kw = {} if record is None else {"record_parents": record}
+    parts = sorted(run_session(g2, _batch_body, roots, protocol=protocol, timeout=60.0, engine_class=BatchEngine,
+                               engine_kw=kw))
+    assert [recorded for _, _, recorded in parts] == [record is None] * 2
+    for i, root in enumerate(roots):
+        parent = np.concatenate([got[i][0] for _, got, _ in parts]).astype(np.int64)
+        level = np.concatenate([got[i][1] for _, got, _ in parts]).astype(np.int64)
+        np.testing.assert_array_equal(level, ref[i])
+        reached = np.flatnonzero(level > 0)
+        assert parent[root] == root and level[root] == 0
+        np.testing.assert_array_equal(level[parent[reached]], level[reached] - 1)
+        assert (parent[level < 0] == -1).all()
+
+
 def _kill_rank1_mid_search(engine, setup_s, roots):
     comm = engine.comm
     if comm.rank == 1:  # SIGKILL this worker process while the ranks are inside searches
