@@ -122,6 +122,31 @@ def test_exchange_among_groups(cluster, protocol):
         assert nbytes == 24 + 16 + 3 * 8
 
 
+def _mixed_sizes(comm, sizes):
+    # per round, each peer gets another size: inline in the slot, just past it, or a second message (UCX
+    # inlines up to 256 KiB on CPU ranks, 16 KiB on GPU ranks; the header says which); the slot buffers
+    # alternate between rounds
+    out = []
+    for rnd in range(len(sizes)):
+        send = [np.full(sizes[(rnd + comm.rank + d) % len(sizes)] // 8, 1000 * comm.rank + 10 * d + rnd, np.int64)
+                for d in range(comm.size)]
+        got = comm.alltoallv(send)
+        out.append([(int(g.size), int(g[0]) if g.size else None, int(g[-1]) if g.size else None) for g in got])
+    return out
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_alltoallv_sizes_around_the_inline_limits(cluster, protocol):
+    sizes = [8, (16 << 10) - 8, (16 << 10) + 64, 200_000, (256 << 10) + 8, 1 << 20, 0]
+    res = _on_ranks(cluster, _mixed_sizes, 3, sizes, protocol=protocol)
+    for r, rounds in enumerate(res):
+        for rnd, got in enumerate(rounds):
+            for s, (n, first, last) in enumerate(got):
+                k = sizes[(rnd + s + r) % len(sizes)] // 8
+                v = 1000 * s + 10 * r + rnd
+                assert (n, first, last) == (k, v if k else None, v if k else None), (r, rnd, s)
+
+
 def _large(comm, nbytes):
     # every rank sends a distinct large array to every peer at once: must not deadlock
     k = nbytes // 8

@@ -17,8 +17,8 @@ Two kinds of rounds:
 
 * **slot rounds** (``alltoallv``, ``allgather``, ``allreduce``, ``barrier``: shapes unknown to the
   receiver): one slot per peer, the :mod:`.wire_format` header followed by the payload itself when it is
-  a host array of at most ``_INLINE`` bytes (counters, barriers, small lists: one message each); a larger or
-  device payload follows as a second message, received straight into an array sized from the slot.  The
+  a host array of at most the rank's inline size (256 KiB on CPU ranks, 16 KiB on GPU ranks: counters,
+  barriers, frontiers and pair lists, one message each); a larger or device payload follows as a second message, received straight into an array sized from the slot.  The
   next round's slot receives are posted as soon as a round's slots arrive, so a small round finds its
   receives waiting.
 * **sized rounds** (``allgatherv``, ``gather_device``, ``exchange_device``, ``allgather_into``: sizes
@@ -40,6 +40,7 @@ it, and :meth:`UCXCommunicator.connect` raises ``ImportError`` with the install 
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -60,10 +61,16 @@ def _import_ucxx():
 
 
 # Every slot round's message starts with a slot: the header, then the payload itself when it is a host array
-# of at most _INLINE bytes (counters, barriers, short frontiers and pair lists), so those take one UCX message
-# instead of two.  A slot goes out at its length; its receive buffer, posted ahead, holds the largest.
+# of at most the rank's inline size (counters, barriers, frontiers and pair lists), so those take one UCX
+# message instead of two, into a receive posted ahead.  A slot goes out at its length; its receive buffer
+# holds the largest.  CPU ranks inline up to _INLINE_HOST bytes (two ranks at scale 20: a level's 31 KB of
+# pairs waited for the slot before the data's receive could be posted, 585-722 us against TCP's 471-655),
+# within _SLOTS_MAX bytes of receive buffers per rank; GPU ranks up to _INLINE (their large payloads are
+# device buffers).  The header's flags say whether a payload is inline, so the two sides need not agree.
 _INLINE = 1 << 14
-_SLOT = HEADER.size + _INLINE
+_INLINE_HOST = 1 << 18
+_SLOTS_MAX = 1 << 23
+_INLINED = 2  # header flag beside "device" (1)
 # Device arrays of at most _STAGE bytes travel through host memory (a copy to the host on the sender, one to
 # the device on the receiver): UCX moves a small device buffer between two processes on one H100 in a
 # 340 us round trip against 22 us for host bytes (benchmarks/results/ucx_one_gpu_h100.json.gz), and the
@@ -89,6 +96,22 @@ _CANCEL_EVERY_S = 0.2  # how often it asks the Dask worker whether the session w
 _BYE_S = 2.0  # how long close() waits for the peers' goodbyes (each peer's last round's data is then safe)
 
 
+# UCX settings for host-only ranks (a user's own UCX_* variables win).  Between two CPU processes on one host,
+# UCX's defaults moved 16 KB-800 KB messages by rendezvous over the shared-memory FIFO or CMA reads, slower
+# than a TCP socket; its put protocol (process_vm_writev) and eager messages up to 32 KB were faster at every
+# size (a round both ways, 3 alternating runs, benchmarks/diag_ucx_host.py -> results/ucx_cpu_settings.json):
+# 16 KB 44-58 -> 20 us, 64 KB 83-114 -> 58-61, 200 KB 168-284 -> 85, 800 KB 584-639 -> 159-179 (TCP sockets:
+# 24-51, 22-50, 46-127, 228-490 us).
+_HOST_UCX = {"RNDV_SCHEME": "put_zcopy", "RNDV_THRESH": "32k"}
+
+
+def _context_config(device: bool) -> dict[str, str]:
+    """UCX settings for this rank's context: :data:`_HOST_UCX` on CPU ranks, minus what the user set."""
+    if device:  # GPU ranks keep UCX's choice for device buffers (CUDA IPC), measured in bench_multigpu
+        return {}
+    return {k: v for k, v in _HOST_UCX.items() if f"UCX_{k}" not in os.environ}
+
+
 def _tag(kind: int, seq: int, sender: int, index: int = 0) -> int:
     """The 64-bit tag of message ``index`` of round ``seq`` of ``kind`` from rank ``sender``."""
     return (kind << 62) | ((seq & _SEQ_MASK) << (_RANK_BITS + _INDEX_BITS)) | (sender << _INDEX_BITS) | index
@@ -97,7 +120,8 @@ def _tag(kind: int, seq: int, sender: int, index: int = 0) -> int:
 def _slot(seq: int, dtype: np.dtype, device: bool, shape: tuple, nbytes: int, inline: Any = None) -> np.ndarray:
     buf = np.empty(HEADER.size + (nbytes if inline is not None else 0), np.uint8)
     dims = list(shape) + [0] * (MAXDIM - len(shape))
-    HEADER.pack_into(buf, 0, MAGIC, seq, dtype.str.encode(), int(device), len(shape), nbytes, *dims)
+    flags = int(device) | (_INLINED if inline is not None else 0)
+    HEADER.pack_into(buf, 0, MAGIC, seq, dtype.str.encode(), flags, len(shape), nbytes, *dims)
     if inline is not None and nbytes:
         buf[HEADER.size:HEADER.size + nbytes] = inline.reshape(-1).view(np.uint8)
     return buf
@@ -150,7 +174,9 @@ class UCXCommunicator(PeerCommunicator):
         self._failed: CommError | None = None
         self._cancelled = task_cancelled_probe()
         # the next slot round's receives, posted ahead into one of two buffers per peer (by seq parity)
-        self._slot_bufs = {p: (np.empty(_SLOT, np.uint8), np.empty(_SLOT, np.uint8)) for p in self._peers}
+        self._inline = _INLINE if device else max(_INLINE, min(_INLINE_HOST, _SLOTS_MAX // (2 * max(size - 1, 1))))
+        slot = HEADER.size + self._inline
+        self._slot_bufs = {p: (np.empty(slot, np.uint8), np.empty(slot, np.uint8)) for p in self._peers}
         self._slot_reqs: dict[int, Any] = {}
         # each peer's goodbye ([digest, last slot round, last sized round]), posted once
         self._bye_bufs = {p: np.zeros(3, np.int64) for p in self._peers}
@@ -179,7 +205,7 @@ class UCXCommunicator(PeerCommunicator):
         deadline = time.monotonic() + timeout
         left = lambda: max(0.01, deadline - time.monotonic())  # noqa: E731
         digest = int.from_bytes(session_digest(session), "little") & _SEQ_MASK
-        ctx = api.UCXContext(feature_flags=(api.Feature.TAG, api.Feature.WAKEUP))
+        ctx = api.UCXContext(config_dict=_context_config(device), feature_flags=(api.Feature.TAG, api.Feature.WAKEUP))
         worker = api.UCXWorker(ctx)
         worker.init_blocking_progress_mode()
         accepted: list = []  # the endpoints of the peers' connections to us: they send on them, we on our own
@@ -275,7 +301,15 @@ class UCXCommunicator(PeerCommunicator):
         next_check = next_cancel = t0
         while pending:
             worker.progress_worker_event(_EVENT_MS)
-            pending = [(p, r) for p, r in pending if not self._done(p, r, what)]
+            # woken (or timed out): poll a while before sleeping again, since a round's next step (a
+            # rendezvous's reply, the data after a slot) follows within microseconds and another epoll
+            # wake-up costs tens of them
+            rearm = time.perf_counter() + _SPIN_S
+            while True:
+                pending = [(p, r) for p, r in pending if not self._done(p, r, what)]
+                if not pending or time.perf_counter() >= rearm:
+                    break
+                worker.progress()
             now = time.perf_counter()
             if not pending or now < next_check:
                 continue
@@ -330,7 +364,7 @@ class UCXCommunicator(PeerCommunicator):
         for p, (buf, device) in bufs.items():
             if buf.ndim > MAXDIM:
                 raise ValueError(f"arrays of at most {MAXDIM} dimensions can be sent, got {buf.ndim}")
-            inline = buf.nbytes <= _INLINE
+            inline = buf.nbytes <= (_STAGE if device else self._inline)
             slot = _slot(seq, buf.dtype, device, buf.shape, buf.nbytes,
                          (buf.get() if device else buf) if inline else None)
             keep.append(slot)
@@ -344,16 +378,17 @@ class UCXCommunicator(PeerCommunicator):
         for p in self._peers:
             slot = self._slot_bufs[p][seq % 2]
             self._post_slot(p, seq + 1)  # into the other buffer: this one is read below
-            magic, rseq, dt, device, ndim, nbytes, *shape = HEADER.unpack_from(slot)
+            magic, rseq, dt, flags, ndim, nbytes, *shape = HEADER.unpack_from(slot)
             if magic != MAGIC or rseq != seq:
                 self._fail(CommError(f"rank {self.rank}: rank {p} is out of step (message #{rseq}, expected "
                                      f"#{seq})", peer=p))
+            device, inline = bool(flags & 1), bool(flags & _INLINED)
             dtype, shape = np.dtype(dt.rstrip(b"\0").decode()), tuple(shape[:ndim])
             if device and not synced:  # the pool may hand out memory that queued kernels still use
                 self._cp.cuda.get_current_stream().synchronize()
                 synced = True
             arr = self._cp.empty(shape, dtype) if device else np.empty(shape, dtype)
-            if nbytes and nbytes <= _INLINE:
+            if nbytes and inline:
                 data = slot[HEADER.size:HEADER.size + nbytes]
                 if device:
                     arr.reshape(-1).view(np.uint8).set(data)
@@ -362,8 +397,8 @@ class UCXCommunicator(PeerCommunicator):
             elif nbytes:
                 reqs.append((p, self._recv(p, arr, _SLOT_DATA, seq)))
             out[p] = arr
-        on_device = any(device and b.nbytes > _INLINE for b, device in bufs.values()) or any(
-            self._cp is not None and isinstance(a, self._cp.ndarray) and a.nbytes > _INLINE for a in out.values())
+        on_device = any(device and b.nbytes > _STAGE for b, device in bufs.values()) or any(
+            self._cp is not None and isinstance(a, self._cp.ndarray) and a.nbytes > _STAGE for a in out.values())
         self._wait(reqs, what, (1, seq), spin=_DEVICE_SPIN_S if on_device else _SPIN_S)
         return out
 
