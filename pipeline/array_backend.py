@@ -115,13 +115,7 @@ def _gpu_bottom_up_order(shard):
     degree-ordered rows, built with the shard so that construction time counts them (several ranks get
     theirs from :func:`~breadth.pipeline.prepare`, which gathers every owner's degrees)."""
     if shard.nparts == 1:
-        from breadth.bfs.gpu.kernels import degree_ordered_columns
+        from .build_csr_gpu import attach_bottom_up_order
 
-        from .build_csr_gpu import order_sort_entries
-
-        bu_off, bu_col = (shard.in_offsets, shard.in_columns) if shard.directed else (shard.offsets, shard.columns)
-        # None when device memory is short
-        ordered = degree_ordered_columns(bu_off, bu_col, sort_entries=order_sort_entries())
-        if ordered is not None:
-            shard.meta["bu_columns"] = ordered
+        attach_bottom_up_order(shard)
     return shard

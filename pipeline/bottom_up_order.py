@@ -16,6 +16,11 @@ import numpy as np
 from breadth.bfs.shard import Shard
 
 
+#: ``shard.meta`` key of the reason a shard went without its degree order (a GPU shard whose device lacked
+#: memory for the order's sort); :func:`breadth.pipeline.prepare.prepare` warns naming those owners
+ORDER_DROPPED = "bottom_up_order_dropped"
+
+
 def _bottom_up_rows(shard: Shard):
     # bottom-up looks for parents among in-neighbours: the CSC rows of a directed graph
     return (shard.in_offsets, shard.in_columns) if shard.directed else (shard.offsets, shard.columns)

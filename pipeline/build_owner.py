@@ -125,7 +125,7 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
     (offs_out, cols_out), (in_off, in_col) = csr[0], (csr[1] if spec.directed else (None, None))
     shard = Shard(rank, spec.nparts, n, inbox.lo, inbox.hi, offs_out, cols_out, tdeg.astype(xp.int32, copy=False),
                   loops, in_off, in_col)
-    if be.finish:
+    if be.finish and spec.search_order:
         with times("bottom_up_order"):
             shard = be.finish(shard)
     if xp is not np:

@@ -240,7 +240,7 @@ def _dispatch(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``breadth`` command: parse, check, run; every failure is one ``breadth: error:`` line."""
-    from .cli_errors import quiet_logs, report_failures
+    from .cli_errors import quiet_logs, report_failures, warnings_as_lines
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -248,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     args.log_level = quiet_logs(args.verbose)
+    warnings_as_lines()
     return report_failures(lambda: _dispatch(args), verbose=args.verbose,
                            resumable=args.cmd in ("generate", "ingest"))
 

@@ -138,6 +138,18 @@ def quiet_logs(verbose: bool) -> int:
     return level
 
 
+def warnings_as_lines() -> None:
+    """Python warnings raised in this process (fewer roots than asked, shards without bottom-up's degree
+    order) as one ``breadth: warning:`` line each on stderr, without the file, line and source that Python
+    prints by default."""
+    import warnings
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        sys.stderr.write(f"breadth: warning: {message}\n")
+
+    warnings.showwarning = show
+
+
 def report_failures(fn: Callable[[], int], verbose: bool = False, resumable: bool = False) -> int:
     """Run ``fn`` (a command) and turn whatever escapes it into one ``breadth: error:`` line and an exit
     status; with ``verbose`` the traceback is printed first.  ``resumable``: the command writes a store,

@@ -15,8 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-
-import numpy as np
+import warnings
 
 from breadth.bfs.dask_workers import worker_addresses
 from breadth.bfs.partitioned import partition_graph
@@ -24,6 +23,7 @@ from breadth.bfs.partitioning import Partitioning
 from breadth.bfs.shard import block_size
 from breadth.bfs.sharded_graph import ShardedGraph
 
+from .bottom_up_order import ORDER_DROPPED
 from .build_owner import build_owner
 from .device_choice import resolve_device
 from .edges import EdgeList
@@ -81,11 +81,23 @@ def _owner_stages(shard) -> dict:
     return shard.meta.get("prepare_stages", {})
 
 
-def _summary(shard) -> tuple[int, int, int, int]:
+def _summary(shard) -> tuple[int, int, int, int, str | None]:
     # a shard built to files brings its sums: reading its maps would make them resident in the worker
     sums = shard.meta.get("sums") or {"self_loops": int(shard.self_loops.sum()),
                                       "tuple_degree": int(shard.tuple_degree.sum())}
-    return shard.num_local_edges, sums["self_loops"], sums["tuple_degree"], shard.nbytes()
+    return (shard.num_local_edges, sums["self_loops"], sums["tuple_degree"], shard.nbytes(),
+            shard.meta.get(ORDER_DROPPED))
+
+
+def _warn_dropped_order(summaries: list, stages: dict | None) -> None:
+    """One warning naming the owners whose shards went without bottom-up's degree order, and why."""
+    dropped = [r for r, s in enumerate(summaries) if s[4]]
+    if stages is not None:
+        stages["bottom_up_order_dropped"] = dropped
+    if dropped:
+        warnings.warn(f"bottom-up's degree-ordered rows were not built for owner(s) {dropped} "
+                      f"({summaries[dropped[0]][4]}): their searches are right but slower in bottom-up levels",
+                      RuntimeWarning, stacklevel=3)
 
 
 def _add_bottom_up_order(client, shards, workers, token, device: str):
@@ -209,8 +221,8 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     # on the client, or Ctrl-C -- removes it, so a failed run leaves no bucket files behind.
     with spill_space(client, choice.tier, spill_dir) as space:
         spec = ShuffleSpec(choice.tier, device, n, nparts, directed, rows, space.root, jit, shard_dir,
-                           on_device=choice.on_device and choice.tier == "host")
-        graph = _prepare(edges, client, spec, workers, progress, stages, space.futures, choice, search_order)
+                           on_device=choice.on_device and choice.tier == "host", search_order=search_order)
+        graph = _prepare(edges, client, spec, workers, progress, stages, space.futures, choice)
     if layout.kind == "1d":
         return graph
     t0 = time.perf_counter()
@@ -220,7 +232,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
 
 
 def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], progress: bool, stages: dict | None,
-             futures: list, choice, search_order: bool = True) -> ShardedGraph:
+             futures: list, choice) -> ShardedGraph:
     """:func:`prepare` through the shuffle of ``spec``; the futures go into ``futures`` so that a failed
     run can cancel them."""
     t0 = time.perf_counter()
@@ -239,13 +251,14 @@ def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], pro
     ours = sent.keys | {f.key for f in shards}
     chunk_records = client.gather(sent.stages) if stages is not None else []
     del sent
-    # CPU shards get theirs in the memory tier only (see breadth.pipeline.bottom_up_order)
-    if search_order and (spec.nparts > 1 if spec.device == "gpu" else spec.tier == "memory"):
+    # CPU shards get theirs in the memory tier only (see breadth.pipeline.bottom_up_order); a GPU owner
+    # alone built its own (build_owner)
+    if spec.search_order and (spec.nparts > 1 if spec.device == "gpu" else spec.tier == "memory"):
         shards = _add_bottom_up_order(client, shards, workers, token, spec.device)
     summaries = client.gather([client.submit(_summary, s, workers=[workers[r % len(workers)]], pure=False)
                                for r, s in enumerate(shards)])
     construction = time.perf_counter() - t0
-    nnz, loops, tdeg, _ = (int(x) for x in np.sum(summaries, axis=0))
+    nnz, loops, tdeg = (sum(int(s[i]) for s in summaries) for i in range(3))
     if stages is not None:
         owners = client.gather([client.submit(_owner_stages, s, workers=[workers[r % len(workers)]], pure=False)
                                 for r, s in enumerate(shards)])
@@ -255,6 +268,7 @@ def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], pro
         stages["tier"] = {"tier": spec.tier, "batch_entries": choice.batch_entries, "batch_rows": spec.batch_rows,
                           "on_device": spec.on_device, "limit_bytes": choice.limit,
                           "estimates_bytes": choice.estimates}
+    _warn_dropped_order(summaries, stages)
     directed = spec.directed
     return ShardedGraph(
         client=client, shards=shards, workers=[workers[r % len(workers)] for r in range(spec.nparts)],

@@ -58,6 +58,7 @@ class ShuffleSpec:
     jit: bool = True  # CPU: Numba kernels; False: their NumPy twins, so that workers never import Numba
     shard_dir: str | None = None  # owners write their shards' arrays to files here (see build_owner)
     on_device: bool = False  # GPU workers, host tier: the pairs stay in device memory (see the module notes)
+    search_order: bool = True  # a one-owner GPU build adds bottom-up's degree order (prepare's search_order)
 
     def __post_init__(self):
         if self.tier not in TIERS:

@@ -68,3 +68,13 @@ def test_a_full_disk_says_where_to_make_room():
     assert line.startswith("a disk is full: Not enough free space") and "--spill-dir" in line
     line = one_line(OSError(errno.ENOSPC, "No space left on device", "/spill/part-3.npy"))
     assert "(/spill/part-3.npy)" in line and "--spill-dir" in line
+
+
+def test_warnings_are_one_line_each():
+    """A warning on the client (here: a scale-3 graph has fewer vertices of degree >= 1 than the 64 roots
+    asked for) is one ``breadth: warning:`` line, not Python's file, line and source."""
+    r = _run("bench", "--scale", "3", "--workers", "1", "--threads", "1")
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = [ln for ln in r.stderr.splitlines() if "warning" in ln.lower()]
+    assert lines and all(ln.startswith("breadth: warning: graph has only ") for ln in lines), r.stderr
+    assert "UserWarning" not in r.stderr and "warnings.warn" not in r.stderr

@@ -259,3 +259,61 @@ def test_gpu_tiers_give_the_same_shards(directed, nparts, tmp_path):
         cluster = client.cluster
         client.close()
         cluster.close()
+
+
+def test_a_device_without_room_for_the_degree_order_goes_without_it_and_says_so():
+    """Bottom-up's degree order needs a sort of the rows' keys; where the device has no room for it (here:
+    CuPy's pool capped just above what the shard holds) the shard goes without it, its meta says why (prepare
+    warns with it), searches give the CPU's levels; with room again the same order is built."""
+    from breadth.pipeline.bottom_up_order import ORDER_DROPPED
+    from breadth.pipeline.build_csr_gpu import attach_bottom_up_order
+
+    cpu_shard, gpu_shard = _cpu_and_gpu_shards(14, 4, 1, False, 0)
+    assert "bu_columns" in gpu_shard.meta and ORDER_DROPPED not in gpu_shard.meta
+    ordered = gpu_shard.meta.pop("bu_columns").get()
+    pool = cp.get_default_memory_pool()
+    pool.free_all_blocks()
+    pool.set_limit(size=pool.used_bytes() + 1024)  # the order's keys alone are 8 bytes an entry
+    try:
+        attach_bottom_up_order(gpu_shard)
+    finally:
+        pool.set_limit(size=0)  # no limit
+    assert "bu_columns" not in gpu_shard.meta and "memory short" in gpu_shard.meta[ORDER_DROPPED]
+    deg = np.diff(cpu_shard.offsets)
+    roots = np.random.default_rng(1).choice(np.flatnonzero(deg > 0), 4, replace=False)
+    cpu, gpu = Engine(cpu_shard), Engine(gpu_shard, backend="gpu")
+    dirs = set()
+    for r in roots:
+        cpu.search(int(r))
+        dirs |= {x.direction for x in gpu.search(int(r))}
+        np.testing.assert_array_equal(gpu.level.get(), cpu.level)
+    assert "bu" in dirs
+    del gpu_shard.meta[ORDER_DROPPED]
+    attach_bottom_up_order(gpu_shard)
+    np.testing.assert_array_equal(gpu_shard.meta["bu_columns"].get(), ordered)
+
+
+@pytest.mark.parametrize("nparts", [1, 2])
+def test_search_order_false_builds_no_degree_order_on_gpu_owners(nparts):
+    """prepare(search_order=False) (what generate and ingest use: a store never keeps the order) leaves it out on
+    GPU owners, one owner included, whose build used to add it regardless; by default every owner has it and
+    prepare records no owner without it."""
+    from breadth.pipeline import kronecker, prepare
+    from breadth.pipeline.cluster import local_cuda_cluster
+
+    client = local_cuda_cluster(workers=1)
+    try:
+        el = kronecker(13, seed=5, device="gpu")
+        for search_order in (True, False):
+            stages: dict = {}
+            g = prepare(el, client, device="gpu", nparts=nparts, search_order=search_order, stages=stages)
+            shards = client.gather(g.shards)
+            assert [("bu_columns" in s.meta) for s in shards] == [search_order] * nparts
+            assert stages["bottom_up_order_dropped"] == []
+            if nparts == 1:  # one owner orders its rows in its build (several get theirs from prepare after)
+                assert ("bottom_up_order_s" in stages["owners"][0]) == search_order
+            g.release()
+    finally:
+        cluster = client.cluster
+        client.close()
+        cluster.close()

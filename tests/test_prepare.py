@@ -65,3 +65,23 @@ def test_out_of_range_ids_are_named():
 def test_builder_handles_empty_and_isolated():
     s = build_shard(0, 1, 100, [p for p in split_by_owner(np.empty((0, 2), np.int64), 100, 128, 1)])
     assert s.num_local == 100 and s.num_local_edges == 0
+
+
+def test_prepare_warns_naming_the_owners_without_the_degree_order():
+    """A GPU owner whose device had no room for bottom-up's degree order says why in its summary; prepare
+    warns once naming those owners (searches stay right, bottom-up levels slower) and records them in
+    ``stages``; with every order built it stays silent.  (tests/test_gpu.py makes a real device short.)"""
+    import warnings
+
+    from breadth.pipeline.prepare import _warn_dropped_order
+
+    why = "device memory short or ids too wide for its sort keys"
+    stages: dict = {}
+    with pytest.warns(RuntimeWarning, match=r"owner\(s\) \[1, 3\] \(device memory short"):
+        _warn_dropped_order([(10, 0, 10, 80, None), (9, 0, 9, 70, why), (8, 1, 8, 60, None), (7, 0, 7, 50, why)],
+                            stages)
+    assert stages["bottom_up_order_dropped"] == [1, 3]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_dropped_order([(10, 0, 10, 80, None)], stages)
+    assert stages["bottom_up_order_dropped"] == []
