@@ -75,6 +75,8 @@ _INLINED = 2  # header flag beside "device" (1)
 # the device on the receiver): UCX moves a small device buffer between two processes on one H100 in a
 # 340 us round trip against 22 us for host bytes (benchmarks/results/ucx_one_gpu_h100.json.gz), and the
 # copies cost ~10 us each.  In a slot round such an array rides inline in the slot, as a small host one does.
+# Staging up to 1 MiB instead was slower (scale 24, two ranks on one H100, 3 alternating runs: 14.2-15.1
+# against 24.1-25.6 GTEPS, small levels 1154-1227 against 1034-1139 us; results/ucx_stage_ab_h100.json).
 _STAGE = _INLINE
 
 # tag = kind (2 bits) | sequence number (40 bits) | sender rank (14 bits) | index in the round (8 bits)
