@@ -88,7 +88,8 @@ def _rounds_rank(engine, setup_s, reps):
     timeit("exchange_device_counters_and_pairs", exchange)
     timeit("exchange_by_steps", exchange_by_steps)
     out["exchange_steps"] = {k: float(np.median(v) * 1e6) for k, v in steps.items()}
-    timeit("small_top_down_level", lambda: (tiny(dev8, dev8), exchange(), tiny(dev8, dev8), comm.gather_device(dev8[:2])))
+    timeit("small_top_down_level",
+           lambda: (tiny(dev8, dev8), exchange(), tiny(dev8, dev8), comm.gather_device(dev8[:2])))
     return out
 
 

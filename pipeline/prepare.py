@@ -97,7 +97,7 @@ def _warn_dropped_order(summaries: list, stages: dict | None) -> None:
     if dropped:
         warnings.warn(f"bottom-up's degree-ordered rows were not built for owner(s) {dropped} "
                       f"({summaries[dropped[0]][4]}): their searches are right but slower in bottom-up levels",
-                      RuntimeWarning, stacklevel=3)
+                      RuntimeWarning, stacklevel=4)  # the caller of prepare()
 
 
 def _add_bottom_up_order(client, shards, workers, token, device: str):

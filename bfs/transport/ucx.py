@@ -18,9 +18,9 @@ Two kinds of rounds:
 * **slot rounds** (``alltoallv``, ``allgather``, ``allreduce``, ``barrier``: shapes unknown to the
   receiver): one slot per peer, the :mod:`.wire_format` header followed by the payload itself when it is
   a host array of at most the rank's inline size (256 KiB on CPU ranks, 16 KiB on GPU ranks: counters,
-  barriers, frontiers and pair lists, one message each); a larger or device payload follows as a second message, received straight into an array sized from the slot.  The
-  next round's slot receives are posted as soon as a round's slots arrive, so a small round finds its
-  receives waiting.
+  barriers, frontiers and pair lists, one message each); a larger or device payload follows as a second
+  message, received straight into an array sized from the slot.  The next round's slot receives are posted
+  as soon as a round's slots arrive, so a small round finds its receives waiting.
 * **sized rounds** (``allgatherv``, ``gather_device``, ``exchange_device``, ``allgather_into``: sizes
   known to both sides): one message per non-empty array, received straight into the caller's buffer.
 
