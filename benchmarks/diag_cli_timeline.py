@@ -5,7 +5,9 @@ task ran).
 
     python benchmarks/diag_cli_timeline.py ingest /tmp/wc24 --workers 2 --out /tmp/store [--json out.json]
 
-The arguments are ``breadth``'s own; the timeline goes to stderr (and to ``--json``), seconds since this
+``--numba-first-calls`` also times each Numba function's first dispatch in each worker (a cache load
+or a compilation; Numba is then imported as the workers register).  The arguments are otherwise
+``breadth``'s own; the timeline goes to stderr (and to ``--json``), seconds since this
 process started (``/proc/self/stat``'s start time, so the interpreter's own start counts too).
 """
 
@@ -73,9 +75,42 @@ def _first_last(records: list[dict]) -> list[dict]:
             for (name, w), (a, b, c) in span.items()]
 
 
+class NumbaFirstCalls:
+    """A worker plugin (diagnostic): seconds each Numba dispatcher spends in its first dispatch (a cache
+    load, or a compilation) in this worker, collected by :func:`_numba_first_calls`."""
+
+    name = "diag-numba-first-calls"
+
+    def setup(self, worker=None) -> None:
+        import time as _time
+
+        from numba.core.dispatcher import Dispatcher
+
+        spent: dict = {}
+        orig = Dispatcher._compile_for_args
+
+        def timed(self, *a, **k):
+            t = _time.perf_counter()
+            try:
+                return orig(self, *a, **k)
+            finally:
+                key = getattr(self.py_func, "__qualname__", "?")
+                spent[key] = spent.get(key, 0.0) + _time.perf_counter() - t
+
+        Dispatcher._compile_for_args = timed
+        worker._diag_numba = spent
+
+
+def _numba_first_calls(dask_worker=None) -> dict:
+    return dict(sorted(getattr(dask_worker, "_diag_numba", {}).items(), key=lambda kv: -kv[1]))
+
+
 def main() -> None:
     argv = sys.argv[1:]
     out_json = None
+    numba_plugin = "--numba-first-calls" in argv
+    if numba_plugin:
+        argv.remove("--numba-first-calls")
     if "--json" in argv and argv[0] == "ingest":
         i = argv.index("--json")
         out_json = argv[i + 1]
@@ -96,6 +131,7 @@ def main() -> None:
     _wrap(prep_mod, "prepare", "prepare")
     _wrap(store, "write_store", "write_store")
     workers: list[dict] = []
+    numba_calls: dict = {}
     tasks: list[dict] = []
     orig_cc = cli_cluster.cluster_client
 
@@ -106,6 +142,14 @@ def main() -> None:
         mark("cluster_client entered")
         with orig_cc(*a, **k) as client:
             mark("cluster_client yields")
+            if numba_plugin:
+                from distributed import WorkerPlugin
+
+                class _P(NumbaFirstCalls, WorkerPlugin):
+                    pass
+
+                client.register_plugin(_P())
+                mark("numba diagnostic plugin registered (imports Numba in the workers)")
             from distributed import get_task_stream
 
             try:
@@ -113,6 +157,8 @@ def main() -> None:
                     yield client
             finally:
                 workers.extend(client.run(_worker_clock).values())
+                if numba_plugin:
+                    numba_calls.update(client.run(_numba_first_calls))
                 tasks.extend(_first_last(ts.data))
                 mark("closing the cluster")
         mark("cluster closed")
@@ -132,9 +178,12 @@ def main() -> None:
     rows.sort(key=lambda r: r["s"])
     for r in rows:
         print(f"{r['s']:8.3f}  {r['what']}", file=sys.stderr)
+    for w, calls in numba_calls.items():
+        print(f"worker {w}: Numba first dispatches {sum(calls.values()):.3f} s: "
+              + ", ".join(f"{k} {v:.3f}" for k, v in list(calls.items())[:12]), file=sys.stderr)
     if out_json:
         with open(out_json, "w") as f:
-            json.dump({"argv": argv, "timeline": rows}, f, indent=1)
+            json.dump({"argv": argv, "timeline": rows, "numba_first_calls": numba_calls}, f, indent=1)
     sys.exit(rc)
 
 
