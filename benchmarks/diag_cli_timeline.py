@@ -118,6 +118,9 @@ def main() -> None:
     import importlib
 
     from breadth.pipeline import cli, cli_cluster, cli_store
+    from breadth.pipeline.command_imports import skip_unused
+
+    skip_unused()  # as the console script does (cli.console_main)
 
     prep_mod = importlib.import_module("breadth.pipeline.prepare")  # the module (the package exports the function)
 
