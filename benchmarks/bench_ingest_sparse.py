@@ -8,7 +8,10 @@ Each measurement is a new process tree, interleaved round by round (this machine
 
 * ``peer``: one process reads the files with pyarrow, numbers the ids with ``pandas.factorize`` of both
   columns together, and builds the symmetrized, deduplicated CSR with scipy (``coo -> csr``,
-  ``sum_duplicates``): the one-process baseline the real-datasets issue names;
+  ``sum_duplicates``): the one-process baseline the real-datasets issue names.  Its time is its own clock
+  from the first read to the CSR (imports excluded); ``process_wall_s`` (summary ``peer_process_wall``) is
+  its whole process, as ``cli`` is timed.  ``--peer-env NUMPY_MADVISE_HUGEPAGE=0`` gives it the setting
+  breadth's workers start with (the peer then took 4.3-4.6 s instead of 8.4-8.6 s at 2^24);
 * ``cli``: ``breadth ingest DIR --workers W --out STORE`` (plus ``--memory-limit``/``--spill-dir`` when
   given): wall time of the command, the time it reports (read, relabel, shards and the store's write), and
   the peak of the summed RSS of its whole process tree (client, nanny, workers), sampled every 50 ms, each
@@ -253,16 +256,34 @@ def run_api(inp: list[str], workers: int, roots: int) -> dict:
         cluster.close()
 
 
+def _peer_env(pairs: list[str]) -> dict[str, str]:
+    """``--peer-env KEY=VALUE`` pairs as a dict (one clear line for a malformed one)."""
+    env = {}
+    for kv in pairs:
+        k, eq, v = kv.partition("=")
+        if not eq or not k:
+            raise SystemExit(f"bench_ingest_sparse.py: error: --peer-env {kv!r}: expected KEY=VALUE")
+        env[k] = v
+    return env
+
+
 def _fresh(kind: str, a) -> dict:
     args = [sys.executable, __file__, *a.input, "--one", kind, "--workers", str(a.workers), "--roots", str(a.roots)]
     args += ["--memory-limit", a.memory_limit] if a.memory_limit else []
     args += ["--spill-dir", a.spill_dir] if a.spill_dir else []
     args += ["--store", a.store] if a.store else []
     args += ["--search-roots", str(a.search_roots)]
-    r = subprocess.run(args, capture_output=True, text=True)
+    env = dict(os.environ, **_peer_env(a.peer_env)) if kind == "peer" else None
+    t0 = time.perf_counter()
+    r = subprocess.run(args, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
     if r.returncode:
         raise RuntimeError(f"{kind}: {r.stderr[-3000:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    rec = json.loads(r.stdout.strip().splitlines()[-1])
+    if kind == "peer":  # its process as a whole (interpreter start, imports of pyarrow, pandas, scipy)
+        rec["process_wall_s"] = wall
+        rec["env"] = _peer_env(a.peer_env)
+    return rec
 
 
 def main() -> None:
@@ -278,6 +299,9 @@ def main() -> None:
     p.add_argument("--store", default=None, help="cli: ingest into this store and keep it")
     p.add_argument("--search-roots", type=int, default=0,
                    help="cli: after ingesting, this many validated Graph500 roots and a results dataset")
+    p.add_argument("--peer-env", action="append", default=[], metavar="KEY=VALUE",
+                   help="peer: run its process with this environment variable too (repeatable), e.g. "
+                        "NUMPY_MADVISE_HUGEPAGE=0, the setting breadth's workers start with")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)
     p.add_argument("--json", default=None)
     a = p.parse_args()
@@ -299,6 +323,10 @@ def main() -> None:
         med = statistics.median(secs)
         summary[k] = {"seconds": {"median": med, "min": min(secs), "max": max(secs)},
                       "mtuples_per_s": tuples / med / 1e6 if tuples else None}
+    if "peer" in summary:  # the peer's process as a whole, as `cli` is timed (its own clock excludes imports)
+        secs = [r["process_wall_s"] for r in runs["peer"]]
+        summary["peer_process_wall"] = {"seconds": {"median": statistics.median(secs), "min": min(secs),
+                                                    "max": max(secs)}}
     if "cli" in summary and "peer" in summary:
         summary["cli_over_peer_time"] = summary["cli"]["seconds"]["median"] / summary["peer"]["seconds"]["median"]
     import breadth
@@ -306,6 +334,8 @@ def main() -> None:
     doc = {"benchmark": "ingest_sparse_cpu", "machine": platform.node(), "cpus": os.cpu_count(),
            "python": platform.python_version(), "breadth": getattr(breadth, "__version__", None),
            "input": a.input, "workers": a.workers, "memory_limit": a.memory_limit, "repeat": a.repeat,
+           "peer_env": _peer_env(a.peer_env), "environ": {k: os.environ.get(k) for k in (
+               "NUMPY_MADVISE_HUGEPAGE", "MALLOC_MMAP_THRESHOLD_", "NUMBA_CACHE_DIR", "PYTHONDONTWRITEBYTECODE")},
            "load_average_after": os.getloadavg(), "summary": summary, "runs": runs}
     print(json.dumps(summary, indent=1))
     if a.json:

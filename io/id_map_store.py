@@ -23,9 +23,7 @@ import re
 
 import numpy as np
 
-from breadth.bfs.arrow_strings import as_strings
 from breadth.bfs.id_map import PartitionedIdMap, as_id_map
-from breadth.bfs.string_hash import STRING_HASH
 
 from .errors import CorruptStoreError
 from .store_files import load_array, save_npy, save_strings, verify_file, write_id_map_file
@@ -43,6 +41,8 @@ def _write_part(arr, path: str) -> dict:
 
     if path.endswith(".npy"):
         return save_npy(path, np.asarray(arr), atomic=True)
+    from breadth.bfs.arrow_strings import as_strings  # string ids only (it loads Numba)
+
     return save_strings(path, as_strings(arr))
 
 
@@ -55,6 +55,8 @@ def _load_part(path: str, rec: dict, verify: bool):
     if verify:
         verify_file(path, rec)
     import pyarrow.parquet as pq
+
+    from breadth.bfs.arrow_strings import as_strings
 
     return as_strings(pq.read_table(path).column("id"))
 
@@ -94,6 +96,8 @@ def write_id_map(id_map, directory: str, client=None) -> dict:
            "bounds": None if idm.bounds is None else [x if isinstance(x, str) else int(x) for x in idm.bounds],
            "parts": recs}
     if dt == object and idm.owner == "hash":
+        from breadth.bfs.string_hash import STRING_HASH  # string ids only: it loads Numba
+
         rec["string_hash"] = STRING_HASH  # how string ids were given to parts: how a lookup finds its part
     return rec
 
@@ -145,10 +149,13 @@ def load_id_map_parts(path: str, rec: dict | None, client, workers: list[str], v
         return PartitionedIdMap([f], np.array([0, n], np.int64), dtype, "range",
                                 lo if lo.size else np.zeros(1, np.int64), client)
     dtype = np.dtype(object) if rec["dtype"] == "string" else np.dtype(rec["dtype"])
-    if dtype == object and rec["owner"] == "hash" and rec.get("string_hash") != STRING_HASH:
-        raise CorruptStoreError(f"{path}: its string ids were given to parts by "
-                                f"{rec.get('string_hash', 'an earlier hash')}, not {STRING_HASH}; "
-                                "ingest the input again")
+    if dtype == object and rec["owner"] == "hash":
+        from breadth.bfs.string_hash import STRING_HASH  # string ids only: it loads Numba
+
+        if rec.get("string_hash") != STRING_HASH:
+            raise CorruptStoreError(f"{path}: its string ids were given to parts by "
+                                    f"{rec.get('string_hash', 'an earlier hash')}, not {STRING_HASH}; "
+                                    "ingest the input again")
     futs = [client.submit(_load_part, os.path.join(path, r["file"]), r, verify,
                           workers=[workers[p % len(workers)]], allow_other_workers=True, pure=False)
             for p, r in enumerate(rec["parts"])]

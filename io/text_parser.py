@@ -1,6 +1,6 @@
 """Block-wise parsing of edge-list text (SNAP, headerless/numeric CSV, Matrix Market entries).
 
-A Numba kernel turns a block of bytes into an ``(k, 2)`` int64 array in one pass: comment and blank
+A Numba kernel (:mod:`breadth.io.text_kernels`) turns a block of bytes into an ``(k, 2)`` int64 array in one pass: comment and blank
 lines skipped, ``\\r\\n`` or ``\\n`` endings, a missing final newline, fields split on whitespace runs
 and commas (``sep=-1``) or on one delimiter byte.  Bad lines are reported by their byte offset and a
 kind code (see :mod:`breadth.io.errors`); the Python side turns offsets into line numbers, which costs a
@@ -18,185 +18,15 @@ import os
 import warnings
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from .chunk_stats import MAX_REPORTED, ChunkStats  # noqa: F401  (ChunkStats re-exported)
-from .errors import (KIND_FEW_FIELDS, KIND_EXTRA_FIELDS, KIND_NEGATIVE, KIND_NON_NUMERIC, KIND_OK,
-                     KIND_OUT_OF_RANGE, KIND_OVERFLOW, KINDS, TruncatedInputError)
+from .errors import KINDS, TruncatedInputError
 
 INT64_MAX = np.iinfo(np.int64).max
 UINT64_MAX = np.iinfo(np.uint64).max  # text ids may use the whole uint64 range, as Parquet uint64 columns do
 DEFAULT_CHUNK_BYTES = 64 << 20
 STREAM_BLOCK_BYTES = 8 << 20  # decompressed bytes per block of a compressed stream (read ahead by a thread)
-
-
-@numba.njit(nogil=True, cache=True)
-def count_newlines(buf):
-    n = 0
-    for i in range(buf.size):
-        if buf[i] == 10:
-            n += 1
-    return n
-
-
-@numba.njit(nogil=True, cache=True)
-def find_byte(buf, b):
-    """Index of the first ``b`` in ``buf``, or -1."""
-    for i in range(buf.size):
-        if buf[i] == b:
-            return i
-    return -1
-
-
-@numba.njit(nogil=True, cache=True)
-def rfind_byte(buf, b):
-    """Index of the last ``b`` in ``buf``, or -1."""
-    for i in range(buf.size - 1, -1, -1):
-        if buf[i] == b:
-            return i
-    return -1
-
-
-_U0 = np.uint64(0)
-_U10 = np.uint64(10)
-_UMAX = np.uint64(UINT64_MAX)
-
-
-@numba.njit(nogil=True, cache=True)
-def _parse_int(buf, fs, fe, base, limit):
-    """(value, kind) of the decimal integer in buf[fs:fe] (no surrounding blanks), as uint64.
-
-    Everything is uint64 (``base``/``limit`` too): Numba turns mixed int64/uint64 arithmetic into
-    float64, which would round ids above 2**53."""
-    if fs >= fe:
-        return _U0, KIND_FEW_FIELDS
-    neg = False
-    p = fs
-    if buf[p] == 45:  # '-'
-        neg = True
-        p += 1
-    elif buf[p] == 43:  # '+'
-        p += 1
-    if p >= fe:
-        return _U0, KIND_NON_NUMERIC
-    v = _U0
-    overflow = False
-    for q in range(p, fe):
-        c = buf[q]
-        if c < 48 or c > 57:
-            return _U0, KIND_NON_NUMERIC
-        d = np.uint64(c) - np.uint64(48)
-        if v > (_UMAX - d) // _U10:
-            overflow = True
-        else:
-            v = v * _U10 + d
-    if neg and (v != _U0 or overflow):
-        return _U0, KIND_NEGATIVE
-    if overflow:
-        return _U0, KIND_OVERFLOW
-    if v < base or v > limit:
-        return _U0, KIND_OUT_OF_RANGE
-    return v - base, KIND_OK
-
-
-@numba.njit(nogil=True, cache=True)
-def parse_edges(buf, sep, src_idx, dst_idx, max_fields, comments, base, limit, skip_bad, out, bad_pos, bad_kind):
-    """Parse edge lines of ``buf`` (uint8) into ``out`` (uint64 ``(cap, 2)``).
-
-    ``sep``: -1 for whitespace runs or commas, else one delimiter byte.  ``src_idx``/``dst_idx``: field
-    numbers of the endpoints; ``max_fields`` > 0 makes lines with more fields bad.  Ids must lie in
-    ``[base, limit]`` (uint64) and are stored minus ``base`` (1 for Matrix Market).  Returns
-    ``(rows, nbad, big)``, ``big`` true when some stored id exceeds the int64 range; with ``skip_bad``
-    false parsing stops at the first bad line (``nbad == 1``).  The first ``bad_pos.size`` bad lines'
-    start offsets and kind codes land in ``bad_pos``/``bad_kind``.
-    """
-    n = buf.size
-    need = max(src_idx, dst_idx) + 1
-    rows = 0
-    nbad = 0
-    big = False
-    i64max = np.uint64(INT64_MAX)
-    i = 0
-    while i < n:
-        ls = i
-        e = i
-        while e < n and buf[e] != 10:
-            e += 1
-        le = e
-        if le > ls and buf[le - 1] == 13:
-            le -= 1
-        i = e + 1
-        p = ls
-        while p < le and (buf[p] == 32 or buf[p] == 9):
-            p += 1
-        if p == le:
-            continue
-        is_comment = False
-        for c in comments:
-            if buf[p] == c:
-                is_comment = True
-        if is_comment:
-            continue
-        nf = 0
-        kind = KIND_OK
-        u = _U0
-        v = _U0
-        while True:
-            fs = p
-            if sep < 0:
-                while p < le and buf[p] != 32 and buf[p] != 9 and buf[p] != 44:
-                    p += 1
-            else:
-                while p < le and buf[p] != sep:
-                    p += 1
-            fe = p
-            while fe > fs and (buf[fe - 1] == 32 or buf[fe - 1] == 9):
-                fe -= 1
-            if kind == KIND_OK and (nf == src_idx or nf == dst_idx):
-                val, k = _parse_int(buf, fs, fe, base, limit)
-                if k != KIND_OK:
-                    kind = k
-                elif nf == src_idx:
-                    u = val
-                else:
-                    v = val
-                if nf == src_idx and nf == dst_idx:
-                    v = u
-            nf += 1
-            if p >= le:
-                break
-            if sep < 0:
-                while p < le and (buf[p] == 32 or buf[p] == 9):
-                    p += 1
-                if p < le and buf[p] == 44:
-                    p += 1
-                    while p < le and (buf[p] == 32 or buf[p] == 9):
-                        p += 1
-                elif p >= le:
-                    break
-            else:
-                p += 1
-                while p < le and (buf[p] == 32 or buf[p] == 9):
-                    p += 1
-        if kind == KIND_OK and nf < need:
-            kind = KIND_FEW_FIELDS
-        if kind == KIND_OK and max_fields > 0 and nf > max_fields:
-            kind = KIND_EXTRA_FIELDS
-        if kind != KIND_OK:
-            if nbad < bad_pos.size:
-                bad_pos[nbad] = ls
-                bad_kind[nbad] = kind
-            nbad += 1
-            if not skip_bad:
-                return rows, nbad, big
-            continue
-        out[rows, 0] = u
-        out[rows, 1] = v
-        if u > i64max or v > i64max:
-            big = True
-        rows += 1
-    return rows, nbad, big
 
 
 @dataclass(frozen=True)
@@ -222,6 +52,7 @@ def _line_text(buf: np.ndarray, pos: int) -> str:
 
 def _parse_block(buf: np.ndarray, opts: TextOptions, path: str, line_of) -> tuple[np.ndarray, ChunkStats]:
     """Parse one block; ``line_of(pos)`` gives the 1-based file line of block offset ``pos``."""
+    from .text_kernels import count_newlines, parse_edges  # Numba: where text is parsed, never on a client
     cap = count_newlines(buf) + 1
     out = np.empty((cap, 2), np.uint64)
     bad_pos = np.zeros(MAX_REPORTED, np.int64)
@@ -282,6 +113,8 @@ def read_range(path: str, start: int, end: int, opts: TextOptions, data_start: i
 def range_block(path: str, start: int, end: int, data_start: int = 0) -> tuple[np.ndarray, int]:
     """The bytes of the lines that start in ``[start, end)`` of an uncompressed file, as a uint8 array,
     and the file offset of its first byte."""
+    from .text_kernels import find_byte
+
     with open(path, "rb") as f:  # read straight into one array (no bytes/bytearray copies of the block)
         lo = start - 1 if start > data_start else start
         f.seek(lo)
@@ -319,6 +152,8 @@ def read_stream(path: str, opts: TextOptions, chunk_bytes: int = DEFAULT_CHUNK_B
     from concurrent.futures import ThreadPoolExecutor
 
     import pyarrow as pa
+
+    from .text_kernels import count_newlines, find_byte, rfind_byte
 
     parts, stats = [], ChunkStats()
     lines_before = 0

@@ -40,6 +40,8 @@ def cluster_client(args, device: str = "cpu", managed_target: float | None = Non
 
     limit = getattr(args, "memory_limit", None)
     kw = {}
+    if args.scheduler is None:  # its CPU workers run breadth's tasks only (see local_cluster)
+        kw["breadth_only"] = True
     if getattr(args, "device_memory_limit", None) and args.scheduler is None:
         kw["device_memory_limit"] = args.device_memory_limit
     scratch = None  # Dask's folder in --spill-dir, removed afterwards when this run created it

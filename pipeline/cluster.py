@@ -15,7 +15,7 @@ SCHEDULER_TIMEOUT_S = 10.0  # how long connect() waits for an existing scheduler
 
 def local_cluster(workers: int = 1, threads_per_worker: int | None = None, protocol: str = "tcp",
                   memory_limit: str | int = "auto", local_directory: str | None = None,
-                  silence_logs: int = logging.WARNING):
+                  silence_logs: int = logging.WARNING, breadth_only: bool = False):
     """Start a ``distributed.LocalCluster`` of ``workers`` processes and return a connected Client.
 
     Threads default to ``cores // workers`` (at least one): a BFS rank runs Numba kernels on all of
@@ -28,6 +28,10 @@ def local_cluster(workers: int = 1, threads_per_worker: int | None = None, proto
     The workers' memory comes from the kernel in small pages and, without a ``memory_limit`` of the caller's,
     arrays up to 32 MiB from the C heap, where freed memory is used again (:func:`worker_memory_environ`).
     ``silence_logs``: Dask log messages below this level are hidden (the CLI hides all but critical).
+    ``breadth_only``: the workers run breadth's tasks only (the CLI's clusters): a worker that has closed ends
+    without the interpreter's teardown (0.2 s less in the cluster's close, :mod:`breadth.pipeline.worker_exit`),
+    and Numba's first dispatch skips its BLAS probe, which imports SciPy's linalg where SciPy is installed
+    (0.23 s of each worker's first chunk, :mod:`breadth.pipeline.numba_blas`).
 
     >>> from breadth.pipeline import local_cluster
     >>> client = local_cluster(workers=2)          # doctest: +SKIP
@@ -45,7 +49,14 @@ def local_cluster(workers: int = 1, threads_per_worker: int | None = None, proto
                                # which a user's own Dask or Jupyter often holds ("Port 8787 is already in use")
                                scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
                                silence_logs=silence_logs)
-        return Client(cluster)
+        client = Client(cluster)
+    if breadth_only:
+        from .numba_blas import SkipBlasProbe
+        from .worker_exit import QuickExit
+
+        client.register_plugin(SkipBlasProbe())
+        client.register_plugin(QuickExit())
+    return client
 
 
 #: glibc's mmap threshold for workers without a memory limit: arrays below it come from the C heap
