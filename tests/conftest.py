@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import gzip
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -112,3 +116,31 @@ def roots_with_edges(edges: np.ndarray, n: int, k: int, seed: int = 0) -> np.nda
     """``k`` distinct random vertices that have an edge other than a self-loop."""
     deg = np.bincount(edges[edges[:, 0] != edges[:, 1]].ravel(), minlength=n)
     return np.random.default_rng(seed).choice(np.flatnonzero(deg), k, replace=False)
+
+
+def closing(client):
+    """A module fixture's body for a client of breadth's cluster helpers (``local_cluster``,
+    ``local_cuda_cluster``): yield it, then close it and its cluster.
+
+    >>> @pytest.fixture(scope="module")
+    ... def client():
+    ...     yield from closing(local_cuda_cluster(workers=2))
+    """
+    yield client
+    cluster = client.cluster
+    client.close()
+    cluster.close()
+
+
+def kill_rank1_mid_search(engine, setup_s, roots, after_s: float = 1.0, until_s: float = 60.0) -> int:
+    """A session body (``run_session(g, kill_rank1_mid_search, roots, ...)``): rank 1's worker process is
+    SIGKILLed ``after_s`` seconds in while every rank searches ``roots`` in turn, the same number of searches
+    on every rank (the loop ends on the ranks' common clock, after ``until_s`` seconds at most)."""
+    comm = engine.comm
+    if comm.rank == 1:
+        threading.Timer(after_s, os.kill, (os.getpid(), signal.SIGKILL)).start()
+    t0, i = time.perf_counter(), 0
+    while comm.allreduce(np.array([time.perf_counter() - t0]), "max")[0] < until_s:
+        engine.search(int(roots[i % len(roots)]))
+        i += 1
+    return i

@@ -8,9 +8,6 @@ Skipped (not faked) without CuPy, dask-cuda, ucxx or a CUDA device, as on CI; ru
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
 import time
 
 import numpy as np
@@ -30,15 +27,12 @@ from breadth.bfs.engine.session import RankError, WorkerDied, ranks_share_a_gpu,
 from breadth.bfs.graph500.validate import validate_rank  # noqa: E402
 from breadth.pipeline import kronecker, prepare  # noqa: E402
 from breadth.pipeline.cluster import local_cuda_cluster  # noqa: E402
+from conftest import closing, kill_rank1_mid_search  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def client():
-    c = local_cuda_cluster(workers=2, ranks_per_gpu=2, protocol="ucx")
-    yield c
-    cluster = c.cluster
-    c.close()
-    cluster.close()
+    yield from closing(local_cuda_cluster(workers=2, ranks_per_gpu=2, protocol="ucx"))
 
 
 @pytest.fixture(scope="module")
@@ -137,23 +131,12 @@ def test_shared_gpu_batch_equals_single_searches(graphs, protocol, record):
         assert (parent[level < 0] == -1).all()
 
 
-def _kill_rank1_mid_search(engine, setup_s, roots):
-    comm = engine.comm
-    if comm.rank == 1:  # SIGKILL this worker process while the ranks are inside searches
-        threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGKILL)).start()
-    t0, i = time.perf_counter(), 0
-    while comm.allreduce(np.array([time.perf_counter() - t0]), "max")[0] < 60.0:
-        engine.search(int(roots[i % len(roots)]))
-        i += 1
-    return i
-
-
 def test_rank_killed_over_ucx_raises_rankerror(graphs):
     """Last in the module: the killed worker is gone from this cluster afterwards."""
     g1, g2 = graphs
     t0 = time.monotonic()
     with pytest.raises(RankError) as info:
-        run_session(g2, _kill_rank1_mid_search, choose_roots(g1, 8, 1), protocol="ucx", timeout=60.0)
+        run_session(g2, kill_rank1_mid_search, choose_roots(g1, 8, 1), protocol="ucx", timeout=60.0)
     took = time.monotonic() - t0
     assert info.value.rank == 1 and isinstance(info.value.cause, WorkerDied), info.value
     assert took < 20.0, took  # far below the 60 s search loop and the 60 s timeout

@@ -7,9 +7,6 @@ Skipped (not faked) without CuPy, dask-cuda or at least two CUDA devices, as on 
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
 import time
 
 import numpy as np
@@ -29,17 +26,14 @@ from breadth.bfs.graph500.validate import validate_rank  # noqa: E402
 from breadth.bfs.search_config import SearchConfig  # noqa: E402
 from breadth.pipeline import kronecker, prepare  # noqa: E402
 from breadth.pipeline.cluster import local_cuda_cluster  # noqa: E402
+from conftest import closing, kill_rank1_mid_search  # noqa: E402
 
 PROTOCOLS = ["nccl", "ucx"]
 
 
 @pytest.fixture(scope="module")
 def client():
-    c = local_cuda_cluster(workers=2, protocol="ucx")
-    yield c
-    cluster = c.cluster
-    c.close()
-    cluster.close()
+    yield from closing(local_cuda_cluster(workers=2, protocol="ucx"))
 
 
 @pytest.fixture(scope="module")
@@ -176,17 +170,6 @@ def test_communicator_device_arrays(client, graphs, protocol):
         np.testing.assert_array_equal(red[2], [1, -1])
 
 
-def _kill_rank1_mid_search(engine, setup_s, roots):
-    comm = engine.comm
-    if comm.rank == 1:  # SIGKILL this worker process while the ranks are inside searches
-        threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGKILL)).start()
-    t0, i = time.perf_counter(), 0
-    while comm.allreduce(np.array([time.perf_counter() - t0]), "max")[0] < 60.0:
-        engine.search(int(roots[i % len(roots)]))
-        i += 1
-    return i
-
-
 @pytest.mark.parametrize("protocol", ["nccl"])
 def test_worker_killed_mid_search_raises_rankerror(client, graphs, protocol):
     """Last in the module: the killed worker's GPU is gone from this cluster afterwards."""
@@ -195,7 +178,7 @@ def test_worker_killed_mid_search_raises_rankerror(client, graphs, protocol):
     w0 = g2.workers[0]
     t0 = time.monotonic()
     with pytest.raises(RankError) as info:
-        run_session(g2, _kill_rank1_mid_search, roots, protocol=protocol, timeout=60.0)
+        run_session(g2, kill_rank1_mid_search, roots, protocol=protocol, timeout=60.0)
     took = time.monotonic() - t0
     assert info.value.rank == 1 and isinstance(info.value.cause, WorkerDied), info.value
     assert took < 20.0, took  # far below the 60 s search loop and the 60 s timeout

@@ -7,8 +7,6 @@ workers).  The test that kills a worker runs last, because it replaces one of th
 from __future__ import annotations
 
 import os
-import signal
-import threading
 import time
 import uuid
 
@@ -22,7 +20,7 @@ from breadth.bfs.transport.communicator import CommError
 from breadth.pipeline import from_dask_array, kronecker, prepare
 from breadth.pipeline.cluster import worker_addresses
 
-from conftest import load_snap, scipy_levels
+from conftest import kill_rank1_mid_search, load_snap, scipy_levels
 
 NWORKERS = 4
 
@@ -537,18 +535,6 @@ def test_more_ranks_than_worker_threads_is_refused_at_once(cluster, kron13):
     g.release()
 
 
-def _kill_rank1_mid_search(engine, setup_s, roots):
-    comm = engine.comm
-    if comm.rank == 1:  # SIGKILL this worker process while the ranks are inside searches
-        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGKILL)).start()
-    t0, i = time.perf_counter(), 0
-    # every rank runs the same number of searches: the loop ends on the ranks' common clock
-    while comm.allreduce(np.array([time.perf_counter() - t0]), "max")[0] < 30.0:
-        engine.search(int(roots[i % len(roots)]))
-        i += 1
-    return i
-
-
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_worker_killed_mid_search_raises_rankerror(cluster, protocol):
     el = kronecker(14, seed=2)
@@ -558,7 +544,7 @@ def test_worker_killed_mid_search_raises_rankerror(cluster, protocol):
     roots = [int(edges[i, 0]) for i in range(8)]
     t0 = time.monotonic()
     with pytest.raises(RankError) as info:
-        run_session(g, _kill_rank1_mid_search, roots, protocol=protocol, timeout=30.0)
+        run_session(g, kill_rank1_mid_search, roots, 0.5, 30.0, protocol=protocol, timeout=30.0)
     took = time.monotonic() - t0
     assert info.value.rank == 1 and info.value.worker == g.workers[1], info.value
     assert isinstance(info.value.cause, WorkerDied), info.value

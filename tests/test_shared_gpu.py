@@ -23,15 +23,12 @@ from breadth.bfs.engine.session import session_protocol  # noqa: E402
 from breadth.bfs.graph500.validate import validate_rank  # noqa: E402
 from breadth.pipeline import kronecker, prepare  # noqa: E402
 from breadth.pipeline.cluster import local_cuda_cluster  # noqa: E402
+from conftest import closing  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def client():
-    c = local_cuda_cluster(workers=1, threads_per_worker=2)
-    yield c
-    cluster = c.cluster
-    c.close()
-    cluster.close()
+    yield from closing(local_cuda_cluster(workers=1, threads_per_worker=2))
 
 
 @pytest.fixture(scope="module")
