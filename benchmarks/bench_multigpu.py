@@ -294,8 +294,9 @@ def main() -> None:
                               f"allgatherv(small) {r0['allgatherv_small_us']:.1f} us, "
                               + ", ".join(f"{q['bytes'] >> 20} MB {q['GBps_per_direction']:.0f} GB/s ok={q['ok']}"
                                           for q in r0["pair"])
-                              + "; sized rounds: " + ", ".join(f"{q['bytes'] >> 20} MB {q['GBps_per_direction']:.0f} GB/s "
-                                                             f"ok={q['ok']}" for q in r0.get("sized_pair", [])),
+                              + "; sized rounds: "
+                              + ", ".join(f"{q['bytes'] >> 20} MB {q['GBps_per_direction']:.0f} GB/s ok={q['ok']}"
+                                          for q in r0.get("sized_pair", [])),
                               flush=True)
                     except Exception as e:
                         out["errors"].append({"comm": proto, "gpus": p, "error": traceback.format_exc()})

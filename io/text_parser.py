@@ -1,7 +1,7 @@
 """Block-wise parsing of edge-list text (SNAP, headerless/numeric CSV, Matrix Market entries).
 
-A Numba kernel (:mod:`breadth.io.text_kernels`) turns a block of bytes into an ``(k, 2)`` int64 array in one pass: comment and blank
-lines skipped, ``\\r\\n`` or ``\\n`` endings, a missing final newline, fields split on whitespace runs
+A Numba kernel (:mod:`breadth.io.text_kernels`) turns a block of bytes into an ``(k, 2)`` int64 array in
+one pass: comment and blank lines skipped, ``\\r\\n`` or ``\\n`` endings, a missing final newline, fields split on whitespace runs
 and commas (``sep=-1``) or on one delimiter byte.  Bad lines are reported by their byte offset and a
 kind code (see :mod:`breadth.io.errors`); the Python side turns offsets into line numbers, which costs a
 newline count only when something is wrong.

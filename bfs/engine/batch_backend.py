@@ -6,9 +6,9 @@ level's counters as host integers ``(vertices, pairs, out_degree_sum, unfinished
 (``or_word``: the OR of the new frontier words, viewed as int64).
 
 Parents: the steps record them during the pass where ``records_fit`` says the records fit (always on
-CPUs; ``derives_parents`` False: their steps need the records): the steps write the parent of each (vertex, search) they find into ``rec`` (``new_records``,
-the roots set by ``record_roots``) and the top-down exchange carries ``(vertex, bits, parent)`` rows; a
-group of searches' results is then ``lay_out``.  The CPU's records are vertex-major (``(nloc, k)`` parents
+CPUs; ``derives_parents`` False: their steps need the records): the steps write the parent of each
+(vertex, search) they find into ``rec`` (``new_records``, the roots set by ``record_roots``) and the
+top-down exchange carries ``(vertex, bits, parent)`` rows; a group of searches' results is then ``lay_out``.  The CPU's records are vertex-major (``(nloc, k)`` parents
 and the levels' low bytes: a vertex's searches share a cache line) and laid out per search into buffers;
 the GPU's are search-major ``(k, nloc)`` parents (a warp's vertices write consecutive entries), the
 results themselves (``parents_in_place``), with the levels read from the planes.  Where they do not fit
@@ -83,7 +83,8 @@ def cpu_batch_kernels() -> SimpleNamespace:
     return SimpleNamespace(
         name="cpu", xp=np, parent_dtype=_parent_dtype, to_host=np.asarray, synchronize=lambda: None,
         result_bytes=None, derives_parents=False, parents_in_place=False,
-        new_records=new_records, record_roots=record_roots, records_fit=lambda nloc, count, num_vertices: True, lay_out=lay_out,
+        new_records=new_records, record_roots=record_roots, lay_out=lay_out,
+        records_fit=lambda nloc, count, num_vertices: True,
         validation=SimpleNamespace(name="cpu", xp=np, to_host=np.asarray, checks_on_device=False),
         vertex_chunks=batch_frontier.vertex_chunks, finish_touched=finish_touched, bottom_up_step=bottom_up_step,
         top_down_step=top_down_step, claim_pairs=claim_pairs,

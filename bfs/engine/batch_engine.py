@@ -111,8 +111,7 @@ class BatchEngine:
         self._in_edges = int(self._bu[0][-1])
         self.nchunks = nchunks or 8 * (os.cpu_count() or 1)
         # the threads' vertex ranges for passes over all owned vertices, balanced on the in-edge rows
-        # that bottom-up and the results scan
-        # (GPUs: the long in-rows, a warp per task)
+        # that bottom-up and the results scan (GPUs: the long in-rows' tasks, a warp each)
         self.chunks = k.vertex_chunks(self._bu[0], self.nchunks)
         self._words = None  # seen and planes over all global ids, gathered once per batch for results
         self._group = None  # (first, parent, level): the last derived group of results

@@ -30,10 +30,10 @@ word and bit-sliced levels (``planes``, ``(nloc, B)`` row-major), as on the CPU:
   At scale 26 on an H200, deriving 64 searches' parents took 5.2 s after a 1.5 s pass.
 
 Device memory of a pass: ``3 + B`` words per owned vertex (``B`` = 4 up to depth 15), the recorded parents
-(``4 k`` bytes per owned vertex below 2**31 vertices), plus, on several ranks, the gathered frontier and the sent filter (two
-words per global vertex); the results add a group's ``4 * count`` bytes per owned vertex for its levels (and
-where parents are derived, its ``8 * count`` bytes of parents, and on several ranks ``seen`` and ``planes``
-gathered over all vertices, ``(1 + B) * 8`` bytes per global vertex).
+(``4 k`` bytes per owned vertex below 2**31 vertices), plus, on several ranks, the gathered frontier and the
+sent filter (two words per global vertex); the results add a group's ``4 * count`` bytes per owned vertex
+for its levels (and where parents are derived, its ``8 * count`` bytes of parents, and on several ranks
+``seen`` and ``planes`` gathered over all vertices, ``(1 + B) * 8`` bytes per global vertex).
 
 Imported only for GPU ranks (it imports CuPy at module level).  Untested on this project's CPU-only CI.
 """
@@ -117,9 +117,10 @@ def top_down_step(offsets, cols, lo: int, queue, frontier, seen, nxt, sent, nchu
     count = cp.zeros(2, np.uint64)  # touched, pairs
     if total:
         _kern(cols, rec)["batch_td"]((min(_grid(total)[0], _MAX_BLOCKS),), (_THREADS,),
-                                (offsets, cols, _i64(lo), _i64(frontier.size), queue, qstart, _i64(qn), _i64(total),
-                                 frontier, seen, nxt, sent if sent.size else nxt, np.int32(1 if sent.size else 0),
-                                 pairs, np.int32(width), count[1:], touched, count[:1], _rec(rec)))
+                                     (offsets, cols, _i64(lo), _i64(frontier.size), queue, qstart, _i64(qn),
+                                      _i64(total), frontier, seen, nxt, sent if sent.size else nxt,
+                                      np.int32(1 if sent.size else 0), pairs, np.int32(width), count[1:], touched,
+                                      count[:1], _rec(rec)))
     nt, k = (int(x) for x in count.get())
     return touched[:nt], pairs[:width * k].reshape(k, width)
 
@@ -131,8 +132,9 @@ def claim_pairs(pairs, lo: int, seen, nxt, rec=None):
     touched = cp.empty(max(nt, 1), np.int64)
     count = cp.zeros(1, np.uint64)
     if nt:
-        _kern(None, rec)["batch_claim"](_grid(nt), (_THREADS,), (cp.ascontiguousarray(pairs), np.int32(width), _i64(nt), _i64(lo),
-                                                        _i64(seen.size), seen, nxt, touched, count, _rec(rec)))
+        _kern(None, rec)["batch_claim"](_grid(nt), (_THREADS,),
+                                        (cp.ascontiguousarray(pairs), np.int32(width), _i64(nt), _i64(lo),
+                                         _i64(seen.size), seen, nxt, touched, count, _rec(rec)))
     return touched[:int(count.get()[0])]
 
 
