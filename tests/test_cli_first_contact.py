@@ -20,8 +20,10 @@ CLI = [sys.executable, "-m", "breadth.pipeline.cli"]
 
 
 def _run(*args, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+    # PYTHONFAULTHANDLER: a worker process that crashes prints its threads' stacks to the stderr it shares
+    # with the command, which a failed assertion shows
     return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+                          env={**os.environ, "PYTHONFAULTHANDLER": "1", **(env or {})}, stdin=subprocess.DEVNULL)
 
 
 def _one_line(r: subprocess.CompletedProcess, status: int, *needles: str) -> str:
@@ -288,6 +290,7 @@ def test_a_killed_worker_is_one_line_naming_the_rank(tmp_path):
     assert p.returncode == 1 and "Traceback" not in err, err[-3000:]
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("breadth: error: BFS rank "), err[-3000:]
+    assert f"process {workers[-1].pid} killed by signal 9 (SIGKILL)" in lines[0], lines[0]
 
 
 def test_shared_data_ingest_through_the_cli(tmp_path):

@@ -548,6 +548,7 @@ def test_worker_killed_mid_search_raises_rankerror(cluster, protocol):
     took = time.monotonic() - t0
     assert info.value.rank == 1 and info.value.worker == g.workers[1], info.value
     assert isinstance(info.value.cause, WorkerDied), info.value
+    assert "killed by signal 9 (SIGKILL)" in str(info.value), info.value  # the nanny's word, in this process
     assert took < 15.0, took  # far below the 30 s search loop and the 30 s timeout
     # the cluster serves the next session once the nanny has replaced the worker
     cluster.wait_for_workers(NWORKERS, timeout=60)

@@ -204,7 +204,11 @@ def run_session(graph, body: Callable, *args, protocol: str = "auto", timeout: f
     """
     from distributed import wait
 
+    from .. import worker_deaths
+
     client, size = graph.client, graph.nparts
+    worker_deaths.watch()
+    started = time.monotonic()
     protocol = session_protocol(graph, protocol)
     _check_threads(client, graph)
     session = f"breadth-{uuid.uuid4().hex[:12]}"
@@ -228,7 +232,7 @@ def run_session(graph, body: Callable, *args, protocol: str = "auto", timeout: f
         # for the case where no peer notices (one rank, or peers inside a long local step).
         if _dead_ranks(client, graph):
             break
-    rank, cause = _first_failure(client, graph, futs)
+    rank, cause = _first_failure(client, graph, futs, started)
     if all(f.status == "finished" for f in futs):  # every rank came through: nothing failed after all
         return client.gather(futs) if gather else futs
     client.cancel(futs, force=True)
@@ -263,7 +267,7 @@ def _dead_ranks(client, graph) -> list[int]:
     return [r for r, w in enumerate(graph.workers) if w not in alive]
 
 
-def _first_failure(client, graph, futs) -> tuple[int, BaseException]:
+def _first_failure(client, graph, futs, started: float) -> tuple[int, BaseException]:
     """The rank that failed first, and its cause, once every live rank has settled.
 
     A rank's own exception (anything but ``CommError``) comes first, then a rank whose worker died, then
@@ -294,7 +298,8 @@ def _first_failure(client, graph, futs) -> tuple[int, BaseException]:
     if dead:
         first = errors.get(min(errors)) if errors else None
         seen = f"; rank {min(errors)} saw: {first}" if first is not None else ""
-        return dead[0], WorkerDied(f"worker {graph.workers[dead[0]]} left the cluster during the session{seen}")
+        how = _how_workers_died(started, deadline if client.cluster is not None else 0.0)
+        return dead[0], WorkerDied(f"worker {graph.workers[dead[0]]} left the cluster during the session{how}{seen}")
     # A silent or vanished rank: the first rank to notice names it (later errors are the cascade of
     # ranks closing their connections after their own failure).
     noticed = sorted((e for e in errors.values() if getattr(e, "peer", None) is not None), key=lambda e: e.when)
@@ -303,6 +308,18 @@ def _first_failure(client, graph, futs) -> tuple[int, BaseException]:
     if errors:
         return min(errors), errors[min(errors)]
     return 0, RuntimeError("session failed without an error from any rank")
+
+
+def _how_workers_died(started: float, deadline: float) -> str:
+    """`` (process 4121 killed by signal 9 (SIGKILL))``: how the worker processes that ended since the session
+    started ended, where their nannies run in this process (a cluster object of this client's: waiting for
+    the nanny's line until ``deadline``, as it may notice the exit after the scheduler has); empty when
+    nothing was seen."""
+    from .. import worker_deaths
+
+    while not (ended := worker_deaths.since(started)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return f" ({'; '.join(ended)})" if ended else ""
 
 
 class RankError(RuntimeError):

@@ -1,0 +1,82 @@
+"""How worker processes ended, as their nannies saw it: the signal or exit status behind "a rank's worker
+left the cluster", which the scheduler does not know.
+
+A Dask nanny logs the end of its worker's process at INFO (``distributed.nanny``: "Worker process 4121
+was killed by signal 11") and restarts it.  Where the nannies run in this process (a ``LocalCluster``'s,
+as the ``breadth`` command starts) :func:`watch` keeps the last of those lines, so that the one-line
+error of a search whose worker died can say how it died (killed by SIGKILL: the machine's out-of-memory
+killer, most often; SIGSEGV: a crash).  For a remote cluster nothing is seen here, and the error says
+what the scheduler knows.  Memory: the last :data:`KEEP` lines, whatever the cluster's size.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import re
+import signal
+import threading
+import time
+
+KEEP = 64  #: death lines kept (one per process that ended; a cluster restarting workers in a loop drops the oldest)
+
+_LINE = re.compile(r"Worker process (\d+) (?:was killed by signal (\d+)|exited with status (\d+)"
+                   r"|was killed by (unknown signal))")
+
+
+class _Deaths(logging.Filter):
+    """Keeps ``(monotonic time, description)`` of each worker process's end that a nanny logs.
+
+    A filter on the nanny's logger, whose level :func:`watch` lowers to INFO: the CLI (and many a user)
+    hides Dask's INFO lines, and a record below a logger's level is never made.  The filter sees each line,
+    keeps the death lines, and passes on only what the logger's own level (or, unset, its parents') passes,
+    so nothing more is printed than before."""
+
+    def __init__(self, own_level: int) -> None:
+        super().__init__()
+        self.own_level = own_level
+        self.seen: collections.deque[tuple[float, str]] = collections.deque(maxlen=KEEP)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        m = _LINE.match(record.getMessage())
+        if m:
+            self.seen.append((time.monotonic(), describe(int(m[1]), m[2], m[3])))
+        return record.levelno >= (self.own_level or logging.getLogger("distributed").getEffectiveLevel())
+
+
+def describe(pid: int, sig: str | None, status: str | None) -> str:
+    """``"process 4121 killed by signal 11 (SIGSEGV)"``, ``"process 4121 exited with status 1"``."""
+    if sig is not None:
+        try:
+            name = f" ({signal.Signals(int(sig)).name})"
+        except ValueError:
+            name = ""
+        return f"process {pid} killed by signal {sig}{name}"
+    if status is not None:
+        return f"process {pid} exited with status {status}"
+    return f"process {pid} killed by an unknown signal"
+
+
+_deaths: _Deaths | None = None
+_lock = threading.Lock()
+
+
+def watch() -> None:
+    """Start keeping the nannies' death lines of this process (once; later calls do nothing)."""
+    global _deaths
+    with _lock:
+        if _deaths is None:
+            nanny = logging.getLogger("distributed.nanny")
+            _deaths = _Deaths(nanny.level)
+            nanny.addFilter(_deaths)
+            nanny.setLevel(min(nanny.getEffectiveLevel(), logging.INFO))
+
+
+def since(t0: float) -> list[str]:
+    """Descriptions of the worker processes that ended after ``time.monotonic()`` was ``t0``, oldest first.
+
+    >>> t0 = time.monotonic(); watch()
+    >>> since(t0)
+    []
+    """
+    return [d for t, d in list(_deaths.seen if _deaths is not None else ()) if t >= t0]
