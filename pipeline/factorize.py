@@ -4,7 +4,7 @@
 ids in that order -- two to three times faster on 64-bit ids, because the table stores the ids
 themselves with linear probing on a multiplicative hash, and a power-law chunk's hubs stay in cache.
 A slot is an id and its code plus one (0: empty) side by side, so a probe reads one cache line.  The first
-table has twice the slots that strided samples of the chunk predict distinct ids (:func:`_start_bits`),
+table is sized from the distinct ids that strided samples of the chunk predict (:func:`_start_bits`),
 and it doubles when half full (the ids seen so far are inserted again, the input is not read again).  A
 chunk with few distinct ids never allocates for many: the estimate never exceeds the input's size, so the
 table holds at most 64 bytes per input id (as when it began at an eighth of the input and doubled), or 32
@@ -84,23 +84,34 @@ def factorize(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 #: ids read by :func:`_start_bits` to estimate a chunk's share of distinct ids
-SAMPLE = 1 << 14
+SAMPLE = 1 << 16
+#: below this growth exponent a chunk repeats ids, and the estimate overshoots (see :func:`_start_bits`)
+REPEATS_G = 0.9
 
 
 def _start_bits(a: np.ndarray) -> int:
     """log2 of the first table's slots, from the distinct ids of two strided samples of ``a`` (``SAMPLE``
     ids and a quarter of them): distinct ids grow as ``size ** g`` with ``g`` from the two counts (1 when
-    all are distinct, less the more ids repeat), extrapolated to the chunk, and the table gets twice that.
-    Measured on 2^21-id chunks: web-crawl ids, 59 % distinct, 0.14 -> 0.085 s (the table no longer doubles
-    three times); 18 % distinct, 0.043 s as before (one sample alone predicted 62 % there: a table four
-    times too large, 0.064 s)."""
+    all are distinct, less the more ids repeat), extrapolated to the chunk.
+
+    Where ids repeat (``g`` below :data:`REPEATS_G`) the extrapolation overshoots -- a power law's distinct
+    ids grow ever slower -- by 1.3-3.8x on chunks of 2 M and 8 M web-crawl ids (``2 ** 18 .. 2 ** 28`` vertices),
+    so the table gets the estimate itself rounded up to a power of two (half full at most once the estimate
+    is right, which it never was there); where (nearly) all ids are distinct it is right, and the table gets
+    twice the estimate, as it would double at the end otherwise.  The samples are 64 K and 16 K ids (1-2 ms
+    a chunk): 16 K and 4 K overshot 1.4-8.4x.  Measured on this 2-core machine, one 2^21-id chunk, before (a
+    16 K sample, twice the estimate) and after: 266 K distinct ids (a 2^20-vertex crawl) 48 -> 30 ms, 625 K
+    (2^23) 78 -> 60 ms, 1.3 M of an 8 M-id chunk 312 -> 195 ms; crawls of 2^24-2^28 vertices and all-distinct
+    ids as before (the same table).  ``bench_ingest_sparse.py`` at 2^24 tuples over 2^21 ids, 3 alternating
+    rounds of 3: the API's ingest 3.86 -> 3.46 s (median of 9), ``breadth ingest`` 4.80 -> 4.48 s.
+    """
     if a.size <= 4 * SAMPLE:
         return max(10, int(a.size).bit_length() - 3)
     sample = np.ascontiguousarray(a[::a.size // SAMPLE][:SAMPLE])
     few = np.ascontiguousarray(sample[::4])
-    d = _factorize(sample, np.empty(sample.size, np.int32), 15).size
-    d4 = _factorize(few, np.empty(few.size, np.int32), 13).size
+    d = _factorize(sample, np.empty(sample.size, np.int32), SAMPLE.bit_length()).size
+    d4 = _factorize(few, np.empty(few.size, np.int32), SAMPLE.bit_length() - 2).size
     g = min(1.0, max(0.0, math.log(d / d4, 4)))
     estimate = max(1, int(d * (a.size / sample.size) ** g))
-    # the smallest power of two above 2 * estimate: the table doubles only past the estimate
-    return max(10, int(2 * estimate).bit_length())
+    # the smallest power of two above the table's target: it doubles only once past half of it
+    return max(10, int(estimate if g < REPEATS_G else 2 * estimate).bit_length())
