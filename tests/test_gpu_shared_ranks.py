@@ -139,4 +139,5 @@ def test_rank_killed_over_ucx_raises_rankerror(graphs):
         run_session(g2, kill_rank1_mid_search, choose_roots(g1, 8, 1), protocol="ucx", timeout=60.0)
     took = time.monotonic() - t0
     assert info.value.rank == 1 and isinstance(info.value.cause, WorkerDied), info.value
+    assert "killed by signal 9 (SIGKILL)" in str(info.value), info.value  # the nanny's word
     assert took < 20.0, took  # far below the 60 s search loop and the 60 s timeout

@@ -181,6 +181,7 @@ def test_worker_killed_mid_search_raises_rankerror(client, graphs, protocol):
         run_session(g2, kill_rank1_mid_search, roots, protocol=protocol, timeout=60.0)
     took = time.monotonic() - t0
     assert info.value.rank == 1 and isinstance(info.value.cause, WorkerDied), info.value
+    assert "killed by signal 9 (SIGKILL)" in str(info.value), info.value  # the nanny's word
     assert took < 20.0, took  # far below the 60 s search loop and the 60 s timeout
     # rank 0's worker has one thread: a task runs there only once rank 0 stopped searching
     f = client.submit(lambda: time.monotonic(), workers=[w0], allow_other_workers=False, pure=False)
