@@ -14,7 +14,7 @@ from breadth.bfs.engine.batch_search import batches
 from breadth.bfs.results import write_results_dataset
 from breadth.pipeline import from_dask_array, kronecker, prepare
 
-from conftest import assert_bfs_parents, one_shard, roots_with_edges, scipy_levels
+from conftest import assert_bfs_parents, closing, one_shard, roots_with_edges, scipy_levels
 
 SCALE = 11
 N = 1 << SCALE
@@ -262,14 +262,9 @@ def test_batch_gpu_long_rows_equal_cpu():
 # -- through Dask, 1-3 ranks --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cluster():
-    from distributed import Client, LocalCluster
+    from breadth.pipeline.cluster import local_cluster
 
-    lc = LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None,
-                      env={"NUMBA_NUM_THREADS": "1"})
-    c = Client(lc)
-    yield c
-    c.close()
-    lc.close()
+    yield from closing(local_cluster(workers=3, threads_per_worker=1))  # one Numba thread each
 
 
 @pytest.mark.parametrize("directed", [False, True])
