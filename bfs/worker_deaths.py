@@ -4,8 +4,8 @@ left the cluster", which the scheduler does not know.
 A Dask nanny logs the end of its worker's process at INFO (``distributed.nanny``: "Worker process 4121
 was killed by signal 11") and restarts it.  Where the nannies run in this process (a ``LocalCluster``'s,
 as the ``breadth`` command starts) :func:`watch` keeps the last of those lines, so that the one-line
-error of a search whose worker died can say how it died (killed by SIGKILL: the machine's out-of-memory
-killer, most often; SIGSEGV: a crash).  For a remote cluster nothing is seen here, and the error says
+error of a search whose worker died can say how it died (SIGKILL: e.g. the system's out-of-memory killer;
+SIGSEGV: a crash).  For a remote cluster nothing is seen here, and the error says
 what the scheduler knows.  Memory: the last :data:`KEEP` lines, whatever the cluster's size.
 """
 
