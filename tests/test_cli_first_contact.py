@@ -160,7 +160,9 @@ def test_cli_imports_nothing_heavy():
 
 def test_two_workers_on_a_cold_numba_cache(tmp_path):
     """A fresh machine: nothing compiled yet, two worker processes, one Numba thread each."""
-    r = _run("bench", "--scale", "10", "--roots", "2", "--workers", "2",
+    # --verbose: were it to fail, the traceback and the workers' logs come with the one line (CI once saw a
+    # worker of this test leave mid-search, never reproduced)
+    r = _run("bench", "--scale", "10", "--roots", "2", "--workers", "2", "--verbose",
              env={"NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")})
     assert r.returncode == 0, r.stderr[-3000:]
     assert "bfs  harmonic_mean_TEPS:" in r.stdout
