@@ -94,16 +94,16 @@ def _start_bits(a: np.ndarray) -> int:
     ids and a quarter of them): distinct ids grow as ``size ** g`` with ``g`` from the two counts (1 when
     all are distinct, less the more ids repeat), extrapolated to the chunk.
 
-    Where ids repeat (``g`` below :data:`REPEATS_G`) the extrapolation overshoots -- a power law's distinct
-    ids grow ever slower -- by 1.3-3.8x on chunks of 2 M and 8 M web-crawl ids (``2 ** 18 .. 2 ** 28`` vertices),
-    so the table gets the estimate itself rounded up to a power of two (were the estimate right, the table
-    would pass half full and double once; it never was right there); where (nearly) all ids are distinct it is
-    right, and the table gets twice the estimate, as it would double at the end otherwise.  The samples are 64 K and 16 K ids (1-2 ms
-    a chunk): 16 K and 4 K overshot 1.4-8.4x.  Measured on this 2-core machine, one 2^21-id chunk, before (a
-    16 K sample, twice the estimate) and after: 266 K distinct ids (a 2^20-vertex crawl) 48 -> 30 ms, 625 K
-    (2^23) 78 -> 60 ms, 1.3 M of an 8 M-id chunk 312 -> 195 ms; crawls of 2^24-2^28 vertices and all-distinct
-    ids as before (the same table).  ``bench_ingest_sparse.py`` at 2^24 tuples over 2^21 ids, 3 alternating
-    rounds of 3: the API's ingest 3.86 -> 3.46 s (median of 9), ``breadth ingest`` 4.80 -> 4.48 s.
+    Where ids repeat (``g`` below :data:`REPEATS_G`) the extrapolation overshoots -- a power law's distinct ids grow
+    ever slower -- by 1.3-3.8x on chunks of 2 M and 8 M web-crawl ids (``2 ** 18 .. 2 ** 28`` vertices), so the
+    table gets the estimate itself rounded up to a power of two (were the estimate right, the table would pass half
+    full and double once; it never was right there); where (nearly) all ids are distinct it is right, and the table
+    gets twice the estimate, as it would double at the end otherwise.  The samples are 64 K and 16 K ids (1-2 ms a
+    chunk): 16 K and 4 K overshot 1.4-8.4x.  Measured on this 2-core machine, one 2^21-id chunk, before (a 16 K
+    sample, twice the estimate) and after: 266 K distinct ids (a 2^20-vertex crawl) 48 -> 30 ms, 625 K (2^23) 78 ->
+    60 ms, 1.3 M of an 8 M-id chunk 312 -> 195 ms; crawls of 2^24-2^28 vertices and all-distinct ids as before (the
+    same table).  ``bench_ingest_sparse.py`` at 2^24 tuples over 2^21 ids, 3 alternating rounds of 3: the API's
+    ingest 3.86 -> 3.46 s (median of 9), ``breadth ingest`` 4.80 -> 4.48 s.
     """
     if a.size <= 4 * SAMPLE:
         return max(10, int(a.size).bit_length() - 3)
