@@ -40,12 +40,17 @@ class Backend(Protocol):
 
     def start_search(self, parent, level, root_local: int) -> None: ...
 
+    def mark_visited(self, local_ids) -> None: ...
+
     def top_down_step(self, offsets, cols, lo, hi, queue, parent, level, depth, sent, nchunks, claim_offsets=None):
         ...
 
     def claim_remote(self, v, p, lo, parent, level, depth, **kw): ...
 
     def bottom_up_step(self, offsets, cols, frontier_bits, parent, level, depth, next_bits): ...
+
+    def note_degree_sum(self, queue, offsets, total: int) -> None:
+        """Engine hook: ``total`` is ``queue``'s degree sum (a backend may remember it rather than sum again)."""
 
 
 class CpuBackend:
@@ -97,6 +102,9 @@ class CpuBackend:
     def claim_remote(self, v, p, lo, parent, level, depth):
         self._fresh = False
         return self._td.claim_remote(v, p, lo, parent, level, depth)
+
+    def note_degree_sum(self, queue, offsets, total: int) -> None:
+        """Engine hook: the host sums degrees when asked; nothing to remember."""
 
     def use_bottom_up_columns(self, cols, ordered) -> None:
         """Engine hook: bottom-up scans ``ordered`` (the same rows as ``cols``, neighbours by decreasing

@@ -170,14 +170,10 @@ class Engine:
         if bad.size:
             raise ValueError(f"root {int(bad[0])} outside [0, {s.num_vertices})")
         mine = roots[(roots >= s.lo) & (roots < s.hi)] - s.lo
-        start = getattr(b, "start_search", None)
-        if start is not None:  # backend hook: one fused device pass, which also resets the backend's own state
-            start(self.parent, self.level, int(mine[0]) if roots.size == 1 and mine.size else -1)
-            if roots.size > 1 and mine.size:
-                b.mark_visited(mine)  # a visited bitmap the backend keeps learns every source, not one root
-        else:
-            self.parent.fill(-1)
-            self.level.fill(-1)
+        # backend hook: parents and levels reset (one fused device pass on GPUs) with the backend's own state
+        b.start_search(self.parent, self.level, int(mine[0]) if roots.size == 1 and mine.size else -1)
+        if roots.size > 1 and mine.size:
+            b.mark_visited(mine)  # a visited bitmap the backend keeps learns every source, not one root
         if self.sent.size:
             self.sent.fill(0)
         if roots.size == 1 and mine.size:
@@ -235,9 +231,7 @@ class Engine:
                     claimed = self._exchange_pairs(rv, rp, depth)
                     deg += int(b.degree_sum(s.offsets, claimed))
                     nxt = xp.concatenate([nxt, claimed])
-                    note = getattr(b, "note_degree_sum", None)
-                    if note is not None:
-                        note(nxt, s.offsets, deg)
+                    b.note_degree_sum(nxt, s.offsets, deg)
                 tr = time.perf_counter()
                 cnt = self._counters(int(nxt.size), deg)
                 found, next_scout, counts = int(cnt[:, 0].sum()), int(cnt[:, 1].sum()), cnt[:, 0]
