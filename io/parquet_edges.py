@@ -43,15 +43,23 @@ def _column_array(path: str, col, name: str, rg: int):
         raise NonNumericIdError(f"{path}: row group {rg}: column {name!r} has {col.null_count} null id(s)",
                                 path=path, column=name)
     t = col.type
+    if pa.types.is_dictionary(t) and _is_string(t.value_type):
+        return col  # string ids read dictionary-encoded (read_row_group): relabeling takes the codes
     if pa.types.is_dictionary(t):
         col = col.cast(t.value_type)
         t = col.type
     if pa.types.is_integer(t):
         return _integers(col)
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
+    if _is_string(t):
         return col
     raise NonNumericIdError(f"{path}: column {name!r} has type {t}; vertex ids must be integers or strings",
                             path=path, column=name)
+
+
+def _is_string(t) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
 def _integers(col) -> np.ndarray:
@@ -71,13 +79,22 @@ def _integers(col) -> np.ndarray:
 
 def read_row_group(path: str, rg: int, src: str, dst: str):
     """Row group ``rg`` of one file -> ``(edges, ChunkStats)``: ``edges`` ``(k, 2)`` integers (normalised,
-    see relabel), or for string ids a two-column Arrow table (source, target)."""
+    see relabel), or for string ids a two-column Arrow table (source, target) of dictionary-encoded strings.
+
+    String columns are read with pyarrow's ``read_dictionary``: each distinct string of the row group is
+    decoded once, with int32 codes for the rows, instead of every row's string (a 1 M-tuple row group of
+    URL-like ids, 266 K distinct, read and split three times in one process: peak RSS 637-699 -> 459-469 MB,
+    read + split 0.38-0.55 -> 0.36-0.44 s once warm)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from .id_checks import normalize_ids
 
-    t = pq.ParquetFile(path).read_row_group(rg, columns=[src, dst])
+    pf = pq.ParquetFile(path)
+    strings = [c for c in (src, dst) if _is_string(pf.schema_arrow.field(c).type)]
+    if strings:
+        pf = pq.ParquetFile(path, read_dictionary=strings)
+    t = pf.read_row_group(rg, columns=[src, dst])
     s = _column_array(path, t.column(src), src, rg)
     d = _column_array(path, t.column(dst), dst, rg)
     if isinstance(s, pa.ChunkedArray) != isinstance(d, pa.ChunkedArray):

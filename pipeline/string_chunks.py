@@ -6,8 +6,11 @@ endpoints (a two-column Arrow table from the readers, or a ``(k, 2)`` object arr
 strings), the distinct strings sorted by ``array_sort_indices`` (UTF-8 bytes: code-point order) and cut
 into per-owner pieces by their XXH64 owners (:func:`breadth.bfs.id_map.owner_of`).  A Numba table over
 the XXH64 hashes that compares the bytes of equal hashes numbered 2^21 URL-like endpoints in 0.84 s,
-``dictionary_encode`` in 0.29 s (the byte comparison's cache misses).  The pieces are Arrow
-string arrays, which the id shuffle moves as they are (in memory, or as Arrow IPC files on its disk tier).
+``dictionary_encode`` in 0.29 s (the byte comparison's cache misses).  Parquet's reader hands its
+string columns over dictionary-encoded (:func:`breadth.io.parquet_edges.read_row_group`), already numbered:
+their dictionaries are unified (:func:`dictionary_codes`) and no row's string is ever materialised.  The
+pieces are Arrow string arrays, which the id shuffle moves as they are (in memory, or as Arrow IPC files on
+its disk tier).
 """
 
 from __future__ import annotations
@@ -28,22 +31,49 @@ def endpoints(edges) -> pa.Array:
     return as_strings(np.concatenate([e[:, 0], e[:, 1]]))
 
 
+def dictionary_codes(table: pa.Table) -> tuple[np.ndarray, pa.Array]:
+    """``(codes, uniq)`` of a two-column table of dictionary-encoded strings (as the Parquet reader gives
+    them): the chunks' dictionaries unified into one, ``codes`` ``(2k,)`` (every source, then every target)
+    index the distinct strings ``uniq``.  Dictionary entries no row uses (a categorical column's unused
+    categories) are dropped: every string of ``uniq`` is an endpoint.
+
+    >>> t = pa.table({"s": pa.array(["b", "a"]).dictionary_encode(), "d": pa.array(["a", "c"]).dictionary_encode()})
+    >>> codes, uniq = dictionary_codes(t)
+    >>> uniq.take(pa.array(codes)).to_pylist()
+    ['b', 'a', 'a', 'c']
+    """
+    chunks = [c for col in table.columns for c in col.chunks]
+    if not chunks:
+        return np.empty(0, np.int64), pa.array([], pa.string())
+    unified = pa.chunked_array(chunks).unify_dictionaries()
+    uniq = as_strings(unified.chunk(0).dictionary)
+    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in unified.chunks])
+    used = np.bincount(codes, minlength=len(uniq)) > 0
+    if not used.all():
+        keep = np.flatnonzero(used)
+        renumber = np.cumsum(used) - 1
+        codes, uniq = renumber[codes], uniq.take(pa.array(keep))
+    return codes, uniq
+
+
 def split_strings(edges, nowners: int) -> tuple[np.ndarray, np.ndarray, list[pa.Array]]:
     """A chunk's ``(k, 2)`` string edges -> ``(codes, order, pieces)`` as
     :func:`~breadth.pipeline.hash_relabel.chunk_split` gives them: ``codes`` ``(k, 2)`` int32 index the
-    chunk's distinct strings ``u`` (first-seen order), ``pieces[p]`` (Arrow) are the strings of ``u`` that
-    owner ``p`` numbers, sorted, and ``order`` lists ``u``'s positions piece after piece.
+    chunk's distinct strings ``u`` (first-seen order, or the unified dictionary's), ``pieces[p]`` (Arrow)
+    are the strings of ``u`` that owner ``p`` numbers, sorted, and ``order`` lists ``u``'s positions piece
+    after piece.
 
     >>> codes, order, pieces = split_strings(np.array([["b", "a"], ["a", "c"]], dtype=object), 1)
     >>> codes.tolist(), pieces[0].to_pylist()
     ([[0, 1], [1, 2]], ['a', 'b', 'c'])
     """
-    flat = endpoints(edges)
-    k = len(flat) // 2
-    enc = pc.dictionary_encode(flat)
-    uniq = enc.dictionary
+    if isinstance(edges, pa.Table) and all(pa.types.is_dictionary(c.type) for c in edges.columns):
+        flat_codes, uniq = dictionary_codes(edges)
+    else:
+        enc = pc.dictionary_encode(endpoints(edges))
+        flat_codes, uniq = enc.indices.to_numpy(zero_copy_only=False), enc.dictionary
+    k = len(flat_codes) // 2
     index = np.int32 if len(uniq) < (1 << 31) else np.int64
-    flat_codes = enc.indices.to_numpy(zero_copy_only=False)
     codes = np.empty((k, 2), index)
     codes[:, 0] = flat_codes[:k]
     codes[:, 1] = flat_codes[k:]

@@ -90,6 +90,19 @@ def test_merge_and_search_kernels_match_python_order():
     assert lookup_strings(part, 0, pa.array(sorted(["absent", "~"]))).tolist() == [-1, -1]
 
 
+def _dictionary_table(e: np.ndarray) -> pa.Table:
+    """String edges as the Parquet reader gives them (dictionary-encoded columns): two chunks per column with
+    dictionaries of their own, one of them holding categories that no row uses."""
+    def column(a):
+        half = len(a) // 2
+        extra = pa.array(["never used", "\u00e9 unused"] + sorted(set(a[:half].tolist())))
+        first = pa.DictionaryArray.from_arrays(pa.array([2 + sorted(set(a[:half].tolist())).index(x)
+                                                         for x in a[:half].tolist()], pa.int32()), extra)
+        return pa.chunked_array([first, pa.array(a[half:].tolist()).dictionary_encode()])
+
+    return pa.table({"src": column(e[:, 0]), "dst": column(e[:, 1])})
+
+
 @pytest.mark.parametrize("owners", [1, 3, 64])
 def test_split_union_lookup_number_like_a_dict(owners):
     """Chunks of string edges (Arrow tables and object arrays) through the CPU steps by hand, with one
@@ -99,16 +112,21 @@ def test_split_union_lookup_number_like_a_dict(owners):
 
     from breadth.pipeline.hash_relabel import chunk_dense, chunk_split, lookup_piece, owner_part
 
-    e = _edges(500, 3000, seed=owners)
+    e = _edges(500, 3600, seed=owners)
     chunks = [pa.table({"src": e[:1000, 0].tolist(), "dst": e[:1000, 1].tolist()}), e[1000:2500],
-              pa.table({"src": pa.array(e[2500:, 0].tolist(), pa.large_string()),
-                        "dst": pa.array(e[2500:, 1].tolist(), pa.large_string())})]
+              pa.table({"src": pa.array(e[2500:3000, 0].tolist(), pa.large_string()),
+                        "dst": pa.array(e[2500:3000, 1].tolist(), pa.large_string())}),
+              _dictionary_table(e[3000:])]
     splits = [chunk_split(c, owners, object) for c in chunks]
     for c, (codes, _order, _pieces) in zip(chunks, splits):
         flat = np.concatenate([np.asarray(c)[:, 0], np.asarray(c)[:, 1]]) if isinstance(c, np.ndarray) else \
-            np.concatenate([c.column(0).to_numpy(zero_copy_only=False), c.column(1).to_numpy(zero_copy_only=False)])
+            np.concatenate([c.column(i).to_numpy(zero_copy_only=False) for i in range(2)])
         want, _ = pd.factorize(flat)  # first-seen numbering, as pandas gives it
-        np.testing.assert_array_equal(np.concatenate([codes[:, 0], codes[:, 1]]), want)
+        got = np.concatenate([codes[:, 0], codes[:, 1]])
+        if isinstance(c, pa.Table) and pa.types.is_dictionary(c.column(0).type):
+            got = pd.factorize(got)[0]  # the unified dictionary's numbering: the same partition of the rows
+            assert codes.max() + 1 == len(set(flat.tolist()))  # unused categories dropped
+        np.testing.assert_array_equal(got, want)
     parts = [owner_part(object, *[s[2][p] for s in splits]) for p in range(owners)]
     offsets = np.concatenate([[0], np.cumsum([len(p) for p in parts])])
     dense = [chunk_dense(s, *[lookup_piece(parts[p], offsets[p], s[2][p]) for p in range(owners)])
