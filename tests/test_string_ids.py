@@ -112,18 +112,20 @@ def test_split_union_lookup_number_like_a_dict(owners):
 
     from breadth.pipeline.hash_relabel import chunk_dense, chunk_split, lookup_piece, owner_part
 
-    e = _edges(500, 3600, seed=owners)
+    e = _edges(500, 4000, seed=owners)
     chunks = [pa.table({"src": e[:1000, 0].tolist(), "dst": e[:1000, 1].tolist()}), e[1000:2500],
               pa.table({"src": pa.array(e[2500:3000, 0].tolist(), pa.large_string()),
                         "dst": pa.array(e[2500:3000, 1].tolist(), pa.large_string())}),
-              _dictionary_table(e[3000:])]
+              _dictionary_table(e[3000:3600]),
+              pa.table({"src": pa.array(e[3600:, 0].tolist(), pa.large_string()),  # mixed column types
+                        "dst": _dictionary_table(e[3600:]).column(1)})]
     splits = [chunk_split(c, owners, object) for c in chunks]
     for c, (codes, _order, _pieces) in zip(chunks, splits):
         flat = np.concatenate([np.asarray(c)[:, 0], np.asarray(c)[:, 1]]) if isinstance(c, np.ndarray) else \
             np.concatenate([c.column(i).to_numpy(zero_copy_only=False) for i in range(2)])
         want, _ = pd.factorize(flat)  # first-seen numbering, as pandas gives it
         got = np.concatenate([codes[:, 0], codes[:, 1]])
-        if isinstance(c, pa.Table) and pa.types.is_dictionary(c.column(0).type):
+        if isinstance(c, pa.Table) and pa.types.is_dictionary(c.column(1).type):
             got = pd.factorize(got)[0]  # the unified dictionary's numbering: the same partition of the rows
             assert codes.max() + 1 == len(set(flat.tolist()))  # unused categories dropped
         np.testing.assert_array_equal(got, want)
