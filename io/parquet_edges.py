@@ -139,7 +139,7 @@ def _row_group_meta(path: str, pf, rg: int, src: str, dst: str) -> tuple | None:
     kinds, lo, hi = set(), [], []
     for c in (src, dst):
         t = pf.schema_arrow.field(c).type
-        if pa.types.is_string(t) or pa.types.is_large_string(t):
+        if _is_string(t):
             kinds.add("str")
             continue
         if not pa.types.is_signed_integer(t):

@@ -20,14 +20,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from breadth.bfs.arrow_strings import as_strings, concat
+from breadth.bfs.arrow_strings import as_strings
 from breadth.bfs.id_map import owner_of
 
 
 def endpoints(edges) -> pa.Array:
-    """A chunk's ``k`` tuples as ``(2k,)`` strings: every source, then every target."""
-    if isinstance(edges, pa.Table):
-        return concat([c for i in range(2) for c in edges.column(i).chunks])
+    """A chunk's ``(k, 2)`` array of string ids as ``(2k,)`` strings: every source, then every target (tables
+    are numbered column chunk by column chunk, never concatenated: :func:`split_strings`)."""
     e = np.asarray(edges)
     return as_strings(np.concatenate([e[:, 0], e[:, 1]]))
 
