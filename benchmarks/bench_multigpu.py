@@ -17,7 +17,8 @@ processes (its low-level API, progressed in the rank's thread: 8-byte round trip
 buffers, and device transfers of the commbench sizes), the floor the UCX communicator is measured against.
 
 ``--ranks-per-gpu 2`` puts two workers on each GPU, so that one GPU runs two ranks (NCCL refuses that;
-UCX moves the device buffers between the processes through CUDA IPC):
+UCX moves the device buffers between the processes through CUDA IPC); the workers are then clients of a
+private MPS daemon unless ``--mps off`` (``local_cuda_cluster``'s ``mps``; the JSON's ``mps`` says which ran):
 
     python benchmarks/bench_multigpu.py --ranks-per-gpu 2 --configs 24:2 --protocols ucx tcp \
         --commbench --raw-ucxx --roots 16 --json $OUT/ucx_one_gpu.json
@@ -219,6 +220,8 @@ def main() -> None:
     ap.add_argument("--commbench", action="store_true")
     ap.add_argument("--raw-ucxx", action="store_true", help="with --commbench: time ucxx itself between ranks 0 and 1")
     ap.add_argument("--ranks-per-gpu", type=int, default=1, help="workers (ranks) on each GPU")
+    ap.add_argument("--mps", choices=("auto", "on", "off"), default="auto",
+                    help="with --ranks-per-gpu > 1: the workers as clients of a private MPS daemon (local_cuda_cluster)")
     ap.add_argument("--cluster-protocol", default="tcp", choices=("tcp", "ucx"),
                     help="Dask's own protocol (graph preparation); local_cuda_cluster gives a UCX cluster "
                          "UCX's progress thread (see breadth.pipeline.cluster.ucx_progress_environ), without which "
@@ -250,13 +253,16 @@ def main() -> None:
         write_json(args.json, out, default=float)
 
     t0 = time.perf_counter()
-    client = local_cuda_cluster(workers=args.gpus, protocol=args.cluster_protocol, ranks_per_gpu=args.ranks_per_gpu)
+    client = local_cuda_cluster(workers=args.gpus, protocol=args.cluster_protocol, ranks_per_gpu=args.ranks_per_gpu,
+                                mps={"auto": "auto", "on": True, "off": False}[args.mps])
     out["cluster_start_s"] = time.perf_counter() - t0
+    out["mps"] = client.cluster.mps is not None  # ranks sharing a GPU as clients of a private MPS daemon
     if args.stall:
         import faulthandler
 
         client.run(faulthandler.dump_traceback_later, args.stall, exit=True)
-    print(f"cluster of {len(worker_addresses(client))} GPU workers ({args.cluster_protocol}) in "
+    print(f"cluster of {len(worker_addresses(client))} GPU workers ({args.cluster_protocol}"
+          f"{', MPS' if out['mps'] else ''}) in "
           f"{out['cluster_start_s']:.1f} s",
           flush=True)
     print(f"{'scale':>5} {'gpus':>4} {'proto':>5} {'GTEPS(hm)':>9} {'med ms':>7} {'local':>6} {'exch':>6} {'red':>5} "

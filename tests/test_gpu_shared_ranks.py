@@ -1,13 +1,15 @@
 """Two GPU ranks sharing one GPU (``local_cuda_cluster(ranks_per_gpu=2)``, cluster protocol UCX): ``auto``
 picks UCX for them (NCCL refuses two ranks on one device), UCX moves device buffers between the two
 processes and runs the device engine, levels equal one rank's and every tree validates, over UCX and TCP;
-a rank killed mid-search over UCX ends the session with RankError in bounded time.
+a rank killed mid-search over UCX ends the session with RankError in bounded time.  The two workers are clients
+of a private MPS daemon (``local_cuda_cluster``'s ``mps="auto"``), which closing the cluster stops.
 
 Skipped (not faked) without CuPy, dask-cuda, ucxx or a CUDA device, as on CI; run on a GPU machine.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -30,6 +32,21 @@ from breadth.pipeline.cluster import local_cuda_cluster  # noqa: E402
 from conftest import closing, kill_rank1_mid_search  # noqa: E402
 
 
+def test_closing_the_cluster_stops_its_mps():
+    """First in the module, before the shared cluster's own daemon starts."""
+    c = local_cuda_cluster(workers=2, ranks_per_gpu=2, mps=True)
+    mps = c.cluster.mps
+    try:
+        assert mps.running and len(mps.servers()) == 1  # the workers' contexts made at start-up
+        pipes = c.run(lambda: os.environ.get("CUDA_MPS_PIPE_DIRECTORY"))
+        assert set(pipes.values()) == {mps.env["CUDA_MPS_PIPE_DIRECTORY"]}
+    finally:
+        cluster = c.cluster
+        c.close()
+        cluster.close()
+    assert not mps.running and not os.path.exists(mps.root)
+
+
 @pytest.fixture(scope="module")
 def client():
     yield from closing(local_cuda_cluster(workers=2, ranks_per_gpu=2, protocol="ucx"))
@@ -47,6 +64,12 @@ def _levels_body(engine, setup_s, roots):
         recs = engine.search(int(root))
         out.append((cp.asnumpy(engine.level), validate_rank(engine, int(root)), sorted({r.direction for r in recs})))
     return type(engine).__name__, out
+
+
+def test_ranks_sharing_a_gpu_are_clients_of_a_private_mps(client):
+    mps = client.cluster.mps  # mps="auto": the GPU machines have the driver's MPS control program
+    assert mps is not None and mps.running and len(mps.servers()) == 1
+    assert "CUDA_MPS_PIPE_DIRECTORY" not in os.environ  # this process stays outside
 
 
 def test_auto_picks_ucx_for_ranks_sharing_a_gpu(graphs):
