@@ -232,6 +232,9 @@ def test_peer_close_and_silence_raise_commerror(cluster, protocol):
     assert kind == "CommError" and peer == 1 and 1.5 < took < 5.0, res[0]
 
 
+BIG = 3000  # int64s: 24 KB, past the UCX communicator's 16 KB staging size
+
+
 def _device_rounds(comm):
     """The device engine's rounds with NumPy arrays, between slot rounds (sequence numbers interleave)."""
     r, p = comm.rank, comm.size
@@ -240,12 +243,15 @@ def _device_rounds(comm):
     out = {"flags": (comm.device_counters, comm.capturable_rounds)}
     out["counters"] = comm.gather_device(np.array([r, 10 * r, -r], np.int64))
     b0 = comm.bytes_sent()
-    sends = {q: [np.full(2, r, np.int64), np.full((rows(r, q), 2), 100 * r + q, np.int64)] for q in peers}
+    # small arrays travel packed in one message, a large one (past the staging size) between them on its own
+    sends = {q: [np.full(2, r, np.int64), np.arange(BIG, dtype=np.int64) * (r + 1),
+                 np.full((rows(r, q), 2), 100 * r + q, np.int64)] for q in peers}
     starts = np.concatenate(([0], np.cumsum([rows(q, r) for q in peers])))
     pairs = comm.device_buffer((int(starts[-1]), 2), np.int64)
     ctr = np.full((p, 2), -1, np.int64)
-    comm.exchange_device(sends, {q: [ctr[q], pairs[starts[i]:starts[i + 1]]] for i, q in enumerate(peers)})
-    out["exchange"] = (ctr.copy(), pairs.copy(), comm.bytes_sent() - b0)
+    big = np.zeros((p, BIG), np.int64)
+    comm.exchange_device(sends, {q: [ctr[q], big[q], pairs[starts[i]:starts[i + 1]]] for i, q in enumerate(peers)})
+    out["exchange"] = (ctr.copy(), pairs.copy(), big, comm.bytes_sent() - b0)
     out["slot"] = comm.allgather(np.arange(r + 1))  # a slot round between sized ones
     counts = [(2 * q) % 3 for q in range(p)]  # rank 0 sends nothing
     b0 = comm.bytes_sent()
@@ -272,13 +278,14 @@ def test_ucx_device_rounds_with_numpy_arrays(cluster, size):
         peers = [q for q in range(size) if q != r]
         assert out["flags"] == (True, False)  # device rounds, not capturable in CUDA graphs
         np.testing.assert_array_equal(out["counters"], [[q, 10 * q, -q] for q in range(size)])
-        ctr, pairs, sent = out["exchange"]
+        ctr, pairs, big, sent = out["exchange"]
         for q in peers:
             assert (ctr[q] == q).all()
+            np.testing.assert_array_equal(big[q], np.arange(BIG) * (q + 1))
         assert (ctr[r] == -1).all()  # nothing to self
         want = np.concatenate([np.full((rows(q, r), 2), 100 * q + r, np.int64) for q in peers])
         np.testing.assert_array_equal(pairs, want)
-        assert sent == sum(16 + 16 * rows(r, q) for q in peers)
+        assert sent == sum(16 + 8 * BIG + 16 * rows(r, q) for q in peers)
         assert [list(a) for a in out["slot"]] == [list(range(q + 1)) for q in range(size)]
         parts, sent = out["allgatherv"]
         for q, a in enumerate(parts):
