@@ -28,6 +28,7 @@ by an administrator, makes the probe fail, and ``mps="auto"`` then goes on witho
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import subprocess
@@ -36,6 +37,8 @@ import tempfile
 import weakref
 
 CONTROL = "nvidia-cuda-mps-control"
+PREFIX = "breadth-mps-"  # a daemon's folder in the temporary directory
+OWNER = "owner.pid"  # in that folder: the id of the process that started the daemon
 #: the probe: one CUDA context made through the daemon (which starts its server), with the driver API only
 _PROBE = ("import ctypes, sys\n"
           "cu = ctypes.CDLL('libcuda.so.1')\n"
@@ -57,8 +60,9 @@ class MpsUnavailable(RuntimeError):
 class PrivateMps:
     """A running private MPS control daemon; :meth:`stop` ends it (and its server) and removes its folders.
 
-    It is also stopped when this object is collected or the interpreter exits, whichever comes first; a
-    process killed outright leaves the daemon behind (idle, reachable only through its own pipe folder)."""
+    It is also stopped when this object is collected or the interpreter exits, whichever comes first.  A
+    process killed outright leaves its daemon behind, idle; the next :meth:`start` on the machine stops every
+    daemon whose starting process has gone (its folder holds that process's id)."""
 
     def __init__(self, root: str):
         self.root = root
@@ -73,9 +77,12 @@ class PrivateMps:
         exe = shutil.which(CONTROL)
         if exe is None:
             raise MpsUnavailable(f"{CONTROL} is not on PATH (it comes with the NVIDIA driver)")
-        mps = cls(tempfile.mkdtemp(prefix="breadth-mps-"))
+        reap_stale(tempfile.gettempdir())
+        mps = cls(tempfile.mkdtemp(prefix=PREFIX))
         for d in mps.env.values():
             os.mkdir(d)
+        with open(os.path.join(mps.root, OWNER), "w") as f:
+            f.write(f"{os.getpid()}\n")
         try:
             r = subprocess.run([exe, "-d"], env=mps._daemon_environ(), capture_output=True, text=True, timeout=30)
             if r.returncode:
@@ -109,6 +116,34 @@ class PrivateMps:
     @property
     def running(self) -> bool:
         return self._finalizer.alive
+
+
+def reap_stale(tmp: str) -> list[str]:
+    """Stop the private daemons under ``tmp`` whose starting process is no longer alive and remove their
+    folders; the folders so removed."""
+    gone = []
+    for root in glob.glob(os.path.join(tmp, PREFIX + "*")):
+        try:
+            with open(os.path.join(root, OWNER)) as f:
+                pid = int(f.read())
+        except (OSError, ValueError):
+            continue  # being made (the id comes right after the folder), or not ours
+        if _alive(pid):
+            continue
+        _quit({"CUDA_MPS_PIPE_DIRECTORY": os.path.join(root, "pipe"),
+               "CUDA_MPS_LOG_DIRECTORY": os.path.join(root, "log")}, root)
+        gone.append(root)
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _quit(env: dict[str, str], root: str) -> None:

@@ -5,6 +5,10 @@ started and its workers checked in ``tests/test_gpu_shared_ranks.py`` on a GPU m
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from breadth.pipeline.gpu_sharing import CONTROL, MpsUnavailable, PrivateMps, start_for_shared_gpus
@@ -39,3 +43,20 @@ def test_a_callers_own_daemon_is_left_to_them(no_driver_tools, monkeypatch, recw
 def test_bad_setting():
     with pytest.raises(ValueError, match="mps must be True, False or 'auto'"):
         start_for_shared_gpus("yes")
+
+
+def test_daemons_of_processes_that_died_are_reaped(tmp_path):
+    """A daemon's folder names the process that started it: one whose process has gone (killed outright) is
+    stopped and removed by the next start on the machine; a living process's, or a folder without an id, stay."""
+    from breadth.pipeline.gpu_sharing import OWNER, PREFIX, reap_stale
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    folders = {}
+    for name, pid in (("dead", int(dead.stdout)), ("alive", os.getpid()), ("making", None)):
+        root = tmp_path / (PREFIX + name)
+        (root / "pipe").mkdir(parents=True)
+        if pid is not None:
+            (root / OWNER).write_text(f"{pid}\n")
+        folders[name] = root
+    assert reap_stale(str(tmp_path)) == [str(folders["dead"])]
+    assert not folders["dead"].exists() and folders["alive"].exists() and folders["making"].exists()
