@@ -135,7 +135,8 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
     string such as ``"8GB"``; default dask-cuda's 80 % of the GPU) is where a worker starts moving task
     outputs to host memory; preparation also sizes its shuffle to it
     (:func:`~breadth.pipeline.shuffle.cluster_memory`).  Each worker sees only its own GPU
-    (``CUDA_VISIBLE_DEVICES`` rotated), so CuPy's device 0 on worker ``r`` is GPU ``r``.  CuPy allocates
+    (``CUDA_VISIBLE_DEVICES`` rotated), so CuPy's device 0 on worker ``r`` is GPU ``r`` of those this process
+    sees: a caller's own ``CUDA_VISIBLE_DEVICES`` (a batch scheduler's allocation, indices or UUIDs) is kept.  CuPy allocates
     from its own pool on the workers even where RMM is installed (see
     :func:`breadth.bfs.gpu.backend.use_cupy_pool`).  Install with the ``gpu`` extra (CUDA 12) or
     ``gpu-cuda13`` (CUDA 13).  The first start on a machine compiles the GPU kernels, saying so on
@@ -171,7 +172,7 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
     n = min(workers or ngpu * ranks_per_gpu, ngpu * ranks_per_gpu)
     with _spawn_environ(**ucx_progress_environ(protocol)):
         if ranks_per_gpu == 1:
-            cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=list(range(n)), n_workers=n,
+            cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible_devices(ngpu)[:n], n_workers=n,
                                        threads_per_worker=threads_per_worker, protocol=protocol,
                                        dashboard_address=None, local_directory=local_directory, **kw)
             cluster.mps = None  # one worker per GPU: nothing to share
@@ -180,8 +181,8 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
 
             daemon = start_for_shared_gpus(mps)
             try:
-                cluster = _shared_gpu_cluster(n, ngpu, ranks_per_gpu, threads_per_worker, protocol, local_directory,
-                                              kw.get("silence_logs", logging.WARNING), daemon)
+                cluster = _shared_gpu_cluster(n, visible_devices(ngpu), ranks_per_gpu, threads_per_worker, protocol,
+                                              local_directory, kw.get("silence_logs", logging.WARNING), daemon)
             except BaseException:
                 if daemon is not None:
                     daemon.stop()
@@ -194,10 +195,27 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
     return client
 
 
-def _shared_gpu_cluster(n: int, ngpu: int, per_gpu: int, threads: int, protocol: str,
+def visible_devices(ngpu: int, environ: dict | None = None) -> list:
+    """The GPUs this process sees, as ``CUDA_VISIBLE_DEVICES`` entries for worker processes: the caller's own
+    entries (indices, ``GPU-``/``MIG-`` UUIDs) where the variable is set, else ``0 .. ngpu-1``; at most ``ngpu``
+    (CUDA stops at the first entry it cannot use).
+
+    >>> visible_devices(2, {"CUDA_VISIBLE_DEVICES": "2, 3"})
+    ['2', '3']
+    >>> visible_devices(2, {})
+    [0, 1]
+    """
+    env = os.environ if environ is None else environ
+    if "CUDA_VISIBLE_DEVICES" not in env:
+        return list(range(ngpu))
+    return [d.strip() for d in env["CUDA_VISIBLE_DEVICES"].split(",") if d.strip()][:ngpu]
+
+
+def _shared_gpu_cluster(n: int, devices: list, per_gpu: int, threads: int, protocol: str,
                         local_directory: str | None, silence_logs: int, mps=None):
-    """``n`` worker processes, ``per_gpu`` on each of the ``ngpu`` GPUs (worker ``i`` sees GPU ``i // per_gpu``
-    as its device 0): workers ``2k`` and ``2k + 1`` share a GPU when ``per_gpu`` is 2.  Each may use an equal
+    """``n`` worker processes, ``per_gpu`` on each GPU of ``devices`` (``CUDA_VISIBLE_DEVICES`` entries; worker
+    ``i`` sees ``devices[i // per_gpu]`` as its device 0): workers ``2k`` and ``2k + 1`` share a GPU when
+    ``per_gpu`` is 2.  Each may use an equal
     share of the host's memory, as dask-cuda's workers do (Dask's "auto" would give a one-thread worker
     only its thread's share, and Dask counts the device arrays a task holds against that limit).  With
     ``mps`` (a :class:`~breadth.pipeline.gpu_sharing.PrivateMps`) the workers are its clients, and closing
@@ -217,7 +235,8 @@ def _shared_gpu_cluster(n: int, ngpu: int, per_gpu: int, threads: int, protocol:
 
     env = dict(mps.env) if mps is not None else {}
     workers = {f"gpu{i // per_gpu}-{i % per_gpu}": {
-        "cls": Nanny, "options": {"nthreads": threads, "env": {"CUDA_VISIBLE_DEVICES": str(i // per_gpu), **env},
+        "cls": Nanny, "options": {"nthreads": threads, "env": {"CUDA_VISIBLE_DEVICES": str(devices[i // per_gpu]),
+                                                               **env},
                                   "protocol": protocol, "local_directory": local_directory,
                                   "memory_limit": psutil.virtual_memory().total // n,
                                   "silence_logs": silence_logs}}

@@ -98,7 +98,8 @@ class PrivateMps:
         return mps
 
     def _daemon_environ(self) -> dict[str, str]:
-        # the daemon and the probe see every GPU, as the workers' CUDA_VISIBLE_DEVICES (a GPU's index) expect
+        # the daemon and the probe see every GPU: the workers' CUDA_VISIBLE_DEVICES entries (the caller's own
+        # entries, or indices) then name the same GPUs for the daemon as for the caller
         env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
         env.update(self.env)
         return env

@@ -32,3 +32,13 @@ def test_auto_protocol(shared):
 def test_ranks_sharing_a_gpu_never_get_nccl():
     # NCCL refuses two ranks on one device: UCX moves their device buffers where ucxx imports, else TCP
     assert resolve_protocol("auto", "gpu", 2, shared_gpu=True) == ("ucx" if ucx_available() else "tcp")
+
+
+def test_gpu_workers_keep_the_callers_visible_devices():
+    """A batch scheduler's allocation (``CUDA_VISIBLE_DEVICES=2,3`` or UUIDs) names the GPUs the workers get, in
+    its order; without the variable, the GPUs by index."""
+    from breadth.pipeline.cluster import visible_devices
+
+    assert visible_devices(2, {"CUDA_VISIBLE_DEVICES": "2,3"}) == ["2", "3"]
+    assert visible_devices(1, {"CUDA_VISIBLE_DEVICES": "GPU-8f1e, GPU-77aa"}) == ["GPU-8f1e"]  # one usable
+    assert visible_devices(3, {}) == [0, 1, 2]
