@@ -6,9 +6,10 @@ sends on endpoints of its own.  UCX picks shared memory, TCP, InfiniBand or NVLi
 CuPy arrays device to device when it is built with CUDA.
 
 No event loop: the rank's own thread posts sends and receives (``tag_send``/``tag_recv``, which return at
-once) and progresses the worker until its requests complete -- a busy poll of ``_SPIN_S``
-(``_DEVICE_SPIN_S`` for rounds that move device buffers), then ``progress_worker_event`` (the worker's
-epoll wakeup, which leaves the CPU to other ranks) -- bounded by ``timeout``.  Receives match on the
+once) and progresses the worker until its requests complete -- a busy poll of ``_SPIN_S`` where the host has
+a core for each of its ranks (``_DEVICE_SPIN_S`` for rounds that move device buffers), then
+``progress_worker_event`` (the worker's epoll wakeup, which leaves the CPU to other ranks) -- bounded by
+``timeout``.  Receives match on the
 64-bit tag alone (UCX matches per worker, whatever the endpoint), so a tag carries what a message is, its
 round's sequence number and its sender (:func:`_tag`): a message can never be taken for another round's
 or another peer's.
@@ -85,7 +86,7 @@ _SEQ_BITS, _RANK_BITS, _INDEX_BITS = 40, 14, 8
 _SEQ_MASK = (1 << _SEQ_BITS) - 1
 _HELLO, _GOODBYE = 0, 1  # indices of the control messages (their sequence field holds the session digest)
 
-_SPIN_S = 5e-5  # busy-poll the worker this long before waiting on its epoll wakeup (ranks may share cores)
+_SPIN_S = 5e-5  # busy-poll the worker this long before waiting on its epoll wakeup (see _spin_for)
 # (GPU ranks polling 2 ms, as NCCL's waits do, were slower on an H100: a one-element all-reduce 141 us against
 # 91 us, benchmarks/results/ucx_one_gpu_h100_spin2ms.json.gz)
 # Rounds that move device buffers poll longer: the CUDA IPC copies' completion does not wake the worker's
@@ -112,6 +113,19 @@ def _context_config(device: bool) -> dict[str, str]:
     if device:  # GPU ranks keep UCX's choice for device buffers (CUDA IPC), measured in bench_multigpu
         return {}
     return {k: v for k, v in _HOST_UCX.items() if f"UCX_{k}" not in os.environ}
+
+
+def _spin_for(ranks_here: int) -> float:
+    """How long a rank busy-polls before sleeping on the worker's wakeup: :data:`_SPIN_S` where this host has a
+    core for every rank on it, else not at all -- a polling rank then holds a core its peers need to send what
+    it waits for.  Barriers of ranks on this 2-core machine (``run_session``, 2000 a session, two sessions
+    each way): 2 ranks 61-63 us polling, 122-123 us not; 4 ranks 578-594 us polling (255-261 us of CPU per
+    barrier and rank), 492-508 us not (212-221 us; TCP's 403-472 us, 153-172 us)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return _SPIN_S if ranks_here <= cores else 0.0
 
 
 def _tag(kind: int, seq: int, sender: int, index: int = 0) -> int:
@@ -157,8 +171,9 @@ class UCXCommunicator(PeerCommunicator):
     capturable_rounds = False
 
     def __init__(self, rank: int, size: int, api, array, ctx, worker, listener, eps: dict, accepted: list,
-                 digest: int, timeout: float, device: bool):
+                 digest: int, timeout: float, device: bool, ranks_here: int = 1):
         self.rank, self.size, self.timeout = rank, size, float(timeout)
+        self._spin = _spin_for(ranks_here)
         self._api, self._array = api, array
         self._ctx, self._worker, self._listener = ctx, worker, listener
         self._eps, self._accepted = eps, accepted
@@ -216,6 +231,7 @@ class UCXCommunicator(PeerCommunicator):
         # cycle, and its sockets open until a garbage collection)
         listener = api.UCXListener.create(worker, 0, accepted.append, deliver_endpoint=True)
         eps: dict[int, Any] = {}
+        ranks_here = 1  # ranks on this host, this one included
         client = get_client()
         mine = Variable(f"{session}-ucx-{rank}", client=client)
         comm = None
@@ -229,11 +245,13 @@ class UCXCommunicator(PeerCommunicator):
                 except Exception as e:
                     raise CommError(f"rank {rank}: rank {j} did not publish its address within {timeout} s",
                                     peer=j) from e
+                ranks_here += host == worker_host()
                 try:
                     eps[j] = api.UCXEndpoint.create(worker, host, int(port), True)
                 except Exception as e:
                     raise CommError(f"rank {rank}: cannot reach rank {j} at {host}:{port}: {e!r}", peer=j) from e
-            comm = cls(rank, size, api, array, ctx, worker, listener, eps, accepted, digest, timeout, device)
+            comm = cls(rank, size, api, array, ctx, worker, listener, eps, accepted, digest, timeout, device,
+                       ranks_here)
             comm._hello(session, left())
         except BaseException:
             if comm is not None:
@@ -281,9 +299,9 @@ class UCXCommunicator(PeerCommunicator):
         raise err
 
     def _wait(self, reqs: list, what: str, round_of: tuple[int, int] | None, limit: float | None = None,
-              spin: float = _SPIN_S) -> None:
+              spin: float | None = None) -> None:
         """Progress the worker until every ``(peer, request)`` of ``reqs`` completed, busy for ``spin``
-        seconds, then sleeping on the worker's wakeup; ``round_of`` is ``(goodbye field, sequence number)``
+        seconds (default: this rank's host-round spin, :func:`_spin_for`), then sleeping on the worker's wakeup; ``round_of`` is ``(goodbye field, sequence number)``
         of the round, so that a peer whose goodbye says it never joined that round fails the wait at once.
         Raises ``CommError`` on a failed request, a closed or silent peer (``limit`` seconds, default
         ``timeout``) or a cancelled session."""
@@ -292,7 +310,7 @@ class UCXCommunicator(PeerCommunicator):
             return
         worker = self._worker
         t0 = time.perf_counter()
-        spin_until = t0 + spin
+        spin_until = t0 + (self._spin if spin is None else spin)
         while True:  # the common case: a few µs
             worker.progress()
             pending = [(p, r) for p, r in pending if not self._done(p, r, what)]
@@ -307,7 +325,7 @@ class UCXCommunicator(PeerCommunicator):
             # woken (or timed out): poll a while before sleeping again, since a round's next step (a
             # rendezvous's reply, the data after a slot) follows within microseconds and another epoll
             # wake-up costs tens of them
-            rearm = time.perf_counter() + _SPIN_S
+            rearm = time.perf_counter() + self._spin
             while True:
                 pending = [(p, r) for p, r in pending if not self._done(p, r, what)]
                 if not pending or time.perf_counter() >= rearm:
@@ -402,7 +420,7 @@ class UCXCommunicator(PeerCommunicator):
             out[p] = arr
         on_device = any(device and b.nbytes > _STAGE for b, device in bufs.values()) or any(
             self._cp is not None and isinstance(a, self._cp.ndarray) and a.nbytes > _STAGE for a in out.values())
-        self._wait(reqs, what, (1, seq), spin=_DEVICE_SPIN_S if on_device else _SPIN_S)
+        self._wait(reqs, what, (1, seq), spin=_DEVICE_SPIN_S if on_device else None)
         return out
 
     # -- sized rounds --------------------------------------------------------------------------------
@@ -435,7 +453,7 @@ class UCXCommunicator(PeerCommunicator):
         reqs += [(p, self._send(p, b, _SIZED, seq, i)) for p, msgs in out_msgs.items() for i, b in msgs]
         on_device = self._cp is not None and any(isinstance(b, self._cp.ndarray)
                                                  for msgs in (*out_msgs.values(), *into.values()) for _, b in msgs)
-        self._wait(reqs, f"{what} (round #{seq})", (2, seq), spin=_DEVICE_SPIN_S if on_device else _SPIN_S)
+        self._wait(reqs, f"{what} (round #{seq})", (2, seq), spin=_DEVICE_SPIN_S if on_device else None)
         for p, xs in rl.items():
             self._scatter(xs, into[p], stream)
 
