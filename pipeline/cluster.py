@@ -136,8 +136,8 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
     outputs to host memory; preparation also sizes its shuffle to it
     (:func:`~breadth.pipeline.shuffle.cluster_memory`).  Each worker sees only its own GPU
     (``CUDA_VISIBLE_DEVICES`` rotated), so CuPy's device 0 on worker ``r`` is GPU ``r`` of those this process
-    sees: a caller's own ``CUDA_VISIBLE_DEVICES`` (a batch scheduler's allocation, indices or UUIDs) is kept.  CuPy allocates
-    from its own pool on the workers even where RMM is installed (see
+    sees: a caller's own ``CUDA_VISIBLE_DEVICES`` (a batch scheduler's allocation, indices or UUIDs) is kept.
+    CuPy allocates from its own pool on the workers even where RMM is installed (see
     :func:`breadth.bfs.gpu.backend.use_cupy_pool`).  Install with the ``gpu`` extra (CUDA 12) or
     ``gpu-cuda13`` (CUDA 13).  The first start on a machine compiles the GPU kernels, saying so on
     stderr (:mod:`breadth.pipeline.gpu_kernel_cache`).

@@ -9,10 +9,9 @@ No event loop: the rank's own thread posts sends and receives (``tag_send``/``ta
 once) and progresses the worker until its requests complete -- a busy poll of ``_SPIN_S`` where the host has
 a core for each of its ranks (``_DEVICE_SPIN_S`` for rounds that move device buffers), then
 ``progress_worker_event`` (the worker's epoll wakeup, which leaves the CPU to other ranks) -- bounded by
-``timeout``.  Receives match on the
-64-bit tag alone (UCX matches per worker, whatever the endpoint), so a tag carries what a message is, its
-round's sequence number and its sender (:func:`_tag`): a message can never be taken for another round's
-or another peer's.
+``timeout``.  Receives match on the 64-bit tag alone (UCX matches per worker, whatever the endpoint), so a tag
+carries what a message is, its round's sequence number and its sender (:func:`_tag`): a message can never be
+taken for another round's or another peer's.
 
 Two kinds of rounds:
 
@@ -301,8 +300,9 @@ class UCXCommunicator(PeerCommunicator):
     def _wait(self, reqs: list, what: str, round_of: tuple[int, int] | None, limit: float | None = None,
               spin: float | None = None) -> None:
         """Progress the worker until every ``(peer, request)`` of ``reqs`` completed, busy for ``spin``
-        seconds (default: this rank's host-round spin, :func:`_spin_for`), then sleeping on the worker's wakeup; ``round_of`` is ``(goodbye field, sequence number)``
-        of the round, so that a peer whose goodbye says it never joined that round fails the wait at once.
+        seconds (default: this rank's host-round spin, :func:`_spin_for`), then sleeping on the worker's
+        wakeup; ``round_of`` is ``(goodbye field, sequence number)`` of the round, so that a peer whose
+        goodbye says it never joined that round fails the wait at once.
         Raises ``CommError`` on a failed request, a closed or silent peer (``limit`` seconds, default
         ``timeout``) or a cancelled session."""
         pending = [(p, r) for p, r in reqs if not self._done(p, r, what)]
