@@ -441,72 +441,58 @@ class UCXCommunicator(PeerCommunicator):
               for p, x in sends.items() if p != self.rank}
         rl = {p: _nonempty(x) for p, x in recvs.items() if p != self.rank}
         stream = None
-        if self._cp is not None and any(isinstance(a, self._cp.ndarray) for xs in (*sl.values(), *rl.values())
-                                        for a in xs):
+        if any(self._on_device(a) for xs in (*sl.values(), *rl.values()) for a in xs):
             stream = self._cp.cuda.get_current_stream()
-        out_msgs = {p: self._pack(xs, stream) for p, xs in sl.items()}
+        out = {p: self._messages(xs) for p, xs in sl.items()}  # p -> (packed arrays, messages)
+        for packed, msgs in out.values():
+            self._copy_packed(packed, msgs, stream, into_buffer=True)
         if stream is not None:  # the kernels that write the send buffers (or read the receive ones), the copies
             stream.synchronize()
             self._held = []  # the last rounds' staged receives have reached the device
-        into = {p: self._unpacked(xs) for p, xs in rl.items()}
-        reqs = [(p, self._recv(p, b, _SIZED, seq, i)) for p, msgs in into.items() for i, b in msgs]
-        reqs += [(p, self._send(p, b, _SIZED, seq, i)) for p, msgs in out_msgs.items() for i, b in msgs]
-        on_device = self._cp is not None and any(isinstance(b, self._cp.ndarray)
-                                                 for msgs in (*out_msgs.values(), *into.values()) for _, b in msgs)
+        into = {p: self._messages(xs) for p, xs in rl.items()}
+        reqs = [(p, self._recv(p, b, _SIZED, seq, i)) for p, (_, msgs) in into.items() for i, b in msgs]
+        reqs += [(p, self._send(p, b, _SIZED, seq, i)) for p, (_, msgs) in out.items() for i, b in msgs]
+        on_device = any(self._on_device(b) for _, msgs in (*out.values(), *into.values()) for _, b in msgs)
         self._wait(reqs, f"{what} (round #{seq})", (2, seq), spin=_DEVICE_SPIN_S if on_device else None)
-        for p, xs in rl.items():
-            self._scatter(xs, into[p], stream)
+        for packed, msgs in into.values():
+            self._copy_packed(packed, msgs, stream, into_buffer=False)
+            if any(self._on_device(a) for a in packed):  # its copies to the device may still be queued
+                self._held.append(msgs[0][1])
 
-    def _pack(self, xs: list, stream) -> list[tuple[int, Any]]:
-        """One peer's send arrays as ``(index, buffer)`` messages (see :meth:`_sized_round`); device copies
-        into the packed buffer are queued on ``stream``."""
+    def _messages(self, xs: list) -> tuple[list, list[tuple[int, Any]]]:
+        """One peer's arrays (sent or received) as ``(packed, messages)``: ``messages`` are ``(index, buffer)``
+        (see :meth:`_sized_round`), ``packed`` the small arrays that share message 0's host buffer -- none where
+        the one small array is a host array, which is then message 0 itself."""
         small = [a for a in xs if a.nbytes <= _STAGE]
         msgs = [(1 + i, a) for i, a in enumerate(xs) if a.nbytes > _STAGE]
         if len(small) == 1 and not self._on_device(small[0]):
-            return [(0, small[0])] + msgs
-        if small:
-            buf = self._host_buffer(sum(a.nbytes for a in small), any(self._on_device(a) for a in small))
-            off = 0
-            for a in small:
-                part = buf[off:off + a.nbytes]
-                if self._on_device(a):
-                    self._cp.cuda.runtime.memcpyAsync(part.ctypes.data, a.data.ptr, a.nbytes,
-                                                      self._cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
-                else:
-                    part[:] = a.reshape(-1).view(np.uint8)
-                off += a.nbytes
-            msgs.insert(0, (0, buf))
-        return msgs
-
-    def _unpacked(self, xs: list) -> list[tuple[int, Any]]:
-        """Where one peer's messages land: the packed small arrays' buffer (index 0), or the array itself
-        where it is one host array, and each larger array (index ``1 + i``)."""
-        small = [a for a in xs if a.nbytes <= _STAGE]
-        msgs = [(1 + i, a) for i, a in enumerate(xs) if a.nbytes > _STAGE]
-        if len(small) == 1 and not self._on_device(small[0]):
-            return [(0, small[0])] + msgs
+            return [], [(0, small[0])] + msgs
         if small:
             msgs.insert(0, (0, self._host_buffer(sum(a.nbytes for a in small),
                                                  any(self._on_device(a) for a in small))))
-        return msgs
+        return small, msgs
 
-    def _scatter(self, xs: list, msgs: list, stream) -> None:
-        """Copy a packed buffer that landed into its small arrays (to the device on ``stream``, not waited
-        for: the buffer is held until the next wait on the stream)."""
-        small = [a for a in xs if a.nbytes <= _STAGE]
-        if not small or (len(small) == 1 and not self._on_device(small[0])):
+    def _copy_packed(self, packed: list, msgs: list, stream, into_buffer: bool) -> None:
+        """Copy the ``packed`` arrays into message 0's buffer (``into_buffer``) or out of it, in order; device
+        arrays by copies queued on ``stream``, not waited for."""
+        if not packed:
             return
         buf, off = msgs[0][1], 0
-        for a in small:
+        rt = self._cp.cuda.runtime if self._cp is not None else None
+        for a in packed:
             part = buf[off:off + a.nbytes]
             if self._on_device(a):
-                self._cp.cuda.runtime.memcpyAsync(a.data.ptr, part.ctypes.data, a.nbytes,
-                                                  self._cp.cuda.runtime.memcpyHostToDevice, stream.ptr)
+                if into_buffer:
+                    rt.memcpyAsync(part.ctypes.data, a.data.ptr, a.nbytes, rt.memcpyDeviceToHost, stream.ptr)
+                else:
+                    rt.memcpyAsync(a.data.ptr, part.ctypes.data, a.nbytes, rt.memcpyHostToDevice, stream.ptr)
             else:
-                a.reshape(-1).view(np.uint8)[:] = part
+                flat = a.reshape(-1).view(np.uint8)
+                if into_buffer:
+                    part[:] = flat
+                else:
+                    flat[:] = part
             off += a.nbytes
-        if any(self._on_device(a) for a in small):
-            self._held.append(buf)
 
     def _on_device(self, a) -> bool:
         return self._cp is not None and isinstance(a, self._cp.ndarray)
