@@ -66,8 +66,7 @@ class PrivateMps:
 
     def __init__(self, root: str):
         self.root = root
-        self.env = {"CUDA_MPS_PIPE_DIRECTORY": os.path.join(root, "pipe"),
-                    "CUDA_MPS_LOG_DIRECTORY": os.path.join(root, "log")}
+        self.env = _folders(root)
         self._finalizer = weakref.finalize(self, _quit, dict(self.env), root)
 
     @classmethod
@@ -131,10 +130,14 @@ def reap_stale(tmp: str) -> list[str]:
             continue  # being made (the id comes right after the folder), or not ours
         if _alive(pid):
             continue
-        _quit({"CUDA_MPS_PIPE_DIRECTORY": os.path.join(root, "pipe"),
-               "CUDA_MPS_LOG_DIRECTORY": os.path.join(root, "log")}, root)
+        _quit(_folders(root), root)
         gone.append(root)
     return gone
+
+
+def _folders(root: str) -> dict[str, str]:
+    """The MPS variables naming a daemon's pipe and log folders under ``root``."""
+    return {"CUDA_MPS_PIPE_DIRECTORY": os.path.join(root, "pipe"), "CUDA_MPS_LOG_DIRECTORY": os.path.join(root, "log")}
 
 
 def _alive(pid: int) -> bool:
