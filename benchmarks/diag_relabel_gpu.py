@@ -54,7 +54,7 @@ def main(inp: str) -> None:
         part = timed("owner_part", steps.owner_part, i64, *[s[2][0] for s in splits])
         dense = [timed("chunk_dense", steps.chunk_dense, s, timed("lookup_piece", steps.lookup_piece, part, 0, s[2][0]),
                        dtype=np.int32) for s in splits]
-        timed("part_to_host", steps.part_to_host, part)
+        timed("part_ids", steps.part_ids, part, i64)
         print(f"pass {rep}: {time.perf_counter() - t0:.3f} s;",
               ", ".join(f"{k} {1e3 * v:.0f} ms" for k, v in TOTALS.items()))
         del splits, part, dense

@@ -1,6 +1,6 @@
 """The partitioned id map: dense vertex ids ``0..n-1`` <-> the source's original ids, held as ``P`` parts.
 
-Part ``p`` is the sorted array of the original ids that owner ``p`` numbered; they have the dense ids
+Part ``p`` is the array of the original ids that owner ``p`` numbered, in order; they have the dense ids
 ``offsets[p] .. offsets[p+1]-1`` in that order, so ``dense -> original`` is ``parts[p][d - offsets[p]]``
 and ``original -> dense`` is a binary search in the one part that owns the id.  Which part owns an
 original id is decided by
@@ -12,11 +12,16 @@ original id is decided by
   partitioned): the parts are consecutive slices of one sorted array; ``bounds[p]`` is part ``p``'s
   first id.
 
+A part is sorted in one of two orders: ``"value"`` (strings, range parts, and the integer maps of
+stores written before this order) or ``"hash"``: integer ids sorted by their :func:`id_hash`, which
+is a bijection of 64-bit integers (:func:`ids_of_keys` inverts it), so that a chunk's split sorts uniform
+keys by counting passes (:mod:`breadth.pipeline.hashed_factorize`) instead of sorting ids by value.
+
 The parts live on the Dask workers as futures (or, for a map built in this process, as local arrays);
 no operation here brings more than the ids asked about to the client, except :meth:`gather`, for graphs
 that fit.  The per-part operations are small pure functions on arrays (:func:`id_hash`,
-:func:`owner_of`, :func:`split_by_owner`, :func:`unique_ids`, :func:`lookup_sorted`, :func:`take_local`)
-so that a CuPy/cuDF twin can reuse the orchestration with another array module.
+:func:`owner_of`, :func:`split_by_owner`, :func:`unique_ids`, :func:`lookup_sorted`, :func:`lookup_keyed`,
+:func:`take_local`) so that a CuPy/cuDF twin can reuse the orchestration with another array module.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ import numpy as np
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1_INV = np.uint64(0x96DE1B173F119089)  # inverses mod 2^64 of the odd multipliers: id_hash is a bijection
+_M2_INV = np.uint64(0x319642B2D24D8EC3)
 
 
 # ---------------------------------------------------------------- pure per-part operations (arrays in, arrays out)
@@ -77,6 +84,33 @@ def id_hash(ids: np.ndarray) -> np.ndarray:
     return z
 
 
+def _unshift(z, s: int) -> None:
+    """Invert ``z ^= z >> s`` in place."""
+    y = z.copy()
+    k = s
+    while k < 64:
+        z ^= y >> np.uint64(k)  # y ^ y >> s ^ y >> 2s ^ ... undoes one xorshift
+        k += s
+
+
+def ids_of_keys(keys, dtype):
+    """The integer ids (``dtype``, int64 or uint64) whose :func:`id_hash` are ``keys`` (uint64, NumPy or
+    CuPy, ``(k,)``): the hash inverted step by step.
+
+    >>> ids_of_keys(id_hash(np.array([-5, 7])), np.int64).tolist()
+    [-5, 7]
+    """
+    z = keys.astype(np.uint64, copy=True)
+    with np.errstate(over="ignore"):
+        _unshift(z, 31)
+        z *= _M2_INV
+        _unshift(z, 27)
+        z *= _M1_INV
+        _unshift(z, 30)
+        z -= _GOLDEN
+    return z.view(np.dtype(dtype))
+
+
 def owner_of(ids: np.ndarray, nowners: int) -> np.ndarray:
     """The hash owner ``0..nowners-1`` (int64, shape ``(k,)``) of each id.
 
@@ -117,6 +151,22 @@ def lookup_sorted(part: np.ndarray, offset: int, ids: np.ndarray) -> np.ndarray:
         from .arrow_strings import search_sorted
 
         return search_sorted(part, offset, ids)
+    return _search(part, part, offset, ids, lambda a: a)
+
+
+def lookup_keyed(part: np.ndarray, offset: int, ids: np.ndarray) -> np.ndarray:
+    """:func:`lookup_sorted` in an integer part sorted by :func:`id_hash` (``order="hash"``).
+
+    >>> part = np.array([3, 8, 9])[np.argsort(id_hash(np.array([3, 8, 9])))]
+    >>> int(lookup_keyed(part, 10, np.array([8]))[0]) == 10 + int(np.flatnonzero(part == 8)[0])
+    True
+    """
+    return _search(part, id_hash(part), offset, ids, id_hash)
+
+
+def _search(part: np.ndarray, sorted_keys: np.ndarray, offset: int, ids, key) -> np.ndarray:
+    """Dense ids of integer ``ids`` by a binary search of ``key(ids)`` in ``sorted_keys`` (``key`` of the
+    part, sorted): ids of another integer kind are compared by value, anything else is absent (-1)."""
     ids = np.asarray(ids)
     if part.dtype.kind in "iu" and ids.dtype != part.dtype:
         if ids.dtype.kind in "iu":
@@ -130,9 +180,10 @@ def lookup_sorted(part: np.ndarray, offset: int, ids: np.ndarray) -> np.ndarray:
         ok, q = None, ids
     if part.size == 0:
         return np.full(ids.shape, -1, np.int64)
-    pos = np.searchsorted(part, q)
+    k = key(q)
+    pos = np.searchsorted(sorted_keys, k)
     posc = np.minimum(pos, part.size - 1)
-    hit = (pos < part.size) & (part[posc] == q)
+    hit = (pos < part.size) & (sorted_keys[posc] == k)
     if ok is not None:
         hit &= ok
     return np.where(hit, posc + offset, -1).astype(np.int64)
@@ -166,7 +217,8 @@ class PartitionedIdMap:
     ``parts[p]``: future (or local array) of the sorted original ids of part ``p``, dtype ``dtype``
     (int64, uint64 or object for strings, whose parts are Arrow string arrays or object arrays);
     ``offsets``: ``(P+1,)`` int64 prefix of the part sizes; ``owner``: ``"hash"`` or ``"range"`` (then
-    ``bounds``: ``(P,)`` first id of each part).
+    ``bounds``: ``(P,)`` first id of each part); ``order``: how each part is sorted, ``"value"`` or
+    ``"hash"`` (integer ids by their :func:`id_hash`).
 
     >>> m = PartitionedIdMap.from_array(np.array([3, 5, 9]))
     >>> m.to_dense([9, 3]).tolist(), m.to_original([1]).tolist()
@@ -179,6 +231,7 @@ class PartitionedIdMap:
     owner: str = "hash"
     bounds: Any = None
     client: Any = None
+    order: str = "value"
     _whole: Any = field(default=None, repr=False, compare=False)
 
     # -- construction
@@ -268,7 +321,7 @@ class PartitionedIdMap:
             return out  # strings are never integer ids and the other way round
         own = self.owners(q)
         sel = {p: np.flatnonzero(own == p) for p in np.unique(own).tolist()}
-        got = self._run(lookup_sorted, {p: q[i] for p, i in sel.items()})
+        got = self._run(lookup_keyed if self.order == "hash" else lookup_sorted, {p: q[i] for p, i in sel.items()})
         for p, i in sel.items():
             out[i] = got[p]
         return out

@@ -2,13 +2,15 @@
 
 Layout (inside the store directory)::
 
-    id_map-00000.npy | .parquet     part 0: sorted original ids (npy for integers, Parquet for strings)
+    id_map-00000.npy | .parquet     part 0: its original ids in order (npy for integers, Parquet for strings)
     id_map-00001.npy | .parquet     ...
 
 Each part is written by the worker that holds it (temporary name, fsync, rename) and loaded by a worker,
 so neither the client nor any one worker handles the whole map.  The manifest's ``"id_map"`` record is
-``{"layout": "parts", "owner": "hash" | "range", "dtype", "offsets": [P+1], "bounds": [P] | None,
-"parts": [{file, sha256, bytes, dtype, shape}, ...]}``: ``O(P)`` numbers.
+``{"layout": "parts", "owner": "hash" | "range", "order": "value" | "hash", "dtype", "offsets": [P+1],
+"bounds": [P] | None, "parts": [{file, sha256, bytes, dtype, shape}, ...]}``: ``O(P)`` numbers.  ``order``
+says how a part is sorted (:class:`~breadth.bfs.id_map.PartitionedIdMap`): integer ids by their hash since
+hash relabeling sorted them so; a record without it (an earlier store) is sorted by value.
 
 A map of one range part (the table path of small dense-ish integer ids) is written as the classic
 single file ``id_map.npy`` / ``id_map.parquet`` (record ``{"file": ...}``), which stores written before
@@ -47,8 +49,7 @@ def _write_part(arr, path: str) -> dict:
 
 
 def _load_part(path: str, rec: dict, verify: bool):
-    """One part file -> its sorted ids: a NumPy array, an Arrow string array for strings.  Runs on a
-    worker."""
+    """One part file -> its ids: a NumPy array, an Arrow string array for strings.  Runs on a worker."""
 
     if path.endswith(".npy"):
         return load_array(path, rec, verify)
@@ -91,7 +92,7 @@ def write_id_map(id_map, directory: str, client=None) -> dict:
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(directory, stale))
     dt = np.dtype(idm.dtype)
-    rec = {"layout": "parts", "owner": idm.owner, "dtype": "string" if dt == object else dt.name,
+    rec = {"layout": "parts", "owner": idm.owner, "order": idm.order, "dtype": "string" if dt == object else dt.name,
            "offsets": [int(x) for x in idm.offsets],
            "bounds": None if idm.bounds is None else [x if isinstance(x, str) else int(x) for x in idm.bounds],
            "parts": recs}
@@ -164,4 +165,5 @@ def load_id_map_parts(path: str, rec: dict | None, client, workers: list[str], v
         if f.status == "error":
             f.result()
     bounds = None if rec.get("bounds") is None else np.array(rec["bounds"], dtype=dtype)
-    return PartitionedIdMap(futs, np.array(rec["offsets"], np.int64), dtype, rec["owner"], bounds, client)
+    return PartitionedIdMap(futs, np.array(rec["offsets"], np.int64), dtype, rec["owner"], bounds, client,
+                            order=rec.get("order", "value"))

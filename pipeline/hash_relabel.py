@@ -2,14 +2,17 @@
 
 No process holds all the ids.  With ``P`` owners (one per worker by default) the steps are Dask tasks:
 
-1. **split** (one task per chunk, where the chunk is): factorize the chunk's endpoints
-   (:mod:`breadth.pipeline.factorize`; Arrow C++ for strings, :mod:`breadth.pipeline.string_chunks`) into
-   codes and its unique ids (a chunk-local table), and cut the unique ids into ``P`` sorted pieces by
-   :func:`~breadth.bfs.id_map.owner_of` (a hash of the id's value).  The pieces go into the id shuffle
+1. **split** (one task per chunk, where the chunk is): factorize the chunk's endpoints into codes and its
+   distinct ids, and cut those into ``P`` sorted pieces by :func:`~breadth.bfs.id_map.owner_of` (a hash of
+   the id's value).  Integer ids travel as their hash *keys* (:func:`~breadth.bfs.id_map.id_hash`, a
+   bijection), sorted by key (:mod:`breadth.pipeline.hashed_factorize`: counting passes over uniform keys,
+   where sorting the ids by value cost more than numbering them); strings as Arrow strings sorted by value
+   (:mod:`breadth.pipeline.string_chunks`).  The pieces go into the id shuffle
    (:func:`breadth.pipeline.shuffle.exchange`): task outputs in the workers' memory, or files on its
    disk tier when the workers' memory limit needs it (:func:`breadth.pipeline.shuffle.id_tier`).
 2. **own** (a merge tree per owner, pinned round-robin to the workers): owner ``p`` receives its piece
-   of every chunk (the shuffle), and keeps their sorted union -- part ``p`` of the id map.
+   of every chunk (the shuffle), and keeps their sorted union -- part ``p`` of the id map (as keys until
+   step 5, then the ids in key order: the map's ``order="hash"``).
 3. **offsets**: the client gathers the ``P`` part sizes; owner ``p``'s ids get dense ids
    ``offsets[p] .. offsets[p+1]-1`` in sorted order.
 4. **look up** (one small task per chunk and owner, next to the owner's part): the chunk's piece for
@@ -35,7 +38,7 @@ from typing import Any
 import dask
 import numpy as np
 
-from breadth.bfs.id_map import PartitionedIdMap, is_strings, lookup_sorted, owner_of
+from breadth.bfs.id_map import PartitionedIdMap, ids_of_keys, is_strings
 
 MERGE_FANIN = 8  # pieces (or partial unions) per task of an owner's merge tree
 
@@ -49,47 +52,47 @@ def _as_dtype(a: np.ndarray, dtype) -> np.ndarray:
 def chunk_split(edges: np.ndarray, nowners: int, dtype) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """A chunk's ``(k, 2)`` edges -> ``(codes, order, pieces)``.
 
-    ``codes`` (``(k, 2)`` int32, int64 past 2^31 distinct ids) index the chunk's unique ids ``u``;
-    ``pieces[p]`` are the ids of ``u`` that owner ``p`` numbers, sorted, and ``order`` (``(len(u),)``)
-    is the permutation of ``u`` that lists them piece after piece.
+    ``codes`` (``(k, 2)`` int32, int64 past 2^31 distinct ids) index the chunk's distinct keys ``u``
+    (uint64 :func:`~breadth.bfs.id_map.id_hash` of its ids, sorted); ``pieces[p]`` are the keys of ``u``
+    that owner ``p`` numbers (``key % P``), sorted, and ``order`` (``(len(u),)``) is the permutation of
+    ``u`` that lists them piece after piece.
 
-    String ids (``dtype`` object; the chunk an Arrow table or an object array): the pieces are Arrow
-    string arrays (:func:`~breadth.pipeline.string_chunks.split_strings`).
+    String ids (``dtype`` object; the chunk an Arrow table or an object array): ``u`` the chunk's distinct
+    strings, the pieces Arrow string arrays sorted by value
+    (:func:`~breadth.pipeline.string_chunks.split_strings`).
 
     >>> codes, order, pieces = chunk_split(np.array([[30, 20], [20, 10]]), 1, np.int64)
-    >>> codes.tolist(), [p.tolist() for p in pieces]
-    ([[0, 1], [1, 2]], [[10, 20, 30]])
+    >>> bool(codes[0, 1] == codes[1, 0]), ids_of_keys(pieces[0], np.int64)[codes].tolist() == [[30, 20], [20, 10]]
+    (True, True)
     """
     if np.dtype(dtype) == object:
         from .string_chunks import split_strings
 
         return split_strings(edges, nowners)
-    from .factorize import factorize  # Numba: 2-3x pandas.factorize on 64-bit ids
+    from .hashed_factorize import hashed_factorize
 
-    codes, uniq = factorize(_as_dtype(np.ascontiguousarray(edges).ravel(), dtype))
-    owner = owner_of(uniq, nowners)
-    # sorted pieces (a sort of the chunk's distinct ids only) let owners look up a piece in one walk
-    # the ids are distinct, so any sort is stable: numpy's default (vectorised) argsort is 4x its mergesort
-    by_value = np.argsort(uniq)
-    small = owner.astype(np.uint16 if nowners <= 1 << 16 else np.int64)  # 16-bit keys: numpy's radix sort
-    order = by_value[np.argsort(small[by_value], kind="stable")]
-    pieces = np.split(uniq[order], np.cumsum(np.bincount(owner, minlength=nowners))[:-1])
+    codes, keys = hashed_factorize(_as_dtype(np.ascontiguousarray(edges).ravel(), dtype))
     # int32 codes and order: a chunk has far fewer than 2^31 distinct ids, and both wait until the owners
     # have numbered every chunk's ids
-    index = np.int32 if uniq.size < (1 << 31) else np.int64
-    return codes.astype(index, copy=False).reshape(-1, 2), order.astype(index, copy=False), pieces
+    index = np.int32 if keys.size < (1 << 31) else np.int64
+    if nowners == 1:
+        return codes.reshape(-1, 2), np.arange(keys.size, dtype=index), [keys]
+    owner = (keys % np.uint64(nowners)).astype(np.uint16 if nowners <= 1 << 16 else np.int64)
+    order = np.argsort(owner, kind="stable")  # 16-bit keys: NumPy's radix sort; keys stay sorted in a piece
+    pieces = np.split(keys[order], np.cumsum(np.bincount(owner, minlength=nowners))[:-1])
+    return codes.reshape(-1, 2), order.astype(index, copy=False), pieces
 
 
 def owner_part(dtype, *pieces: np.ndarray) -> np.ndarray:
-    """Owner ``p``'s part of the id map: the sorted union of the (sorted) pieces the chunks sent it
-    (an Arrow string array for strings)."""
+    """Owner ``p``'s part of the id map: the sorted union of the (sorted) pieces the chunks sent it --
+    uint64 keys for integer ids, an Arrow string array for strings (``dtype`` object)."""
     if np.dtype(dtype) == object:
         from .sorted_string_merge import union_strings
 
         return union_strings(list(pieces))
-    arrs = [_as_dtype(p, dtype) for p in pieces if len(p)]
+    arrs = [p for p in pieces if len(p)]
     if not arrs:
-        return np.empty(0, dtype)
+        return np.empty(0, np.uint64)
     from .sorted_merge import union_sorted  # Numba, imported where CPU steps run (GPU workers never load it)
 
     return union_sorted(arrs)
@@ -101,11 +104,15 @@ def lookup_piece(part: np.ndarray, offset: int, piece: np.ndarray) -> np.ndarray
         from .sorted_string_merge import lookup_strings
 
         return lookup_strings(part, offset, piece)
-    if piece.dtype != part.dtype:
-        return lookup_sorted(part, offset, piece)
     from .sorted_merge import merge_lookup
 
     return merge_lookup(part, offset, piece)
+
+
+def part_ids(part, dtype):
+    """The map's part from an owner's part: the ids of its keys (``dtype``, in key order) for integers,
+    the strings as they are."""
+    return part if np.dtype(dtype) == object else ids_of_keys(part, dtype)
 
 
 def chunk_dense(split: tuple, *looked_up: np.ndarray, dtype=np.int64) -> np.ndarray:
@@ -195,14 +202,14 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
         space.futures += dense
         del ex  # a chunk's codes, order and pieces go once its dense ids are made
         wait(dense)  # before the pieces' folder goes (the dense chunks' folder goes with the last graph)
-    if steps is not _CPU_STEPS:  # the map back lives in host memory, wherever it was built
-        owners = [client.submit(steps.part_to_host, o, workers=[workers[p % len(workers)]],
-                                allow_other_workers=True, pure=False) for p, o in enumerate(owners)]
+    # integer parts become the ids of their keys, in host memory wherever they were built
+    owners = [client.submit(steps.part_ids, o, dtype, workers=[workers[p % len(workers)]],
+                            allow_other_workers=True, pure=False) for p, o in enumerate(owners)]
     load = [dask.delayed(widen, pure=True)(d) for d in dense] if parked is None else \
         [dask.delayed(dense_from_file, pure=True)(parked, c, d) for c, d in enumerate(dense)]
-    return (load,
-            PartitionedIdMap(owners, offsets, dtype if dtype != np.dtype("O") else np.dtype(object), "hash", None,
-                             client))
+    strings = dtype == np.dtype("O")
+    return (load, PartitionedIdMap(owners, offsets, np.dtype(object) if strings else dtype, "hash", None, client,
+                                   order="value" if strings else "hash"))
 
 
 def _densify(client, steps, ex, owners: list, offsets: np.ndarray, parked) -> list:
@@ -229,6 +236,7 @@ class _CpuSteps:
     owner_part = staticmethod(owner_part)
     lookup_piece = staticmethod(lookup_piece)
     chunk_dense = staticmethod(chunk_dense)
+    part_ids = staticmethod(part_ids)
 
 
 _CPU_STEPS = _CpuSteps()

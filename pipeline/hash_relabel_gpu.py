@@ -3,11 +3,13 @@
 The orchestration (:func:`~breadth.pipeline.hash_relabel.relabel_hashed`) is the CPU's; only the array
 steps differ, because a GPU sorts faster than it hashes into a table:
 
-* **split**: the chunk's endpoints are sorted once (:func:`unique_inverse`): the distinct ids
-  come out sorted, their codes are the inverse; owners by :func:`~breadth.bfs.id_map.owner_of` (the same
-  splitmix64 hash as on the CPU, so a map built here is looked up like any other); pieces are cut by a
-  sort on ``owner << 40 | rank`` (grouped by owner, sorted by id inside).
-* **own**: an owner's part is the sorted union of its pieces (a sort of their concatenation).
+* **split**: the chunk's endpoints are hashed to their keys (:func:`~breadth.bfs.id_map.id_hash`, the
+  same splitmix64 as on the CPU) and the keys sorted once (:func:`unique_inverse`): the distinct keys
+  come out sorted, their codes are the inverse; owners are ``key % P`` as on the CPU, so a map built here
+  is looked up like any other; pieces are cut by a sort on ``owner << 40 | rank`` (grouped by owner,
+  sorted by key inside).
+* **own**: an owner's part is the sorted union of its pieces (a sort of their concatenation), keys until
+  the map takes it (:func:`part_ids`: the ids of the keys, in key order, on the host).
 * **look up**: dense ids of a chunk's piece by binary search in the owner's part (a kernel of ours).
 * **densify**: the chunk's table of dense ids indexed by its codes.
 
@@ -17,7 +19,7 @@ an owner's union, ``searchsorted`` for lookups (cuDF orders strings by their UTF
 Python's code-point order, so the host's binary searches agree with the parts).  Owners of strings are
 the host's :func:`~breadth.bfs.id_map.owner_of` (XXH64 of the UTF-8 bytes) of the chunk's distinct strings
 as an Arrow array (copied to the host only when there are several owners), so a map built here is looked
-up like any other.  The parts end on the host as Arrow string arrays (:func:`part_to_host`), the form
+up like any other.  The parts end on the host as Arrow string arrays (:func:`part_ids`), the form
 the CPU's parts, the store and result mapping use.
 """
 
@@ -26,24 +28,24 @@ from __future__ import annotations
 import cupy as cp
 import numpy as np
 
-from breadth.bfs.id_map import owner_of
+from breadth.bfs.id_map import id_hash, ids_of_keys, owner_of
 
 
 def chunk_split(edges, nowners: int, dtype) -> tuple:
     """A chunk's ``(k, 2)`` edges (CuPy or NumPy) -> ``(codes, order, pieces)`` on the device, as
     :func:`breadth.pipeline.hash_relabel.chunk_split` gives them: ``codes`` ``(k, 2)`` int32 index the
-    sorted distinct ids ``u``; ``pieces[p]`` are the ids owner ``p`` numbers, sorted; ``order`` lists
-    ``u``'s positions piece after piece."""
+    sorted distinct keys ``u`` (uint64 hashes of the ids); ``pieces[p]`` are the keys owner ``p``
+    numbers, sorted; ``order`` lists ``u``'s positions piece after piece."""
     if _is_cudf(edges):
         return _split_strings(edges, nowners)
     flat = cp.asarray(edges).ravel()
     if flat.dtype != dtype:
         flat = flat.astype(dtype)
-    uniq, codes = unique_inverse(flat)
+    uniq, codes = unique_inverse(id_hash(flat))
     codes = codes.reshape(-1, 2)
     if nowners == 1:
         return codes, cp.arange(uniq.size, dtype=cp.int64), [uniq]
-    owner = owner_of(uniq, nowners)
+    owner = (uniq % np.uint64(nowners)).astype(cp.int64)
     # uniq is sorted: a key of (owner, position) groups by owner and keeps ids sorted inside a group
     order = cp.argsort((owner.astype(cp.uint64) << np.uint64(40)) | cp.arange(uniq.size, dtype=cp.uint64))
     cuts = np.cumsum(cp.bincount(owner, minlength=nowners).get())[:-1]
@@ -113,16 +115,16 @@ def _split_strings(df, nowners: int) -> tuple:
 
 
 def owner_part(dtype, *pieces):
-    """Owner ``p``'s part: the sorted union of the pieces the chunks sent it (device array, or a cuDF
-    string series)."""
+    """Owner ``p``'s part: the sorted union of the pieces the chunks sent it (device array of uint64 keys,
+    or a cuDF string series)."""
     if any(_is_cudf(p) for p in pieces):
         import cudf
 
         return cudf.concat([p for p in pieces if len(p)] or list(pieces[:1]), ignore_index=True) \
             .unique().sort_values().reset_index(drop=True)
-    arrs = [cp.asarray(p).astype(dtype, copy=False) for p in pieces if len(p)]
+    arrs = [cp.asarray(p) for p in pieces if len(p)]
     if not arrs:
-        return cp.empty(0, dtype)
+        return cp.empty(0, cp.uint64)
     if len(arrs) == 1:
         return arrs[0]
     s = cp.sort(cp.concatenate(arrs))
@@ -148,9 +150,9 @@ def chunk_dense(split: tuple, *looked_up, dtype=np.int64) -> "cp.ndarray":
     return table[codes]
 
 
-def part_to_host(part) -> np.ndarray:
-    """An owner's part as the host array the id map keeps (its share of the ids, once): NumPy integers,
-    or an Arrow string array (no Python strings), as the CPU's string parts are."""
+def part_ids(part, dtype):
+    """An owner's part as the host array the id map keeps (its share of the ids, once): the ids of its keys
+    (NumPy ``dtype``, in key order), or an Arrow string array (no Python strings), as the CPU's parts are."""
     if _is_cudf(part):
         return part.to_arrow()
-    return cp.asnumpy(part)
+    return cp.asnumpy(ids_of_keys(part, dtype))

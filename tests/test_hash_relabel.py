@@ -236,8 +236,8 @@ def test_real_graph_with_hashed_ids_matches_table_path(tmp_path, lclient):
 
 
 def test_pure_part_functions():
-    from breadth.bfs.id_map import id_hash, lookup_sorted, owner_of
-    from breadth.pipeline.hash_relabel import chunk_dense, chunk_split, owner_part
+    from breadth.bfs.id_map import id_hash, lookup_keyed, lookup_sorted, owner_of
+    from breadth.pipeline.hash_relabel import chunk_dense, chunk_split, owner_part, part_ids
 
     v = np.array([0, 5, 2**62, 2**63 - 1], np.int64)
     np.testing.assert_array_equal(id_hash(v), id_hash(v.astype(np.uint64)))  # value, not dtype
@@ -247,15 +247,71 @@ def test_pure_part_functions():
                                   [5, 4, -1, -1])
     # two chunks, three owners: compose the steps by hand and compare with np.unique numbering
     rng = np.random.default_rng(0)
-    chunks = [rng.integers(0, 1 << 40, size=(200, 2)) for _ in range(2)]
+    chunks = [rng.integers(-(1 << 40), 1 << 40, size=(200, 2)) for _ in range(2)]
     splits = [chunk_split(c, 3, np.int64) for c in chunks]
+    for s in splits:  # pieces: sorted keys of their owner only
+        for p, piece in enumerate(s[2]):
+            assert piece.dtype == np.uint64 and (np.diff(piece.astype(object)) > 0).all()
+            assert ((piece % np.uint64(3)) == p).all()
     parts = [owner_part(np.int64, *[s[2][p] for s in splits]) for p in range(3)]
     offsets = np.concatenate([[0], np.cumsum([p.size for p in parts])])
     dense = [chunk_dense(s, *[lookup_sorted(parts[p], offsets[p], s[2][p]) for p in range(3)]) for s in splits]
-    whole = np.concatenate(parts)
+    ids = [part_ids(p, np.int64) for p in parts]
+    whole = np.concatenate(ids)
     for c, d in zip(chunks, dense):
         np.testing.assert_array_equal(whole[d], c)
     assert whole.size == np.unique(np.concatenate(chunks)).size
+    for p, part in enumerate(ids):  # the map's parts: owner p's ids in key order, found by lookup_keyed
+        assert (owner_of(part, 3) == p).all() and (np.diff(id_hash(part).astype(object)) > 0).all()
+        q = np.concatenate([part[::3], [12345678912345]])
+        got = lookup_keyed(part, offsets[p], q)
+        np.testing.assert_array_equal(got[:-1], offsets[p] + np.arange(0, part.size, 3))
+        assert got[-1] == -1 or part[got[-1] - offsets[p]] == q[-1]
+        np.testing.assert_array_equal(lookup_keyed(part, offsets[p], q.astype(np.float64)), -1)
+
+
+def test_hash_ordered_map_looks_up_any_integer_kind():
+    """A map of parts in key order (what hash relabeling gives) answers to_dense for ids of another integer
+    dtype by value, -1 for ids out of the map's range, and to_original positionally."""
+    from breadth.bfs.id_map import PartitionedIdMap, id_hash, owner_of
+
+    ids = np.array([0, 7, 2**40, 2**63 - 5, 3, 99], np.uint64)
+    parts = [ids[owner_of(ids, 2) == p] for p in range(2)]
+    parts = [p[np.argsort(id_hash(p))] for p in parts]
+    idm = PartitionedIdMap(parts, np.array([0, parts[0].size, ids.size]), np.dtype(np.uint64), "hash",
+                           order="hash")
+    whole = np.concatenate(parts)
+    np.testing.assert_array_equal(idm.to_dense(whole), np.arange(ids.size))
+    np.testing.assert_array_equal(idm.to_dense(np.array([7, 99, -1, 8], np.int64))[[0, 1]],
+                                  [np.flatnonzero(whole == 7)[0], np.flatnonzero(whole == 99)[0]])
+    np.testing.assert_array_equal(idm.to_dense(np.array([-1, 8], np.int64)), [-1, -1])
+    np.testing.assert_array_equal(idm.to_original(np.arange(ids.size)), whole)
+
+
+def test_store_map_without_order_is_sorted_by_value(tmp_path, lclient):
+    """A store's id map record without ``order`` (written before hash order) loads as value order, and its
+    lookups find every id; a map in hash order keeps ``order`` through the store."""
+    from breadth.bfs.id_map import PartitionedIdMap, id_hash, owner_of
+    from breadth.io.id_map_store import load_id_map_parts, write_id_map
+
+    ids = np.random.default_rng(4).integers(0, 1 << 50, 1000)
+    workers = list(lclient.scheduler_info()["workers"])
+    for order in ("value", "hash"):
+        parts = [np.unique(ids[owner_of(ids, 2) == p]) for p in range(2)]
+        if order == "hash":
+            parts = [p[np.argsort(id_hash(p))] for p in parts]
+        idm = PartitionedIdMap(parts, np.array([0, parts[0].size, parts[0].size + parts[1].size]),
+                               np.dtype(np.int64), "hash", order=order)
+        d = tmp_path / order
+        d.mkdir()
+        rec = write_id_map(idm, str(d), lclient)
+        assert rec["order"] == order
+        if order == "value":
+            del rec["order"]
+        back = load_id_map_parts(str(d), rec, lclient, workers)
+        assert back.order == order
+        whole = np.concatenate(parts)
+        np.testing.assert_array_equal(back.to_dense(whole[::7]), np.arange(0, whole.size, 7))
 
 
 def test_cli_ingest_and_bfs_dataset(tmp_path):
@@ -281,28 +337,27 @@ def test_cli_ingest_and_bfs_dataset(tmp_path):
     assert dict(zip(df["vertex"].tolist(), df["level"].tolist())) == _oracle(e, [root])[root]
 
 
-@pytest.mark.parametrize("kind", ["int64", "uint64", "skewed", "sample_misleads"])
-def test_factorize_is_pandas_factorize(kind):
-    """The Numba table numbers ids exactly as pandas.factorize (first-seen order), whether its first table
-    (sized from a sample) holds every id or has to grow many times."""
-    import pandas as pd
-
-    from breadth.pipeline.factorize import SAMPLE, factorize
+@pytest.mark.parametrize("kind", ["int64", "uint64", "skewed", "one_hub", "tiny", "empty"])
+def test_hashed_factorize_numbers_ids_by_key(kind):
+    """Every id's code is the rank of its hash key among the chunk's distinct keys, whether the keys are
+    spread over the buckets or one id fills a bucket (a hub), and ids_of_keys gives the ids back."""
+    from breadth.bfs.id_map import id_hash, ids_of_keys
+    from breadth.pipeline.hashed_factorize import hashed_factorize
 
     rng = np.random.default_rng(5)
-    if kind == "skewed":  # few distinct ids, many repeats: the table never grows
-        a = rng.integers(0, 1 << 62, 50)[rng.zipf(1.5, 200_000) % 50]
-    else:  # mostly distinct
-        a = rng.integers(0, 1 << 62, 300_000) if kind != "uint64" else \
-            rng.integers(0, 1 << 64, 300_000, dtype=np.uint64)
+    a = {"int64": lambda: rng.integers(-(1 << 63), (1 << 63) - 1, 300_000),
+         "uint64": lambda: rng.integers(0, 1 << 64, 300_000, dtype=np.uint64),
+         "skewed": lambda: rng.integers(0, 1 << 62, 50)[rng.zipf(1.5, 200_000) % 50],
+         "one_hub": lambda: np.where(rng.random(200_000) < 0.5, 42, rng.integers(0, 1 << 40, 200_000)),
+         "tiny": lambda: np.array([3, -3, 3]),
+         "empty": lambda: np.empty(0, np.int64)}[kind]()
     a = np.concatenate([a, a[::7]])
-    if kind == "sample_misleads":  # every sampled position holds one id: a first table of 2^10 slots grows ten times
-        a[::a.size // SAMPLE] = 7
-    codes, uniq = factorize(a)
-    want_codes, want_uniq = pd.factorize(a)
-    np.testing.assert_array_equal(codes, want_codes)
-    np.testing.assert_array_equal(uniq, want_uniq)
-    assert uniq.dtype == a.dtype and codes.dtype == np.int32
+    codes, keys = hashed_factorize(a)
+    want = np.unique(id_hash(a))
+    np.testing.assert_array_equal(keys, want)
+    np.testing.assert_array_equal(keys[codes], id_hash(a))
+    np.testing.assert_array_equal(ids_of_keys(keys, a.dtype)[codes], a)
+    assert keys.dtype == np.uint64 and codes.dtype == np.int32
 
 
 def test_parquet_metadata_tells_what_reading_tells(tmp_path):
