@@ -11,10 +11,10 @@ No process holds all the ids.  With ``P`` owners (one per worker by default) the
    (:func:`breadth.pipeline.shuffle.exchange`): task outputs in the workers' memory, or files on its
    disk tier when the workers' memory limit needs it (:func:`breadth.pipeline.shuffle.id_tier`).
 2. **own** (a merge tree per owner, pinned round-robin to the workers): owner ``p`` receives its piece
-   of every chunk (the shuffle), and keeps their sorted union -- part ``p`` of the id map (as keys until
-   step 5, then the ids in key order: the map's ``order="hash"``).
+   of every chunk (the shuffle), and keeps their sorted union -- part ``p`` of the id map (keys until the
+   chunks are densified, step 5; then the ids of the keys in key order: the map's ``order="hash"``).
 3. **offsets**: the client gathers the ``P`` part sizes; owner ``p``'s ids get dense ids
-   ``offsets[p] .. offsets[p+1]-1`` in sorted order.
+   ``offsets[p] .. offsets[p+1]-1`` in their part's order (by key for integers, by value for strings).
 4. **look up** (one small task per chunk and owner, next to the owner's part): the chunk's piece for
    ``p`` -> dense ids by a merge walk through part ``p`` (a galloping one for strings).
 5. **densify** (one task per chunk): the chunk's table (its unique ids, now with dense ids) maps the

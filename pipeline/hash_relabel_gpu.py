@@ -46,7 +46,7 @@ def chunk_split(edges, nowners: int, dtype) -> tuple:
     if nowners == 1:
         return codes, cp.arange(uniq.size, dtype=cp.int64), [uniq]
     owner = (uniq % np.uint64(nowners)).astype(cp.int64)
-    # uniq is sorted: a key of (owner, position) groups by owner and keeps ids sorted inside a group
+    # uniq is sorted: a key of (owner, position) groups by owner and keeps keys sorted inside a group
     order = cp.argsort((owner.astype(cp.uint64) << np.uint64(40)) | cp.arange(uniq.size, dtype=cp.uint64))
     cuts = np.cumsum(cp.bincount(owner, minlength=nowners).get())[:-1]
     return codes, order, cp.split(uniq[order], cuts.tolist())
