@@ -145,14 +145,18 @@ def csr_from_entries(entries: list[np.ndarray], lo: int, num_local: int, num_ver
     Returns ``(offsets int64[num_local+1], columns int32|int64[nnz], multiplicity int64[num_local])``
     where ``multiplicity`` counts entries per row before deduplication.
     """
-    deg = np.zeros(num_local, np.int64)
+    # 32-bit row counters and cursors where the entries allow: half the cache footprint of the two
+    # random-access arrays (one owner of 2^26 web-crawl tuples, 66 M entries over 3 M rows: count
+    # 0.27-0.29 -> 0.17-0.18 s, scatter 0.76-0.77 -> 0.66 s)
+    cdt = np.int32 if sum(int(e.shape[0]) for e in entries) < (1 << 31) else np.int64
+    deg = np.zeros(num_local, cdt)
     _by_row_range(_count_rows, entries, lo, num_local, deg)
     offsets = np.zeros(num_local + 1, np.int64)
     np.cumsum(deg, out=offsets[1:])
     # the columns are scattered, deduplicated and compacted in one array of the final dtype, which then
     # shrinks in place: no int64 scratch and no second column array (fresh memory is what a build pays for)
     cols = np.empty(int(offsets[-1]), column_dtype(num_vertices))
-    cursor = offsets[:-1].copy()
+    cursor = offsets[:-1].astype(cdt)
     _by_row_range(_scatter_rows, entries, lo, num_local, cursor, cols)
     del cursor
     uniq = np.empty(num_local, np.int64)
@@ -162,7 +166,7 @@ def csr_from_entries(entries: list[np.ndarray], lo: int, num_local: int, num_ver
     del uniq
     _compact_in_place(offsets, cols, new_offsets)
     cols.resize(int(new_offsets[-1]), refcheck=False)  # realloc shrinks without copying
-    return new_offsets, cols, deg
+    return new_offsets, cols, deg.astype(np.int64, copy=False)  # the NumPy and GPU builders' dtype
 
 
 def build_shard(rank: int, nparts: int, num_vertices: int, pieces: list[Piece], directed: bool = False) -> Shard:
