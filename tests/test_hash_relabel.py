@@ -337,10 +337,11 @@ def test_cli_ingest_and_bfs_dataset(tmp_path):
     assert dict(zip(df["vertex"].tolist(), df["level"].tolist())) == _oracle(e, [root])[root]
 
 
-@pytest.mark.parametrize("kind", ["int64", "uint64", "skewed", "one_hub", "tiny", "empty"])
+@pytest.mark.parametrize("kind", ["int64", "uint64", "skewed", "one_hub", "crafted_keys", "tiny", "empty"])
 def test_hashed_factorize_numbers_ids_by_key(kind):
     """Every id's code is the rank of its hash key among the chunk's distinct keys, whether the keys are
-    spread over the buckets or one id fills a bucket (a hub), and ids_of_keys gives the ids back."""
+    spread over the buckets or one id fills a bucket (a hub), or ids were chosen so that their keys crowd
+    one bucket's group (sorted by the fallback sort), and ids_of_keys gives the ids back."""
     from breadth.bfs.id_map import id_hash, ids_of_keys
     from breadth.pipeline.hashed_factorize import hashed_factorize
 
@@ -349,6 +350,9 @@ def test_hashed_factorize_numbers_ids_by_key(kind):
          "uint64": lambda: rng.integers(0, 1 << 64, 300_000, dtype=np.uint64),
          "skewed": lambda: rng.integers(0, 1 << 62, 50)[rng.zipf(1.5, 200_000) % 50],
          "one_hub": lambda: np.where(rng.random(200_000) < 0.5, 42, rng.integers(0, 1 << 40, 200_000)),
+         "crafted_keys": lambda: np.concatenate([  # keys differing in their low bits only, beside spread ones
+             ids_of_keys(rng.permutation(np.arange(5000, dtype=np.uint64)) | np.uint64(5 << 58), np.uint64),
+             rng.integers(0, 1 << 64, 20_000, dtype=np.uint64)]),
          "tiny": lambda: np.array([3, -3, 3]),
          "empty": lambda: np.empty(0, np.int64)}[kind]()
     a = np.concatenate([a, a[::7]])
