@@ -111,6 +111,7 @@ def _hashed_factorize(a, bits):
     while (1 << tbits) < 2 * most:
         tbits += 1
     mask = np.uint64((1 << tbits) - 1)
+    tshift = np.uint64(64 - tbits)
     tkey = np.empty(1 << tbits, np.uint64)
     tval = np.full(1 << tbits, -1, np.int32)  # a bucket's local code, then its key's rank; -1: empty
     slot = np.empty(most, np.int32)
@@ -123,7 +124,9 @@ def _hashed_factorize(a, bits):
         m = 0
         for j in range(s, e):
             k = bkeys[j]
-            h = k & mask  # the low bits: the top ones are the bucket's
+            # a multiplicative hash of the key: its top bits are the bucket's, and keys chosen to differ in
+            # a few bits (ids picked by inverting id_hash) must not pile into one run of the table
+            h = (k * np.uint64(0x9E3779B97F4A7C15)) >> tshift
             while True:
                 if tval[h] < 0:
                     tval[h] = m
@@ -140,7 +143,7 @@ def _hashed_factorize(a, bits):
         _sort_bucket(found, m, out, cnt, 64 - bits)
         for r in range(m):  # each slot's value becomes its key's rank in the sorted bucket
             k = out[r]
-            h = k & mask
+            h = (k * np.uint64(0x9E3779B97F4A7C15)) >> tshift
             while tkey[h] != k:
                 h = (h + np.uint64(1)) & mask
             tval[h] = r

@@ -350,8 +350,9 @@ def test_hashed_factorize_numbers_ids_by_key(kind):
          "uint64": lambda: rng.integers(0, 1 << 64, 300_000, dtype=np.uint64),
          "skewed": lambda: rng.integers(0, 1 << 62, 50)[rng.zipf(1.5, 200_000) % 50],
          "one_hub": lambda: np.where(rng.random(200_000) < 0.5, 42, rng.integers(0, 1 << 40, 200_000)),
-         "crafted_keys": lambda: np.concatenate([  # keys differing in their low bits only, beside spread ones
+         "crafted_keys": lambda: np.concatenate([  # keys differing in their low bits only, or in middle bits
              ids_of_keys(rng.permutation(np.arange(5000, dtype=np.uint64)) | np.uint64(5 << 58), np.uint64),
+             ids_of_keys((np.arange(5000, dtype=np.uint64) << np.uint64(20)) | np.uint64(3 << 60), np.uint64),
              rng.integers(0, 1 << 64, 20_000, dtype=np.uint64)]),
          "tiny": lambda: np.array([3, -3, 3]),
          "empty": lambda: np.empty(0, np.int64)}[kind]()
