@@ -15,6 +15,22 @@ import pytest
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
+def gpu_module(min_devices: int = 1):
+    """``(cupy, pytestmark)`` for a GPU test module: the module is skipped where CuPy does not import, its
+    tests where CuPy sees fewer than ``min_devices`` CUDA devices (none without a driver) -- skipped, not
+    faked, as on CI.
+
+    >>> cp, pytestmark = gpu_module()                                # doctest: +SKIP
+    """
+    cp = pytest.importorskip("cupy", reason="CuPy is not installed (GPU tests run on a GPU machine)")
+    try:
+        ndev = cp.cuda.runtime.getDeviceCount()
+    except Exception:  # CuPy without a driver
+        ndev = 0
+    reason = "no CUDA device visible" if min_devices == 1 else f"fewer than {min_devices} CUDA devices visible"
+    return cp, pytest.mark.skipif(ndev < min_devices, reason=reason)
+
+
 @pytest.fixture(scope="session")
 def client():
     from distributed import Client, LocalCluster

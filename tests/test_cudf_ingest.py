@@ -13,15 +13,12 @@ import sys
 import numpy as np
 import pytest
 
-cp = pytest.importorskip("cupy", reason="CuPy is not installed (GPU tests run on a GPU machine)")
+from conftest import gpu_module
+
+cp, pytestmark = gpu_module()
 cudf = pytest.importorskip("cudf", reason="cuDF is not installed")
 dask_cudf = pytest.importorskip("dask_cudf", reason="dask_cudf is not installed")
 pytest.importorskip("dask_cuda", reason="dask-cuda is not installed")
-try:
-    _NDEV = cp.cuda.runtime.getDeviceCount()
-except Exception:  # CuPy without a driver
-    _NDEV = 0
-pytestmark = pytest.mark.skipif(_NDEV == 0, reason="no CUDA device visible")
 
 import dask.dataframe as dd  # noqa: E402
 import pandas as pd  # noqa: E402

@@ -8,12 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-cp = pytest.importorskip("cupy", reason="CuPy is not installed (GPU tests run on a GPU machine)")
-try:
-    _NDEV = cp.cuda.runtime.getDeviceCount()
-except Exception:  # CuPy without a driver
-    _NDEV = 0
-pytestmark = pytest.mark.skipif(_NDEV == 0, reason="no CUDA device visible")
+from conftest import gpu_module
+
+cp, pytestmark = gpu_module()
 
 from breadth.bfs.engine.device_engine import DeviceEngine  # noqa: E402
 from breadth.bfs.engine.engine import Engine  # noqa: E402

@@ -15,21 +15,17 @@ import time
 import numpy as np
 import pytest
 
-cp = pytest.importorskip("cupy", reason="CuPy is not installed (GPU tests run on a GPU machine)")
+from conftest import closing, gpu_module, kill_rank1_mid_search
+
+cp, pytestmark = gpu_module()
 pytest.importorskip("dask_cuda", reason="dask-cuda is not installed")
 pytest.importorskip("ucxx", reason="ucxx is not installed (the 'ucx' extra)")
-try:
-    _NDEV = cp.cuda.runtime.getDeviceCount()
-except Exception:  # CuPy without a driver
-    _NDEV = 0
-pytestmark = pytest.mark.skipif(_NDEV < 1, reason="no CUDA device visible")
 
 from breadth.bfs import choose_roots, run_session  # noqa: E402
 from breadth.bfs.engine.session import RankError, WorkerDied, ranks_share_a_gpu, session_protocol  # noqa: E402
 from breadth.bfs.graph500.validate import validate_rank  # noqa: E402
 from breadth.pipeline import kronecker, prepare  # noqa: E402
 from breadth.pipeline.cluster import local_cuda_cluster  # noqa: E402
-from conftest import closing, kill_rank1_mid_search  # noqa: E402
 
 
 def test_closing_the_cluster_stops_its_mps():

@@ -11,13 +11,10 @@ import subprocess
 
 import pytest
 
-cp = pytest.importorskip("cupy", reason="CuPy is not installed (GPU tests run on a GPU machine)")
+from conftest import gpu_module
+
+cp, pytestmark = gpu_module()
 pytest.importorskip("dask_cuda", reason="dask-cuda is not installed")
-try:
-    _NDEV = cp.cuda.runtime.getDeviceCount()
-except Exception:  # CuPy without a driver
-    _NDEV = 0
-pytestmark = pytest.mark.skipif(_NDEV < 1, reason="no CUDA device visible")
 
 from breadth.pipeline.cluster import local_cuda_cluster  # noqa: E402
 

@@ -12,13 +12,10 @@ import time
 import numpy as np
 import pytest
 
-cp = pytest.importorskip("cupy", reason="CuPy is not installed (multi-GPU tests run on a GPU machine)")
+from conftest import gpu_module
+
+cp, pytestmark = gpu_module(2)
 pytest.importorskip("dask_cuda", reason="dask-cuda is not installed")
-try:
-    _NDEV = cp.cuda.runtime.getDeviceCount()
-except Exception:  # CuPy without a driver
-    _NDEV = 0
-pytestmark = pytest.mark.skipif(_NDEV < 2, reason="fewer than two CUDA devices visible")
 
 from breadth.bfs import choose_roots, run_session  # noqa: E402
 from breadth.bfs.engine.session import RankError, WorkerDied  # noqa: E402

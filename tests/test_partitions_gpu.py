@@ -12,12 +12,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-cp = pytest.importorskip("cupy", reason="CuPy is not installed (GPU tests run on a GPU machine)")
-try:
-    _NDEV = cp.cuda.runtime.getDeviceCount()
-except Exception:  # CuPy without a driver
-    _NDEV = 0
-pytestmark = pytest.mark.skipif(_NDEV == 0, reason="no CUDA device visible")
+from conftest import gpu_module
+
+cp, pytestmark = gpu_module()
 
 from breadth.bfs import run_session  # noqa: E402
 from breadth.bfs.graph500.validate import validate_rank  # noqa: E402

@@ -9,14 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-cp = pytest.importorskip("cupy", reason="CuPy is not installed (GPU tests run on a GPU machine)")
+from conftest import gpu_module
+
+cp, pytestmark = gpu_module()
 pytest.importorskip("dask_cuda", reason="dask-cuda is not installed")
 pytest.importorskip("ucxx", reason="ucxx is not installed")
-try:
-    _NDEV = cp.cuda.runtime.getDeviceCount()
-except Exception:  # CuPy without a driver
-    _NDEV = 0
-pytestmark = pytest.mark.skipif(_NDEV < 1, reason="no CUDA device visible")
 
 from breadth.bfs import choose_roots, run_session  # noqa: E402
 from breadth.bfs.engine.session import session_protocol  # noqa: E402
