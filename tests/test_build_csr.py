@@ -1,9 +1,11 @@
 """The CPU's CSR builder against a plain NumPy reference: rows of every length (insertion sort, quicksort,
-radix sort), id widths that need an even and an odd number of radix passes, 32- and 64-bit columns."""
+radix sort), id widths that need an even and an odd number of radix passes, 32- and 64-bit columns, one
+row block or many (a hub's row alone in its block, blocks of 64 rows)."""
 
 import numpy as np
 import pytest
 
+from breadth.pipeline import build_csr
 from breadth.pipeline.build_csr import RADIX_MIN_ROW, csr_from_entries
 
 
@@ -17,8 +19,10 @@ def _reference(entries: np.ndarray, lo: int, num_local: int):
 
 
 # ids of 12 bits take 2 radix passes; ids of 24 and 33 bits take 3
+@pytest.mark.parametrize("block_entries", [build_csr.BLOCK_ENTRIES, 64])
 @pytest.mark.parametrize("num_vertices", [1 << 12, (1 << 23) + 5, 1 << 33])
-def test_csr_matches_numpy_for_every_row_length(num_vertices):
+def test_csr_matches_numpy_for_every_row_length(num_vertices, block_entries, monkeypatch):
+    monkeypatch.setattr(build_csr, "BLOCK_ENTRIES", block_entries)
     rng = np.random.default_rng(num_vertices % 1000)
     lo, num_local = num_vertices // 3, 300
     # one row per length class: empty, short, insertion-sorted, quicksorted, radix-sorted (with duplicates)
@@ -32,6 +36,8 @@ def test_csr_matches_numpy_for_every_row_length(num_vertices):
     entries = entries[rng.permutation(entries.shape[0])].astype(dt)
     pieces = [entries[:1000], entries[1000:7777], entries[7777:]]
     offsets, columns, mult = csr_from_entries(pieces, lo, num_local, num_vertices)
+    shift = build_csr.block_shift(num_local, entries.shape[0])
+    assert ((num_local - 1) >> shift) + 1 == (1 if block_entries > 64 else 5)  # blocks of 64 rows: 5
     want_off, want_cols, want_mult = _reference(entries, lo, num_local)
     assert columns.dtype == dt
     assert np.array_equal(offsets, want_off)
