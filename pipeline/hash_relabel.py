@@ -16,7 +16,8 @@ No process holds all the ids.  With ``P`` owners (one per worker by default) the
 3. **offsets**: the client gathers the ``P`` part sizes; owner ``p``'s ids get dense ids
    ``offsets[p] .. offsets[p+1]-1`` in their part's order (by key for integers, by value for strings).
 4. **look up** (one small task per chunk and owner, next to the owner's part): the chunk's piece for
-   ``p`` -> dense ids by a merge walk through part ``p`` (a galloping one for strings).
+   ``p`` -> dense ids by a merge walk through part ``p`` that starts each key where the part's index of
+   top bits says (keys; built once per owner) or gallops (strings).
 5. **densify** (one task per chunk): the chunk's table (its unique ids, now with dense ids) maps the
    chunk's codes to dense ids, 32-bit while ``n < 2**31``: the form a chunk waits in until preparation.
 
@@ -98,15 +99,26 @@ def owner_part(dtype, *pieces: np.ndarray) -> np.ndarray:
     return union_sorted(arrs)
 
 
-def lookup_piece(part: np.ndarray, offset: int, piece: np.ndarray) -> np.ndarray:
-    """Dense ids (``(k,)`` int64) of a chunk's sorted piece in its owner's sorted part (-1 if absent)."""
+def part_index(part) -> np.ndarray | None:
+    """Where the lookups of an owner's part start (:func:`~breadth.pipeline.sorted_merge.key_index`, built
+    once per owner): for parts of hash keys; ``None`` for strings."""
+    if is_strings(part) or part.dtype != np.uint64:
+        return None
+    from .sorted_merge import key_index
+
+    return key_index(part)
+
+
+def lookup_piece(part: np.ndarray, offset: int, piece: np.ndarray, index: np.ndarray | None = None) -> np.ndarray:
+    """Dense ids (``(k,)`` int64) of a chunk's sorted piece in its owner's sorted part (-1 if absent);
+    ``index``: the part's :func:`part_index`."""
     if is_strings(part):
         from .sorted_string_merge import lookup_strings
 
         return lookup_strings(part, offset, piece)
     from .sorted_merge import merge_lookup
 
-    return merge_lookup(part, offset, piece)
+    return merge_lookup(part, offset, piece, index)
 
 
 def part_ids(part, dtype):
@@ -118,10 +130,9 @@ def part_ids(part, dtype):
 def chunk_dense(split: tuple, *looked_up: np.ndarray, dtype=np.int64) -> np.ndarray:
     """The chunk's edges in dense ids (``(k, 2)`` of ``dtype``): ``split`` is ``(codes, order, ...)``,
     ``looked_up[p]`` are the dense ids of ``pieces[p]``, so their concatenation follows ``order``."""
-    codes, order = split[0], split[1]
-    table = np.empty(order.size, dtype)
-    table[order] = np.concatenate(looked_up) if looked_up else np.empty(0, dtype)
-    return table[codes]
+    from .chunk_densify import dense_of_codes  # Numba, imported where CPU steps run
+
+    return dense_of_codes(split[0], split[1], looked_up, dtype)
 
 
 def widen(dense):
@@ -217,10 +228,11 @@ def _densify(client, steps, ex, owners: list, offsets: np.ndarray, parked) -> li
     through them, in 32 bits where the ids fit (the form a chunk waits in until preparation); with a
     ``parked`` folder, written there (the futures are then of the row counts)."""
     narrow = np.int32 if offsets[-1] < (1 << 31) else np.int64
+    index = [client.submit(steps.part_index, o, pure=False) for o in owners]
     dense = []
     for c, kept in enumerate(ex.kept):
-        looked = [client.submit(steps.lookup_piece, owners[p], int(offsets[p]), ex.piece(c, p), pure=False)
-                  for p in range(len(owners))]
+        looked = [client.submit(steps.lookup_piece, owners[p], int(offsets[p]), ex.piece(c, p), index[p],
+                                pure=False) for p in range(len(owners))]
         if parked is None:
             dense.append(client.submit(steps.chunk_dense, kept, *looked, dtype=narrow, pure=False))
         else:
@@ -234,6 +246,7 @@ class _CpuSteps:
 
     chunk_split = staticmethod(chunk_split)
     owner_part = staticmethod(owner_part)
+    part_index = staticmethod(part_index)
     lookup_piece = staticmethod(lookup_piece)
     chunk_dense = staticmethod(chunk_dense)
     part_ids = staticmethod(part_ids)

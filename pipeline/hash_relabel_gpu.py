@@ -131,10 +131,16 @@ def owner_part(dtype, *pieces):
     return s[_heads(s)]  # the split's own steps: cupy.unique's first call in a process costs ~0.15 s more
 
 
-def lookup_piece(part, offset: int, piece) -> "cp.ndarray":
+def part_index(part) -> None:
+    """No index: the device's lookups are binary searches (the CPU's walk needs one, see
+    :func:`breadth.pipeline.hash_relabel.part_index`)."""
+    return None
+
+
+def lookup_piece(part, offset: int, piece, index=None) -> "cp.ndarray":
     """Dense ids (int64) of a chunk's piece in its owner's part (every id of the piece is there): a
     binary search per id in breadth's own kernel (``cupy.searchsorted``'s first call in a process took
-    0.19-0.27 s on an H200, its later ones 4 ms)."""
+    0.19-0.27 s on an H200, its later ones 4 ms); ``index`` is :func:`part_index`'s ``None``."""
     if _is_cudf(part):
         return cp.asarray(part.searchsorted(piece)).astype(cp.int64) + offset
     q = cp.asarray(piece)

@@ -388,3 +388,30 @@ def test_parquet_metadata_tells_what_reading_tells(tmp_path):
             want = _chunk_meta(read_row_group(str(tmp_path / f"{name}.parquet"), rg, "src", "dst"))
             assert got[0] == want[0] and got[2:] == want[2:], (name, rg)
     assert _row_group_meta("u", pq.ParquetFile(tmp_path / "u.parquet"), 0, "src", "dst") is None
+
+
+@pytest.mark.parametrize("kind", ["uniform", "crowded", "tiny", "empty"])
+def test_indexed_lookup_finds_what_the_walk_finds(kind):
+    """A part's key index only says where each key's walk starts: dense ids (and -1 for absent keys) are
+    the plain walk's and np.searchsorted's, whether the keys spread over the index (hash keys) or crowd a
+    few of its runs (the walk then gallops from there)."""
+    from breadth.pipeline.hash_relabel import lookup_piece, part_index
+
+    rng = np.random.default_rng(7)
+    part = {"uniform": lambda: rng.integers(0, 1 << 64, 200_000, dtype=np.uint64),
+            "crowded": lambda: np.concatenate([np.uint64(9 << 60) + rng.integers(0, 1 << 20, 100_000, dtype=np.uint64),
+                                               rng.integers(0, 1 << 64, 1000, dtype=np.uint64)]),
+            "tiny": lambda: np.array([5, 1 << 63], np.uint64),
+            "empty": lambda: np.empty(0, np.uint64)}[kind]()
+    part = np.unique(part)
+    present = rng.choice(part, min(part.size, 5000), replace=False) if part.size else part
+    keys = np.unique(np.concatenate([present, rng.integers(0, 1 << 64, 500, dtype=np.uint64), part[:1]]))
+    idx = part_index(part)
+    assert idx.dtype == np.int32 and idx[0] == 0 and idx[-1] == part.size and (np.diff(idx) >= 0).all()
+    got = lookup_piece(part, 11, keys, idx)
+    np.testing.assert_array_equal(got, lookup_piece(part, 11, keys))
+    pos = np.searchsorted(part, keys)
+    hit = pos < part.size
+    hit[hit] = part[pos[hit]] == keys[hit]
+    np.testing.assert_array_equal(got, np.where(hit, pos + 11, -1))
+    assert part_index(np.array(["a"], dtype=object)) is None
