@@ -70,7 +70,7 @@ def chunk_split(edges: np.ndarray, nowners: int, dtype) -> tuple[np.ndarray, np.
         from .string_chunks import split_strings
 
         return split_strings(edges, nowners)
-    from .hashed_factorize import hashed_factorize
+    from .hashed_factorize import hashed_factorize, owner_pieces
 
     codes, keys = hashed_factorize(_as_dtype(np.ascontiguousarray(edges).ravel(), dtype))
     # int32 codes and order: a chunk has far fewer than 2^31 distinct ids, and both wait until the owners
@@ -78,10 +78,8 @@ def chunk_split(edges: np.ndarray, nowners: int, dtype) -> tuple[np.ndarray, np.
     index = np.int32 if keys.size < (1 << 31) else np.int64
     if nowners == 1:
         return codes.reshape(-1, 2), np.arange(keys.size, dtype=index), [keys]
-    owner = (keys % np.uint64(nowners)).astype(np.uint16 if nowners <= 1 << 16 else np.int64)
-    order = np.argsort(owner, kind="stable")  # 16-bit keys: NumPy's radix sort; keys stay sorted in a piece
-    pieces = np.split(keys[order], np.cumsum(np.bincount(owner, minlength=nowners))[:-1])
-    return codes.reshape(-1, 2), order.astype(index, copy=False), pieces
+    order, pieces = owner_pieces(keys, nowners, index)
+    return codes.reshape(-1, 2), order, pieces
 
 
 def owner_part(dtype, *pieces: np.ndarray) -> np.ndarray:

@@ -169,3 +169,39 @@ def hashed_factorize(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # at least two buckets: a shift by all 64 bits is undefined
     bits = min(MAX_BUCKET_BITS, max(1, int(a.size // BUCKET_IDS).bit_length() - 1))
     return _hashed_factorize(a, bits)
+
+
+@numba.njit(nogil=True, cache=True)
+def _owner_pieces(keys, nowners, order, flat, bounds):
+    p = np.uint64(nowners)
+    owner = np.empty(keys.size, np.int32)  # one division a key
+    for i in range(keys.size):
+        o = keys[i] % p
+        owner[i] = o
+        bounds[o + np.uint64(1)] += 1
+    for o in range(nowners):
+        bounds[o + 1] += bounds[o]
+    cursor = bounds[:-1].copy()
+    for i in range(keys.size):
+        o = owner[i]
+        j = cursor[o]
+        order[j] = i
+        flat[j] = keys[i]
+        cursor[o] = j + 1
+
+
+def owner_pieces(keys: np.ndarray, nowners: int, index_dtype=np.int32) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Sorted distinct ``keys`` cut by owner (``key % nowners``): ``(order, pieces)``, ``pieces[p]`` owner
+    ``p``'s keys (sorted: a stable cut) and ``order`` (``(u,)`` of ``index_dtype``) the positions in
+    ``keys`` that list them piece after piece.  One counting pass, where NumPy's stable argsort of the
+    owners plus a gather took about twice as long (0.77 M keys: 3-4 ms, against 7-14 ms).
+
+    >>> order, pieces = owner_pieces(np.array([2, 3, 4, 7], np.uint64), 2)
+    >>> order.tolist(), [p.tolist() for p in pieces]
+    ([0, 2, 1, 3], [[2, 4], [3, 7]])
+    """
+    order = np.empty(keys.size, index_dtype)
+    flat = np.empty(keys.size, np.uint64)
+    bounds = np.zeros(nowners + 1, np.int64)
+    _owner_pieces(keys, nowners, order, flat, bounds)
+    return order, [flat[bounds[p]:bounds[p + 1]] for p in range(nowners)]
