@@ -29,11 +29,13 @@ def _process_start_epoch(pid: int | str = "self") -> float:
 
 
 T0 = _process_start_epoch()
-MARKS: list[tuple[str, float]] = [("main() entered", time.time() - T0)]
+MARKS: list[tuple[str, float, float]] = [("main() entered", time.time() - T0, time.process_time())]
 
 
 def mark(what: str) -> None:
-    MARKS.append((what, time.time() - T0))
+    """A milestone: seconds since the process started, and this process's CPU seconds so far (the client,
+    and the scheduler of a local cluster, which runs in it)."""
+    MARKS.append((what, time.time() - T0, time.process_time()))
 
 
 def _wrap(module, name: str, label: str) -> None:
@@ -169,7 +171,7 @@ def main() -> None:
     cli_store.cluster_client = cc
     rc = cli.main(argv)
     mark("cli.main returned")
-    rows = [{"what": w, "s": round(s, 3)} for w, s in MARKS]
+    rows = [{"what": f"{w} (client CPU {c:.2f} s)", "s": round(s, 3)} for w, s, c in MARKS]
     for w in workers:
         rows.append({"what": f"worker {w['pid']} process started (CPU {w['cpu_s']:.2f} s by the end)",
                      "s": round(w["start_epoch"] - T0, 3)})
