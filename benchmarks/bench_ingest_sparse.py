@@ -26,6 +26,8 @@ Each measurement is a new process tree, interleaved round by round (this machine
 * ``api`` (with ``--kinds ...,api``): the same through the Python API on a local cluster with the stages
   (``read_parquet`` with the relabeling, then ``prepare``), each process's peak RSS, then ``--roots``
   validated Graph500 roots and a results dataset written by the workers.
+* ``kronecker``: the issue's per-tuple reference: ``prepare(kronecker(S))`` through the same API and
+  cluster, with ``16 * 2**S`` the input's tuple count (rounded to a power of two; scale 22 for 2^26 tuples).
 """
 
 from __future__ import annotations
@@ -256,6 +258,28 @@ def run_api(inp: list[str], workers: int, roots: int) -> dict:
         cluster.close()
 
 
+def run_kronecker(inp: list[str], workers: int) -> dict:
+    import math
+
+    import pyarrow.dataset as ds
+
+    from breadth.pipeline import kronecker, local_cluster, prepare
+
+    n = ds.dataset(inp[0] if len(inp) == 1 else inp, format="parquet").count_rows()
+    scale = max(1, round(math.log2(max(n, 32) / 16)))
+    client = local_cluster(workers, threads_per_worker=max(1, (os.cpu_count() or 1) // workers))
+    try:
+        t0 = time.perf_counter()
+        g = prepare(kronecker(scale, seed=1), client)
+        t1 = time.perf_counter()
+        return {"tuples": g.num_input_edges, "scale": scale, "input_tuples": n, "total_s": t1 - t0,
+                "vertices": g.num_vertices, "workers_rss_peak_bytes": client.run(_peak_rss)}
+    finally:
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+
+
 def _peer_env(pairs: list[str]) -> dict[str, str]:
     """``--peer-env KEY=VALUE`` pairs as a dict (one clear line for a malformed one)."""
     env = {}
@@ -308,7 +332,8 @@ def main() -> None:
     if a.one:
         fn = {"peer": lambda: run_peer(a.input), "cli": lambda: run_cli(a.input, a.workers, a.memory_limit, a.spill_dir, a.store,
                                                                  a.search_roots),
-              "api": lambda: run_api(a.input, a.workers, a.roots)}[a.one]
+              "api": lambda: run_api(a.input, a.workers, a.roots),
+              "kronecker": lambda: run_kronecker(a.input, a.workers)}[a.one]
         print(json.dumps(fn()))
         return
     runs: dict = {k: [] for k in a.kinds.split(",")}
@@ -321,12 +346,16 @@ def main() -> None:
     for k, rs in runs.items():
         secs = [r["wall_s" if k == "cli" else "total_s"] for r in rs]
         med = statistics.median(secs)
+        n = rs[0].get("tuples", tuples) if rs else tuples  # kronecker: its own count (a power of two)
         summary[k] = {"seconds": {"median": med, "min": min(secs), "max": max(secs)},
-                      "mtuples_per_s": tuples / med / 1e6 if tuples else None}
+                      "mtuples_per_s": n / med / 1e6 if n else None}
     if "peer" in summary:  # the peer's process as a whole, as `cli` is timed (its own clock excludes imports)
         secs = [r["process_wall_s"] for r in runs["peer"]]
         summary["peer_process_wall"] = {"seconds": {"median": statistics.median(secs), "min": min(secs),
                                                     "max": max(secs)}}
+    if "api" in summary and "kronecker" in summary:  # per tuple: above 1, the sparse ids cost more
+        summary["api_over_kronecker_per_tuple"] = \
+            summary["kronecker"]["mtuples_per_s"] / summary["api"]["mtuples_per_s"]
     if "cli" in summary and "peer" in summary:
         summary["cli_over_peer_time"] = summary["cli"]["seconds"]["median"] / summary["peer"]["seconds"]["median"]
     import breadth
