@@ -105,8 +105,8 @@ NUMPY_CHUNK_BYTES_PER_TUPLE = 108
 #: NumPy path: bytes per adjacency entry of a row batch: read pairs (8), packed keys (8), their unique
 #: copy (8), flags (1), columns (4), rounded up
 NUMPY_BATCH_BYTES_PER_ENTRY = 32
-#: bytes per adjacency entry of a row batch.  The builder holds 12 (read pairs 8, columns 4 deduplicated in
-#: place) since it stopped scattering into int64; the plan keeps the former 20 (pairs 8, int64 scatter 8,
+#: bytes per adjacency entry of a row batch.  The builder holds 14 (read pairs 8, columns 4 deduplicated in
+#: place, row numbers within their row block 2) since it stopped scattering into int64; the plan keeps the former 20 (pairs 8, int64 scatter 8,
 #: columns 4), with which the limits in benchmarks/results/memory_limit_cpu.json were measured
 BATCH_BYTES_PER_ENTRY = 20
 #: bytes per row of a row batch: the builder's int64 degree, offset, cursor, unique-count arrays (and copies)
@@ -121,7 +121,8 @@ SEARCH_BYTES_PER_VERTEX = 48
 #: preparation's peak at scale 18 with the same shard)
 SEARCH_CODE_BYTES = 10 * MiB
 #: memory tier: bytes per adjacency entry held by an owner.  Kept at the former builder's 28 (int64 entries
-#: 16, scatter 8, columns 4); entries are now int32 when ids fit and scattered into the columns, 12 in all
+#: 16, scatter 8, columns 4); entries are now int32 when ids fit and placed into the columns by row block
+#: (with a 16-bit row number each), 14 in all
 IN_MEMORY_BYTES_PER_ENTRY = 28
 #: host tier: bytes per adjacency entry waiting in an owner's memory (32-bit [row - lo, column] pairs)
 HOST_TIER_BYTES_PER_ENTRY = 8
