@@ -6,7 +6,8 @@ different cache line.  Here the first pass moves each entry to its row block's s
 array (a few hundred blocks of consecutive rows: a few hundred write streams), and the second builds each
 block within its span.  The entries arrive as pieces from every edge chunk; no piece is concatenated with
 another, so peak memory is the pieces plus one column array (of the shard's column dtype, shrunk in place
-after deduplication) and a 16-bit row number per entry.  The first pass is split among threads by
+after deduplication), a 16-bit row number per entry and, per thread, a copy of the block being built (and
+a radix sort's scratch as long as its longest row).  The first pass is split among threads by
 runs of consecutive entries, each thread writing after the previous ones' entries of each block.
 """
 
