@@ -30,7 +30,8 @@ def dense_of_codes(codes: np.ndarray, order: np.ndarray, looked_up: tuple, dtype
     """``(k, 2)`` dense ids of ``dtype``: ``codes`` (``(k, 2)``) index the chunk's distinct ids, ``order``
     (``(u,)``) lists them piece after piece, ``looked_up[p]`` (``(u_p,)``) are piece ``p``'s dense ids.
 
-    >>> dense_of_codes(np.array([[0, 1], [1, 2]]), np.array([2, 0, 1]), (np.array([7]), np.array([5, 6])), np.int32).tolist()
+    >>> codes, order = np.array([[0, 1], [1, 2]]), np.array([2, 0, 1])
+    >>> dense_of_codes(codes, order, (np.array([7]), np.array([5, 6])), np.int32).tolist()
     [[5, 6], [6, 7]]
     """
     table = np.empty(order.size, dtype)
