@@ -107,8 +107,8 @@ NUMPY_CHUNK_BYTES_PER_TUPLE = 108
 NUMPY_BATCH_BYTES_PER_ENTRY = 32
 #: bytes per adjacency entry of a row batch.  The builder holds 14 (read pairs 8, columns 4 deduplicated in
 #: place, row numbers within their row block 2; and a copy of the row block it builds) since it stopped
-#: scattering into int64; the plan keeps the former 20 (pairs 8, int64 scatter 8,
-#: columns 4), with which the limits in benchmarks/results/memory_limit_cpu.json were measured
+#: scattering into int64; the plan keeps the former 20 (pairs 8, int64 scatter 8, columns 4), with which
+#: the limits in benchmarks/results/memory_limit_cpu.json were measured
 BATCH_BYTES_PER_ENTRY = 20
 #: bytes per row of a row batch: the builder's int64 degree, offset, cursor, unique-count arrays (and copies)
 BATCH_BYTES_PER_ROW = 48
