@@ -1,6 +1,6 @@
 """The CPU's CSR builder against a plain NumPy reference: rows of every length (insertion sort, quicksort,
-radix sort), id widths that need an even and an odd number of radix passes, 32- and 64-bit columns, one
-row block or many (a hub's row alone in its block, blocks of 64 rows)."""
+radix sort), id widths that need an even and an odd number of radix passes, 32- and 64-bit columns, all
+rows in one row block or in five (blocks of 64 rows, each holding rows of up to 5,000 entries)."""
 
 import numpy as np
 import pytest
