@@ -82,17 +82,16 @@ def _place_by_block(entries: list[np.ndarray], lo: int, shift: int, nblocks: int
             _scatter_blocks(e, lo, shift, cursors[t], row_in_block, cols)
 
     offsets = np.zeros(nblocks + 1, np.int64)
-    if nt == 1:
-        count(0)
-        np.cumsum(counts[0], out=offsets[1:])
-        cursors = offsets[None, :-1].copy()
-        scatter(0)
-        return offsets
-    with ThreadPoolExecutor(nt) as ex:
-        list(ex.map(count, range(nt)))
+    ex = ThreadPoolExecutor(nt) if nt > 1 else None
+    run = (lambda f: list(ex.map(f, range(nt)))) if ex else (lambda f: f(0))  # noqa: E731
+    try:
+        run(count)
         np.cumsum(counts.sum(axis=0), out=offsets[1:])
         cursors = offsets[:-1] + np.cumsum(counts, axis=0) - counts  # thread t after threads < t
-        list(ex.map(scatter, range(nt)))
+        run(scatter)
+    finally:
+        if ex:
+            ex.shutdown()
     return offsets
 
 
