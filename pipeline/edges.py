@@ -10,13 +10,14 @@ import numpy as np
 
 @dataclass
 class EdgeList:
-    """A lazy ``(m, 2)`` int64 Dask array of ``[source, target]`` tuples in ids ``0..num_vertices-1``.
+    """A lazy ``(m, 2)`` Dask array of ``[source, target]`` tuples in ids ``0..num_vertices-1``: int64, or
+    int32 where a source relabeled its ids and they fit (:func:`~breadth.bfs.shard.column_dtype`).
 
     ``id_map``, when present, maps dense ids back to the source's original ids (``id_map[i]`` is the
     original id of vertex ``i``); results are reported in original ids through it.
     """
 
-    edges: Any  # dask.array.Array, shape (m, 2), int64
+    edges: Any  # dask.array.Array, shape (m, 2), int64 or int32
     num_vertices: int
     directed: bool = False
     source: dict = field(default_factory=dict)

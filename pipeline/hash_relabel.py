@@ -133,11 +133,6 @@ def chunk_dense(split: tuple, *looked_up: np.ndarray, dtype=np.int64) -> np.ndar
     return dense_of_codes(split[0], split[1], looked_up, dtype)
 
 
-def widen(dense):
-    """Dense ids as int64 (NumPy or CuPy, where they are): what preparation's shuffle reads."""
-    return dense.astype(np.int64, copy=False)
-
-
 def dense_to_file(folder: str, c: int, dense_step, split: tuple, *looked_up, dtype=np.int64) -> int:
     """:func:`chunk_dense`, written to chunk ``c``'s file in ``folder`` instead of kept: its row count."""
     from .shuffle import save_npy
@@ -148,10 +143,10 @@ def dense_to_file(folder: str, c: int, dense_step, split: tuple, *looked_up, dty
 
 
 def dense_from_file(folder: str, c: int, _rows: int) -> np.ndarray:
-    """Chunk ``c``'s dense ids written by :func:`dense_to_file`, as int64."""
+    """Chunk ``c``'s dense ids written by :func:`dense_to_file`, in the dtype they were written in."""
     from breadth.io.npy_lock import load_npy
 
-    return widen(load_npy(os.path.join(folder, f"dense-{c}.npy")))
+    return load_npy(os.path.join(folder, f"dense-{c}.npy"))
 
 
 def _split_part(part: tuple, split, nowners: int, dtype) -> tuple:
@@ -169,16 +164,17 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     """Relabel raw chunks (futures or delayed objects of ``(edges, stats)``) to dense ids with hash owners.
 
     Returns ``(dense, id_map)`` once every chunk is relabeled: ``dense[c]`` is a ``dask.delayed`` of chunk
-    ``c``'s ``(rows[c], 2)`` int64 dense edges (only chunks with rows), ``id_map`` the partitioned map
-    back, its parts left on the workers.  The ids move to their owners through the id shuffle
+    ``c``'s ``(rows[c], 2)`` dense edges (only chunks with rows), int32 while ``n < 2**31``
+    (:func:`~breadth.bfs.shard.column_dtype`); ``id_map`` the partitioned map back, its parts left on the
+    workers.  The ids move to their owners through the id shuffle
     (:func:`~breadth.pipeline.shuffle.exchange`), whose tier follows the workers' memory limit
     (:func:`~breadth.pipeline.shuffle.id_tier`): on the disk tier each chunk's pieces (8 bytes per distinct
     id) wait in files under ``spill_dir`` (default: a temporary directory), removed before this returns.
     A chunk waits for its owners as its codes and order (about 8 bytes a tuple plus 4 per distinct id),
     then as its dense ids in 32 bits where ``n < 2**31`` (8 bytes a tuple) -- in the workers' memory, or on
     the disk tier in a file of a :class:`~breadth.pipeline.shuffle.LastingFolder` under ``spill_dir``,
-    removed when the dense chunks' graphs go -- widened to int64 where they are used (the edge shuffle's
-    send); its raw ids are freed as soon as it is split.
+    removed when the dense chunks' graphs go -- and the edge shuffle's send reads them as they are; its
+    raw ids are freed as soon as it is split.
     ``device="gpu"``: the steps run on the workers' GPUs (:mod:`breadth.pipeline.hash_relabel_gpu`;
     chunks NumPy or CuPy integers, or cuDF frames of strings), the pieces wait as task outputs in device
     memory (dask-cuda spills them), the dense chunks are CuPy arrays and the map's parts come to the host.
@@ -214,7 +210,7 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     # integer parts become the ids of their keys, in host memory wherever they were built
     owners = [client.submit(steps.part_ids, o, dtype, workers=[workers[p % len(workers)]],
                             allow_other_workers=True, pure=False) for p, o in enumerate(owners)]
-    load = [dask.delayed(widen, pure=True)(d) for d in dense] if parked is None else \
+    load = [dask.delayed(d) for d in dense] if parked is None else \
         [dask.delayed(dense_from_file, pure=True)(parked, c, d) for c, d in enumerate(dense)]
     strings = dtype == np.dtype("O")
     return (load, PartitionedIdMap(owners, offsets, np.dtype(object) if strings else dtype, "hash", None, client,

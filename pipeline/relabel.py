@@ -26,6 +26,7 @@ import operator
 
 import numpy as np
 
+from breadth.bfs.shard import column_dtype
 from breadth.io.id_checks import INT64_MAX, id_kind as _kind
 
 from .edges import EdgeList
@@ -244,8 +245,9 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
         dense, out_map = relabel_hashed(client, parts, rows, dtype, worker_addresses(client), device=device,
                                         spill_dir=spill_dir)
         da = arrays.result()
-        blocks = [da.from_delayed(f, shape=(r, 2), dtype=np.int64) for f, r in zip(dense, [r for r in rows if r])]
         n = out_map.size
+        blocks = [da.from_delayed(f, shape=(r, 2), dtype=column_dtype(n))
+                  for f, r in zip(dense, [r for r in rows if r])]
         source["relabel"] = "hash" if device == "cpu" else "hash_gpu"
     else:
         if streamed and persist:  # the table path reads each chunk twice (ids, densify): parse it once

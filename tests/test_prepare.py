@@ -62,6 +62,24 @@ def test_out_of_range_ids_are_named():
         split_by_owner(np.array([[0, 1], [3, 9]]), 8, 64, 1)
 
 
+@pytest.mark.parametrize("directed", [False, True])
+def test_split_reads_int32_chunks_as_int64_ones(directed):
+    """Relabeled chunks reach the split as int32 dense ids; their pieces equal those of the same ids in int64
+    (and of uint16, read as int64), self-loops included."""
+    rng = np.random.default_rng(3)
+    e = rng.integers(0, 1000, size=(5000, 2))
+    e[::50, 1] = e[::50, 0]
+    want = split_by_owner(e, 1000, 334, 3, directed)
+    for dt in (np.int32, np.uint16):
+        got = split_by_owner(e.astype(dt), 1000, 334, 3, directed)
+        for a, b in zip(want, got):
+            for x, y in zip(a, b):
+                assert (x is None) == (y is None)
+                if x is not None:
+                    assert x.dtype == y.dtype
+                    np.testing.assert_array_equal(x, y)
+
+
 def test_builder_handles_empty_and_isolated():
     s = build_shard(0, 1, 100, [p for p in split_by_owner(np.empty((0, 2), np.int64), 100, 128, 1)])
     assert s.num_local == 100 and s.num_local_edges == 0
