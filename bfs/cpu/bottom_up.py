@@ -89,35 +89,58 @@ def degree_buckets(offsets):
     return out
 
 
+#: entries whose buckets a thread gathers at once, before it orders their rows (fits L1 and L2)
+ORDER_BUFFER = 1 << 14
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _order_row(a, b, cols, tb, base, out, start):
+    """Row ``cols[a:b]`` into ``out[a:b]`` by bucket (``tb[k - base]`` the bucket of entry ``k``): a counting
+    sort over the few buckets a row of a few dozen ids holds; the counters are zeroed where used."""
+    lo = 64
+    hi = 0
+    for k in range(a, b):
+        t = tb[k - base]
+        start[t + 1] += 1
+        lo = min(lo, t)
+        hi = max(hi, t)
+    if lo > hi:
+        return
+    start[lo] = a
+    for t in range(lo, hi + 1):
+        start[t + 1] += start[t]
+    for k in range(a, b):
+        t = tb[k - base]
+        out[start[t]] = cols[k]
+        start[t] += 1
+    for t in range(lo, hi + 2):
+        start[t] = 0
+
+
 @numba.njit(parallel=True, nogil=True, cache=True)
-def _order_rows(offsets, cols, buckets, out, nchunks):
-    # A counting sort per row over the buckets it holds (a row of a few dozen ids holds a handful of the
-    # 64 buckets): two passes over the row, counters zeroed only where used; one counter block per chunk.
+def _order_rows(offsets, cols, buckets, out, nchunks, buffer):
+    # Each thread takes runs of rows of up to ``buffer`` entries: it gathers their buckets first, in one
+    # loop of independent loads from the n-byte bucket array, and then sorts the rows from that copy in
+    # cache.  One owner of the 2^26-tuple web crawl (66 M entries), the whole call: 0.55 -> 0.42-0.50 s on
+    # one thread, 0.28 -> 0.23 s on two, against gathering inside the sort, where each load fed a counter.
     nrows = offsets.size - 1
     for c in numba.prange(nchunks):
         start = np.zeros(66, np.int64)
-        for i in range(c * nrows // nchunks, (c + 1) * nrows // nchunks):
+        tb = np.empty(buffer, np.uint8)
+        i = c * nrows // nchunks
+        end = (c + 1) * nrows // nchunks
+        while i < end:
             a = offsets[i]
-            b = offsets[i + 1]
-            lo = 64
-            hi = 0
+            j = i + 1
+            while j < end and offsets[j + 1] - a <= buffer:
+                j += 1
+            b = offsets[j]
+            row = tb if b - a <= buffer else np.empty(b - a, np.uint8)  # a row longer than the buffer
             for k in range(a, b):
-                t = buckets[cols[k]]
-                start[t + 1] += 1
-                lo = min(lo, t)
-                hi = max(hi, t)
-            if lo > hi:
-                continue
-            start[lo] = a
-            for t in range(lo, hi + 1):
-                start[t + 1] += start[t]
-            for k in range(a, b):
-                v = cols[k]
-                t = buckets[v]
-                out[start[t]] = v
-                start[t] += 1
-            for t in range(lo, hi + 2):
-                start[t] = 0
+                row[k - a] = buckets[cols[k]]
+            for r in range(i, j):
+                _order_row(offsets[r], offsets[r + 1], cols, row, a, out, start)
+            i = j
 
 
 def degree_ordered_columns(offsets: np.ndarray, cols: np.ndarray, buckets: np.ndarray | None = None) -> np.ndarray:
@@ -129,5 +152,5 @@ def degree_ordered_columns(offsets: np.ndarray, cols: np.ndarray, buckets: np.nd
     if buckets is None:
         buckets = degree_buckets(offsets)
     out = np.empty_like(cols)
-    _order_rows(offsets, cols, buckets, out, max(1, min(1024, (offsets.size - 1) // 64)))
+    _order_rows(offsets, cols, buckets, out, max(1, min(1024, (offsets.size - 1) // 64)), ORDER_BUFFER)
     return out
