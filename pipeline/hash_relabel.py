@@ -166,8 +166,8 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     Returns ``(dense, id_map)`` once every chunk is relabeled: ``dense[c]`` is a ``dask.delayed`` of chunk
     ``c``'s ``(rows[c], 2)`` dense edges (only chunks with rows), int32 while ``n < 2**31``
     (:func:`~breadth.bfs.shard.column_dtype`); ``id_map`` the partitioned map back, its parts left on the
-    workers.  The ids move to their owners through the id shuffle
-    (:func:`~breadth.pipeline.shuffle.exchange`), whose tier follows the workers' memory limit
+    workers.  The ids move to their owners through the id shuffle (:func:`~breadth.pipeline.shuffle.exchange`),
+    whose tier follows the workers' memory limit
     (:func:`~breadth.pipeline.shuffle.id_tier`): on the disk tier each chunk's pieces (8 bytes per distinct
     id) wait in files under ``spill_dir`` (default: a temporary directory), removed before this returns.
     A chunk waits for its owners as its codes and order (about 8 bytes a tuple plus 4 per distinct id),
