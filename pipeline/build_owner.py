@@ -20,7 +20,8 @@ them: the owner holds one batch, never its shard.
 Memory of an owner's build: the final columns (4 bytes per entry when ids fit) and offsets, plus one
 batch's working set (the CPU builder's read pairs, the columns it deduplicates in place and a 16-bit row
 number per entry while it places them by row block, about 14 bytes per entry; the GPU's packed keys and
-sort scratch, about 40), plus the parcels themselves where their tier keeps them in memory.  The shards are the same for every tier and batch size, bit for bit.
+sort scratch, about 40), plus the parcels themselves where their tier keeps them in memory.  The shards are
+the same for every tier and batch size, bit for bit.
 """
 
 from __future__ import annotations
