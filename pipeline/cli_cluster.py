@@ -92,10 +92,11 @@ def memory_plan_for(args, num_vertices: int, num_tuples: int, directed: bool = F
 
     workers, threads, resident = args.workers, threads_per_worker(args), None
     if client is not None:
-        # what the workers hold already counts, as prepare() counts it when it picks the shuffle's tier
+        # what the workers hold already counts, as prepare() counts it when it picks the shuffle's tier;
+        # memory they freed does not (an ingest's relabeling leaves hundreds of MB of it in their heaps)
         from .shuffle import cluster_memory
 
-        mem = cluster_memory(client)
+        mem = cluster_memory(client, trim=True)
         resident = mem.resident
         if args.scheduler is not None:
             workers, threads = max(1, mem.workers), mem.threads

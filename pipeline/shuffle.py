@@ -83,9 +83,25 @@ def _host_memory() -> tuple[str, int]:
     return socket.gethostname(), int(psutil.virtual_memory().total)
 
 
-def _rss() -> int:
+def malloc_trim() -> bool:
+    """Hand the C heap's free memory back to the kernel (glibc's ``malloc_trim(0)``: the free pages in the
+    middle of every arena too, not only the top); ``False`` where the C library has no such call."""
+    import ctypes
+
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):
+        return False
+    trim(0)
+    return True
+
+
+def _rss(trim: bool = False) -> int:
+    """This process's RSS (bytes); with ``trim``, after :func:`malloc_trim`."""
     import psutil
 
+    if trim:
+        malloc_trim()
     return int(psutil.Process().memory_info().rss)
 
 
@@ -100,11 +116,17 @@ def _gpu_memory(dask_worker=None) -> int:
     return min(total, limit) if limit else total
 
 
-def cluster_memory(client, device: str = "cpu") -> ClusterMemory:
+def cluster_memory(client, device: str = "cpu", trim: bool = False) -> ClusterMemory:
     """:class:`ClusterMemory` of ``client``'s workers, read from the scheduler (``memory_limit``,
     ``nthreads``) and from the workers (their RSS now; the last heartbeat's when one does not answer).  A
     worker without a limit (0 or None: Dask never ends it) counts as its host's memory divided among the
-    workers on that host."""
+    workers on that host.
+
+    ``trim``: each worker first hands its C heap's free memory back (:func:`malloc_trim`), so that their RSS
+    is what they hold rather than what earlier tasks freed: after relabeling 2^30 tuples, 704 and 1100 MiB
+    before, 506 and 703 MiB after (69 ms), and a plan that counts the untrimmed figure asks for a larger
+    minimum by chance.  Memory handed back is faulted in again when used, so only a plan under a memory
+    limit asks for it."""
     from breadth.bfs.dask_workers import workers_info
 
     info = workers_info(client)
@@ -123,7 +145,7 @@ def cluster_memory(client, device: str = "cpu") -> ClusterMemory:
     if device == "gpu":  # imported on the workers only: the client may have no GPU
         device_memory = min(client.run(_gpu_memory).values())
     try:
-        resident = max(client.run(_rss).values(), default=None)
+        resident = max(client.run(_rss, trim).values(), default=None)
     except (OSError, TimeoutError):
         # a worker too busy to answer (one that spilled tens of GB at 2^30 tuples did not within Dask's
         # connect timeout): the RSS its last heartbeat told the scheduler, a second old at most

@@ -105,6 +105,25 @@ def test_tier_follows_the_memory_limit(small_worker, lclient):
         g.release()
 
 
+def test_trimmed_rss_leaves_out_freed_heap_memory(lclient):
+    """The RSS a memory plan counts (``cluster_memory(trim=True)``, the CLI's plan after relabeling) is what
+    the workers hold, not what their tasks freed into the C heap, where it can wait behind blocks still in
+    use; untrimmed, such holes once raised a 2^30-tuple ingest's minimum past its limit by chance."""
+    from breadth.pipeline.shuffle import cluster_memory, malloc_trim
+
+    if not malloc_trim():
+        pytest.skip("the C library has no malloc_trim")
+    held, freed = [], []
+    for _ in range(3000):  # in-process workers: this process's heap
+        freed.append(np.ones(12_000))  # 96 KB: below glibc's mmap threshold, from the heap
+        held.append(np.ones(200))  # a block after each, so that the freed ones are holes, not the heap's top
+    del freed
+    before = cluster_memory(lclient).resident
+    after = cluster_memory(lclient, trim=True).resident
+    assert after < before - (150 << 20), (before, after)
+    assert len(held) == 3000
+
+
 def test_spilled_stages_account_for_every_entry(small_worker, tmp_path):
     """The stage record of the disk tier: every chunk's generate time is found, and the entries the
     owners built batch by batch are exactly those the chunks wrote."""
