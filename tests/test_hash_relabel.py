@@ -393,9 +393,9 @@ def test_parquet_metadata_tells_what_reading_tells(tmp_path):
 
 @pytest.mark.parametrize("kind", ["uniform", "crowded", "tiny", "empty"])
 def test_indexed_lookup_finds_what_the_walk_finds(kind):
-    """A part's key index only says where each key's walk starts: dense ids (and -1 for absent keys) are
-    the plain walk's and np.searchsorted's, whether the keys spread over the index (hash keys) or crowd a
-    few of its runs (the walk then gallops from there)."""
+    """A part's key index only says in which run of the part each key lies: dense ids (and -1 for absent
+    keys) are the plain walk's and np.searchsorted's, whether the keys spread over the index (hash keys)
+    or crowd a few of its runs (each key is then found by a binary search in its run)."""
     from breadth.pipeline.hash_relabel import lookup_piece, part_index
 
     rng = np.random.default_rng(7)
