@@ -301,8 +301,8 @@ def _fresh(kind: str, a) -> dict:
     t0 = time.perf_counter()
     r = subprocess.run(args, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
-    if r.returncode:
-        raise RuntimeError(f"{kind}: {r.stderr[-3000:]}")
+    if r.returncode:  # kept as a record: the runs before it, minutes each at 2^30 tuples, are not lost
+        return {"failed": True, "wall_s": wall, "stderr": r.stderr[-3000:]}
     rec = json.loads(r.stdout.strip().splitlines()[-1])
     if kind == "peer":  # its process as a whole (interpreter start, imports of pyarrow, pandas, scipy)
         rec["process_wall_s"] = wall
@@ -343,20 +343,25 @@ def main() -> None:
             print(k, i, json.dumps(runs[k][-1])[:300], file=sys.stderr, flush=True)
     tuples = next((r["tuples"] for rs in runs.values() for r in rs if "tuples" in r), None)
     summary = {}
-    for k, rs in runs.items():
+    failed = {k: sum(1 for r in rs if r.get("failed")) for k, rs in runs.items()}
+    runs_ok = {k: [r for r in rs if not r.get("failed")] for k, rs in runs.items()}
+    for k, rs in runs_ok.items():
+        if not rs:
+            summary[k] = {"failed": failed[k]}
+            continue
         secs = [r["wall_s" if k == "cli" else "total_s"] for r in rs]
         med = statistics.median(secs)
-        n = rs[0].get("tuples", tuples) if rs else tuples  # kronecker: its own count (a power of two)
+        n = rs[0].get("tuples", tuples)  # kronecker: its own count (a power of two)
         summary[k] = {"seconds": {"median": med, "min": min(secs), "max": max(secs)},
-                      "mtuples_per_s": n / med / 1e6 if n else None}
-    if "peer" in summary:  # the peer's process as a whole, as `cli` is timed (its own clock excludes imports)
-        secs = [r["process_wall_s"] for r in runs["peer"]]
+                      "mtuples_per_s": n / med / 1e6 if n else None, "failed": failed[k]}
+    if runs_ok.get("peer"):  # the peer's process as a whole, as `cli` is timed (its own clock excludes imports)
+        secs = [r["process_wall_s"] for r in runs_ok["peer"]]
         summary["peer_process_wall"] = {"seconds": {"median": statistics.median(secs), "min": min(secs),
                                                     "max": max(secs)}}
-    if "api" in summary and "kronecker" in summary:  # per tuple: above 1, the sparse ids cost more
+    if runs_ok.get("api") and runs_ok.get("kronecker"):  # per tuple: above 1, the sparse ids cost more
         summary["api_over_kronecker_per_tuple"] = \
             summary["kronecker"]["mtuples_per_s"] / summary["api"]["mtuples_per_s"]
-    if "cli" in summary and "peer" in summary:
+    if runs_ok.get("cli") and runs_ok.get("peer"):
         summary["cli_over_peer_time"] = summary["cli"]["seconds"]["median"] / summary["peer"]["seconds"]["median"]
     import breadth
 
@@ -369,6 +374,9 @@ def main() -> None:
     print(json.dumps(summary, indent=1))
     if a.json:
         write_json(a.json, doc)
+    if any(failed.values()):
+        sys.exit(f"bench_ingest_sparse: {sum(failed.values())} run(s) failed; their stderr is in the runs"
+                 + (f" ({a.json})" if a.json else ""))
 
 
 if __name__ == "__main__":
