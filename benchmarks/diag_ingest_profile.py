@@ -41,12 +41,25 @@ def summarize(records: list[dict], t0: float) -> dict:
     return {"tasks": dict(sorted(out.items(), key=lambda kv: kv[1]["first_s"])), "worker_busy_s": dict(busy)}
 
 
+def _usage() -> dict:
+    """This process's CPU seconds (user, system) and page faults so far (minor: fresh memory touched)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return {"user_s": r.ru_utime, "system_s": r.ru_stime, "minor_faults": r.ru_minflt}
+
+
+def _usage_delta(before: dict, after: dict) -> dict:
+    return {w: {k: round(after[w][k] - before[w].get(k, 0), 3) for k in after[w]} for w in after}
+
+
 def one(client, inp: list[str], batch_entries: int | None = None) -> dict:
     from distributed import get_task_stream
 
     from breadth.pipeline import prepare, read_parquet
 
     stages: dict = {}
+    u0 = {"client": _usage(), **client.run(_usage)}
     with get_task_stream(client) as ts:
         t0 = time.time()
         p0 = time.perf_counter()
@@ -54,11 +67,13 @@ def one(client, inp: list[str], batch_entries: int | None = None) -> dict:
         p1 = time.perf_counter()
         g = prepare(el, client, stages=stages, batch_entries=batch_entries)
         p2 = time.perf_counter()
+    u1 = {"client": _usage(), **client.run(_usage)}
     s = summarize(ts.data, t0)
     del g, el
     owners = [{k: round(v, 3) for k, v in o.items() if k.endswith("_s")} for o in stages.get("owners", [])]
     return {"read_relabel_s": p1 - p0, "prepare_s": p2 - p1, "total_s": p2 - p0,
-            "prepare_wall": stages.get("wall_s"), "tier": stages.get("tier"), "owners": owners, **s}
+            "prepare_wall": stages.get("wall_s"), "tier": stages.get("tier"), "owners": owners,
+            "usage": _usage_delta(u0, u1), **s}
 
 
 def main() -> None:
@@ -91,6 +106,9 @@ def main() -> None:
               f"total {r['total_s']:.2f} s; busy {({k[-5:]: round(v, 2) for k, v in r['worker_busy_s'].items()})}",
               file=sys.stderr)
         print(f"  tier {r['tier']}; owners {r['owners']}", file=sys.stderr)
+        for w, u in r["usage"].items():
+            print(f"  {w[-5:]:>6s} user {u['user_s']:5.2f} s system {u['system_s']:5.2f} s "
+                  f"faults {u['minor_faults'] * 4096 / 2**30:5.2f} GiB", file=sys.stderr)
         for name, t in r["tasks"].items():
             print(f"  {name:32s} n={t['n']:4d} compute {t['compute_s']:6.2f} s transfer {t['transfer_s']:5.2f} s "
                   f"[{t['first_s']:5.2f} .. {t['last_s']:5.2f}]", file=sys.stderr)
