@@ -22,10 +22,22 @@ class EdgeList:
     directed: bool = False
     source: dict = field(default_factory=dict)
     id_map: Any = None
+    #: the source's own chunks (futures or delayed objects) that ``edges`` was assembled from, and that
+    #: array: preparation takes them as they are while ``edges`` is still that array (the assembled
+    #: array's chunks are alias tasks, two a chunk, each scheduled like any task)
+    blocks: list | None = field(default=None, repr=False)
+    blocks_of: Any = field(default=None, repr=False)
 
     @property
     def num_edges(self) -> int:
         return int(self.edges.shape[0])
+
+    def chunk_objects(self) -> list:
+        """The edge chunks as Dask objects (delayed or futures of ``(k, 2)`` arrays), in order: the
+        source's own where ``edges`` is still the array made of them, else ``edges``' chunks."""
+        if self.blocks is not None and self.edges is self.blocks_of:
+            return list(self.blocks)
+        return self.edges.to_delayed().ravel().tolist()
 
     @property
     def npartitions(self) -> int:

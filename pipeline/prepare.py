@@ -236,10 +236,10 @@ def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], pro
     """:func:`prepare` through the shuffle of ``spec``; the futures go into ``futures`` so that a failed
     run can cancel them."""
     t0 = time.perf_counter()
-    chunks = edges.edges.to_delayed().ravel().tolist()
+    chunks = edges.chunk_objects()
     token = uuid.uuid4().hex[:8]
     with _task_stream(client, stages is not None) as stream:
-        sent = send(client, chunks, spec, futures, _progress if progress else None)
+        sent = send(client, chunks, spec, futures, _progress if progress else None, stages=stages is not None)
         t_chunks = time.perf_counter()
         shards = consume(client, sent, spec, workers, build_owner, token, futures, name="shard")
         if progress:

@@ -236,8 +236,8 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
             raise IngestError(f"relabel=False needs int64 ids; {source.get('path', 'input')} has "
                               f"{'str' if dtype == object else dtype} ids", path=source.get("path"))
         da = arrays.result()
-        blocks = [da.from_delayed(dask.delayed(_edges_only, pure=True)(p), shape=(r, 2), dtype=np.int64)
-                  for p, r in zip(parts, rows) if r]
+        own = [dask.delayed(_edges_only, pure=True)(p) for p, r in zip(parts, rows) if r]
+        blocks = [da.from_delayed(d, shape=(r, 2), dtype=np.int64) for d, r in zip(own, [r for r in rows if r])]
         n = max(m[4] for m in meta if m[4] is not None) + 1
         out_map = None
     elif (hashed is None and not _fast_span(meta)) or hashed or device == "gpu":
@@ -246,6 +246,7 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
                                         spill_dir=spill_dir)
         da = arrays.result()
         n = out_map.size
+        own = dense
         blocks = [da.from_delayed(f, shape=(r, 2), dtype=column_dtype(n))
                   for f, r in zip(dense, [r for r in rows if r])]
         source["relabel"] = "hash" if device == "cpu" else "hash_gpu"
@@ -266,9 +267,10 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
         out_map = PartitionedIdMap([uniq[0]], np.array([0, n], np.int64), np.dtype(np.int64), "range",
                                    np.array([lo], np.int64), client)
         da = arrays.result()
-        blocks = [da.from_delayed(dask.delayed(_densify, pure=True)(p, table), shape=(r, 2), dtype=np.int64)
-                  for p, r in zip(parts, rows) if r]
+        own = [dask.delayed(_densify, pure=True)(p, table) for p, r in zip(parts, rows) if r]
+        blocks = [da.from_delayed(d, shape=(r, 2), dtype=np.int64) for d, r in zip(own, [r for r in rows if r])]
         source["relabel"] = "table"
     arr = da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
     # the persisted chunks stay alive as long as `arr`'s graph refers to their futures
-    return EdgeList(arr, num_vertices=n, directed=directed, source=source, id_map=out_map)
+    return EdgeList(arr, num_vertices=n, directed=directed, source=source, id_map=out_map, blocks=own,
+                    blocks_of=arr)

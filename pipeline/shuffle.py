@@ -313,28 +313,34 @@ class Sent:
     keys: set
 
 
+def _parcel(sent: tuple, owner: int):
+    """Owner ``owner``'s parcel from a :func:`~breadth.pipeline.shuffle_tiers.send_chunk` output."""
+    return sent[0][owner]
+
+
 def send(client, chunks: list, spec: ShuffleSpec, futures: list | None = None,
-         progress: Callable | None = None) -> Sent:
+         progress: Callable | None = None, stages: bool = False) -> Sent:
     """Run one :func:`~breadth.pipeline.shuffle_tiers.send_chunk` task per edge chunk (Dask delayed
     objects or futures of ``(k, 2)`` arrays) and wait for all of them.  The futures are also added to
-    ``futures`` (a failed run cancels them); ``progress(futures)`` draws a progress bar."""
+    ``futures`` (a failed run cancels them); ``progress(futures)`` draws a progress bar.  ``stages``: also
+    bring back each chunk task's stage record (``Sent.stages``; empty otherwise)."""
     import dask
     from distributed import wait
 
     split = [dask.delayed(send_chunk, pure=False)(c, i, spec) for i, c in enumerate(chunks)]
-    parcels = [dask.delayed(operator.getitem, pure=True)(s, 0) for s in split]
-    # the stage records come back apart from the parcels, which only their owner fetches
-    futs = client.compute([dask.delayed(operator.getitem, pure=True)(s, 1) for s in split]
-                          + [dask.delayed(operator.getitem, pure=True)(p, r)
-                             for r in range(spec.nparts) for p in parcels])
-    stages, flat = futs[:len(split)], futs[len(split):]
+    # one small task per parcel, next to its chunk (only its owner fetches it); the stage records come
+    # back apart, and only when asked for: every task costs the scheduler and a worker about a millisecond
+    records = [dask.delayed(operator.getitem, pure=True)(s, 1) for s in split] if stages else []
+    futs = client.compute(records + [dask.delayed(_parcel, pure=True)(s, r)
+                                     for r in range(spec.nparts) for s in split])
+    records, flat = futs[:len(records)], futs[len(records):]
     if futures is not None:
         futures += futs
     if progress:
         progress(flat)
     wait(futs)
-    keys = {f.key for f in futs} | {d.key for d in split} | {d.key for d in parcels}
-    return Sent([flat[r * len(split):(r + 1) * len(split)] for r in range(spec.nparts)], stages, keys)
+    keys = {f.key for f in futs} | {d.key for d in split}
+    return Sent([flat[r * len(split):(r + 1) * len(split)] for r in range(spec.nparts)], records, keys)
 
 
 def consume(client, sent: Sent, spec: ShuffleSpec, workers: list[str], fn: Callable, token: str,
@@ -355,20 +361,21 @@ def consume(client, sent: Sent, spec: ShuffleSpec, workers: list[str], fn: Calla
 
 def _exchange_chunk(chunk, index: int, split: Callable, nowners: int, tier: str, root: str | None,
                     args: tuple) -> tuple:
-    """Chunk side of :func:`exchange`: ``split(chunk, *args) -> (kept, pieces)``; the pieces go to the
-    tier (the disk tier writes each to a file, :func:`save_piece`, and keeps the files' names)."""
+    """Chunk side of :func:`exchange`: ``split(chunk, *args) -> (kept, pieces)``, returned flat as
+    ``(kept, piece_0, ..., piece_{P-1})`` (one getitem task per output); the pieces go to the tier (the
+    disk tier writes each to a file, :func:`save_piece`, and keeps the files' names)."""
     kept, pieces = split(chunk, *args)
     if len(pieces) != nowners:
         raise ValueError(f"split returned {len(pieces)} pieces for {nowners} owners")
     if tier != "disk":
-        return kept, list(pieces)
+        return (kept, *pieces)
     names = []
     for p, a in enumerate(pieces):
         d = os.path.join(root, f"owner-{p}")
         with contextlib.suppress(FileExistsError):
             os.mkdir(d)
         names.append(save_piece(os.path.join(d, f"chunk-{index}"), a))
-    return kept, names
+    return (kept, *names)
 
 
 def save_piece(stem: str, a) -> str:
@@ -469,12 +476,11 @@ def exchange(client, chunks: list, split: Callable, nowners: int, workers: list[
         raise ValueError("the disk tier needs a folder (root)")
     import dask
 
-    # delayed reads and their splits form one graph, so that a chunk is split as soon as it is read
-    outs = client.compute([dask.delayed(_exchange_chunk, pure=False)(c, i, split, nowners, tier, root, args)
-                           for i, c in enumerate(chunks)])
-    kept = [client.submit(operator.getitem, o, 0, pure=False) for o in outs]
-    parcels = []
-    for o in outs:
-        both = client.submit(operator.getitem, o, 1, pure=False)
-        parcels.append([client.submit(operator.getitem, both, p, pure=False) for p in range(nowners)])
-    return OwnerPieces(client, tier, root, list(workers), parcels, kept)
+    # delayed reads and their splits form one graph, so that a chunk is split as soon as it is read; the
+    # splits' outputs are taken apart by getitem tasks (each next to its chunk) submitted in one batch
+    outs = [dask.delayed(_exchange_chunk, pure=False)(c, i, split, nowners, tier, root, args)
+            for i, c in enumerate(chunks)]
+    flat = client.compute([dask.delayed(operator.getitem, pure=True)(o, j)
+                           for o in outs for j in range(nowners + 1)])
+    rows = [flat[c * (nowners + 1):(c + 1) * (nowners + 1)] for c in range(len(outs))]
+    return OwnerPieces(client, tier, root, list(workers), [r[1:] for r in rows], [r[0] for r in rows])
