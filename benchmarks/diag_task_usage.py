@@ -52,7 +52,9 @@ def _install(wrapped) -> int:
     n = 0
     for m, f in wrapped:
         module = importlib.import_module(m)
-        fn = getattr(module, f)
+        fn = getattr(module, f, None)
+        if fn is None:  # a function of another version of breadth
+            continue
         if getattr(fn, "_usage_wrapped", False):
             continue
 
