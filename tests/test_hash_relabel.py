@@ -111,6 +111,34 @@ def test_sparse_ids_hash_owners_match_oracle(tmp_path, lclient, kind):
         bfs(g, "nope" if kind != "str" else "https://absent.example/")
 
 
+def test_prepare_takes_the_edge_list_as_it_is(tmp_path, lclient):
+    """Preparation takes a relabeled edge list's own chunks (futures, no alias tasks of the assembled
+    array) while ``edges`` is the array they made, and ``edges``' own chunks once the caller has replaced
+    it: a graph of the first half of the tuples is that half's, not the whole input's."""
+    from breadth.pipeline import prepare, read_parquet
+
+    e = _sparse_edges("int64", m=1 << 12, nids=1 << 10)
+    _write_parquet(tmp_path / "e.parquet", e, rows_per_group=1 << 9)  # 8 chunks
+    el = read_parquet(str(tmp_path / "e.parquet"), client=lclient)
+    keys = [d.key for d in el.blocks]
+    assert [d.key for d in el.chunk_objects()] == keys and len(keys) == 8
+    whole = el.edges.compute()
+    g = prepare(el, lclient)
+    assert g.num_input_edges == e.shape[0] and g.num_edges == _undirected_edges(whole)
+    g.release()
+    el.edges = el.edges[: e.shape[0] // 2]
+    assert len(el.chunk_objects()) == 4 and not {d.key for d in el.chunk_objects()} & set(keys)
+    g = prepare(el, lclient)
+    assert g.num_input_edges == e.shape[0] // 2 and g.num_edges == _undirected_edges(whole[: e.shape[0] // 2])
+    g.release()
+
+
+def _undirected_edges(dense: np.ndarray) -> int:
+    """Distinct undirected non-loop edges of ``(k, 2)`` dense ids."""
+    d = dense[dense[:, 0] != dense[:, 1]]
+    return np.unique(np.sort(d, axis=1), axis=0).shape[0]
+
+
 @pytest.mark.parametrize("kind", ["int64", "str"])
 def test_id_shuffle_disk_tier_numbers_as_memory_does(tmp_path, lclient, kind):
     """The id shuffle's pieces on disk (the tier a small memory limit picks) give the same map and dense
