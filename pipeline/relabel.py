@@ -235,20 +235,16 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
         if dtype != np.int64 or any(m[4] is not None and m[4] > INT64_MAX for m in meta):
             raise IngestError(f"relabel=False needs int64 ids; {source.get('path', 'input')} has "
                               f"{'str' if dtype == object else dtype} ids", path=source.get("path"))
-        da = arrays.result()
         own = [dask.delayed(_edges_only, pure=True)(p) for p, r in zip(parts, rows) if r]
-        blocks = [da.from_delayed(d, shape=(r, 2), dtype=np.int64) for d, r in zip(own, [r for r in rows if r])]
+        out_dtype = np.dtype(np.int64)
         n = max(m[4] for m in meta if m[4] is not None) + 1
         out_map = None
     elif (hashed is None and not _fast_span(meta)) or hashed or device == "gpu":
         # the hashed path reads each chunk once, in its split (raw ids are freed as soon as it is split)
         dense, out_map = relabel_hashed(client, parts, rows, dtype, worker_addresses(client), device=device,
                                         spill_dir=spill_dir)
-        da = arrays.result()
         n = out_map.size
-        own = dense
-        blocks = [da.from_delayed(f, shape=(r, 2), dtype=column_dtype(n))
-                  for f, r in zip(dense, [r for r in rows if r])]
+        own, out_dtype = dense, column_dtype(n)
         source["relabel"] = "hash" if device == "cpu" else "hash_gpu"
     else:
         if streamed and persist:  # the table path reads each chunk twice (ids, densify): parse it once
@@ -266,10 +262,12 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
         lo = min(m[3] for m in meta if m[3] is not None)
         out_map = PartitionedIdMap([uniq[0]], np.array([0, n], np.int64), np.dtype(np.int64), "range",
                                    np.array([lo], np.int64), client)
-        da = arrays.result()
         own = [dask.delayed(_densify, pure=True)(p, table) for p, r in zip(parts, rows) if r]
-        blocks = [da.from_delayed(d, shape=(r, 2), dtype=np.int64) for d, r in zip(own, [r for r in rows if r])]
+        out_dtype = np.dtype(np.int64)
         source["relabel"] = "table"
+    # own[c]: a delayed object of the c-th non-empty chunk's (rows, 2) edges in dense ids
+    da = arrays.result()
+    blocks = [da.from_delayed(d, shape=(r, 2), dtype=out_dtype) for d, r in zip(own, [r for r in rows if r])]
     arr = da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
     # the persisted chunks stay alive as long as `arr`'s graph refers to their futures
     return EdgeList(arr, num_vertices=n, directed=directed, source=source, id_map=out_map, blocks=own,
