@@ -2,7 +2,8 @@
 
 Each check is a behaviour, not a time: the client of an integer-id Parquet ingest never imports Numba or
 SciPy's sparse and FFT modules; the CLI's workers dispatch Numba kernels without SciPy's linalg and end
-cleanly (status 0, their local directories gone) when the cluster closes.
+cleanly (status 0, their local directories gone) when the cluster closes; a local cluster's workers have
+Numba up before their first task.
 """
 
 from __future__ import annotations
@@ -78,6 +79,33 @@ def test_breadth_only_workers_skip_blas_probe_and_end_cleanly():
     assert not linalg_loaded
     assert proc.exitcode == 0
     assert not any(os.path.exists(d) for d in dirs)
+
+
+def _numba_up_without_a_task():
+    """On a worker: wait for the warm-up thread (if any), then say whether Numba's first dispatch has run
+    (its typing of NumPy is loaded then) and whether any of breadth's kernels were loaded for it."""
+    import sys
+    import threading
+
+    for t in threading.enumerate():
+        if t.name == "breadth-warm-numba":
+            t.join(60)
+    return "numba.np.arraymath" in sys.modules, "breadth.pipeline.hashed_factorize" in sys.modules
+
+
+@pytest.mark.parametrize("breadth_only", [False, True])
+def test_local_cluster_workers_start_with_numba_up(breadth_only):
+    """A local cluster's workers bring Numba up as they start, before their first task; its kernels still
+    load only when a task needs them."""
+    from breadth.pipeline.cluster import local_cluster
+
+    client = local_cluster(workers=1, breadth_only=breadth_only)
+    try:
+        (got,) = client.run(_numba_up_without_a_task).values()
+    finally:
+        client.close()
+        client.cluster.close()
+    assert got == (True, False)
 
 
 @pytest.mark.parametrize("status", [0, 3])
