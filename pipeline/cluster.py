@@ -32,8 +32,9 @@ def local_cluster(workers: int = 1, threads_per_worker: int | None = None, proto
     without the interpreter's teardown (0.2 s less in the cluster's close, :mod:`breadth.pipeline.worker_exit`),
     and Numba's first dispatch skips its BLAS probe, which imports SciPy's linalg where SciPy is installed
     (0.23 s of each worker's first chunk, :mod:`breadth.pipeline.numba_blas`).
-    Every worker brings Numba up (its first dispatch: 0.25-0.3 s here) on a thread of its own as it starts,
-    while the caller sets up, instead of in its first task (:mod:`breadth.pipeline.numba_warm_up`).
+    Without a ``memory_limit``, every worker brings Numba up (its first dispatch: 0.25-0.3 s here) on a
+    thread of its own as it starts, while the caller sets up, instead of in its first task
+    (:mod:`breadth.pipeline.numba_warm_up`); under a limit a job may have to do without Numba.
 
     >>> from breadth.pipeline import local_cluster
     >>> client = local_cluster(workers=2)          # doctest: +SKIP
@@ -50,22 +51,28 @@ def local_cluster(workers: int = 1, threads_per_worker: int | None = None, proto
                                # no dashboard; the scheduler's small HTTP server on a free port, not 8787,
                                # which a user's own Dask or Jupyter often holds ("Port 8787 is already in use")
                                scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
-                               silence_logs=silence_logs, plugins=_worker_plugins(breadth_only))
+                               silence_logs=silence_logs,
+                               plugins=_worker_plugins(breadth_only, warm_numba=memory_limit == "auto"))
         client = Client(cluster)
     return client
 
 
-def _worker_plugins(breadth_only: bool) -> tuple:
+def _worker_plugins(breadth_only: bool, warm_numba: bool) -> tuple:
     """The plugins every worker of :func:`local_cluster` starts with (before it registers, and again when its
-    nanny restarts it), in this order: the BLAS probe's mark must precede Numba's first dispatch."""
-    from .numba_warm_up import WarmNumba
+    nanny restarts it), in this order: the BLAS probe's mark must precede Numba's first dispatch.
+    ``warm_numba`` only without a memory limit of the caller's: under one, a job may run NumPy kernels
+    alone because Numba's ~110 MiB would not fit (``prepare(jit=False)``, the CLI's smallest limits)."""
+    plugins = []
+    if breadth_only:
+        from .numba_blas import SkipBlasProbe
+        from .worker_exit import QuickExit
 
-    if not breadth_only:
-        return (WarmNumba(),)
-    from .numba_blas import SkipBlasProbe
-    from .worker_exit import QuickExit
+        plugins += [SkipBlasProbe(), QuickExit()]
+    if warm_numba:
+        from .numba_warm_up import WarmNumba
 
-    return SkipBlasProbe(), QuickExit(), WarmNumba()
+        plugins.append(WarmNumba())
+    return tuple(plugins)
 
 
 #: glibc's mmap threshold for workers without a memory limit: arrays below it come from the C heap

@@ -9,7 +9,9 @@ first kernel.
 
 :class:`WarmNumba` runs that dispatch on a thread of its own as the worker starts, while the caller is
 still setting up (reading Parquet footers, planning memory), the way :func:`~breadth.pipeline.cluster.
-local_cuda_cluster`'s workers bring CuPy up.  It dispatches one trivial cached function only: the kernels
+local_cuda_cluster`'s workers bring CuPy up.  Only workers without a memory limit of the caller's do
+(:func:`~breadth.pipeline.cluster.local_cluster`): Numba costs a process ~110 MiB, and under the smallest
+limits the CLI's jobs run NumPy kernels alone.  It dispatches one trivial cached function only: the kernels
 themselves load when a task needs them, so a cold Numba cache compiles only what the job runs.  A task
 that dispatches a kernel meanwhile waits on Numba's compiler lock for the rest of the warm-up, never
 longer than it would have taken itself.

@@ -108,6 +108,19 @@ def test_local_cluster_workers_start_with_numba_up(breadth_only):
     assert got == (True, False)
 
 
+def test_local_cluster_under_a_memory_limit_leaves_numba_to_the_job():
+    """Under a memory limit a job may run without Numba (its ~110 MiB would not fit): no warm-up then."""
+    from breadth.pipeline.cluster import local_cluster
+
+    client = local_cluster(workers=1, memory_limit="2GB", breadth_only=True)
+    try:
+        (got,) = client.run(_numba_up_without_a_task).values()
+    finally:
+        client.close()
+        client.cluster.close()
+    assert got == (False, False)
+
+
 @pytest.mark.parametrize("status", [0, 3])
 def test_console_script_exit_status_and_output(status):
     """The console script's quick exit keeps the status and flushes what was printed."""
