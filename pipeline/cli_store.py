@@ -217,7 +217,8 @@ def ingest(args) -> int:
             what=f"{el.num_vertices:,} vertices and {el.num_edges:,} tuples", client=client,
             chunk_edges=max(el.edges.chunks[0], default=1))
         g = prepare(el, client, nparts=_nparts(st, client), spill_dir=spill_dir_for(args), device=device,
-                    batch_entries=plan.batch_entries if plan else None, search_order=False, **partition_kw(args))
+                    batch_entries=plan.batch_entries if plan else None, search_order=False, keep_edges=False,
+                    **partition_kw(args))
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, flags), extra={"read_s": t_read})
         skipped = el.source.get("skipped_lines", 0)

@@ -39,6 +39,11 @@ class EdgeList:
             return list(self.blocks)
         return self.edges.to_delayed().ravel().tolist()
 
+    def release(self) -> None:
+        """Let go of the chunks (``edges`` becomes ``None``): what they hold on the workers is freed once
+        no task needs it.  :func:`~breadth.pipeline.prepare.prepare` does this with ``keep_edges=False``."""
+        self.edges = self.blocks = self.blocks_of = None
+
     @property
     def npartitions(self) -> int:
         return len(self.edges.chunks[0])

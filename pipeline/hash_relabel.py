@@ -163,8 +163,9 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
                    spill_dir: str | None = None) -> tuple[list, PartitionedIdMap]:
     """Relabel raw chunks (futures or delayed objects of ``(edges, stats)``) to dense ids with hash owners.
 
-    Returns ``(dense, id_map)`` once every chunk is relabeled: ``dense[c]`` is a ``dask.delayed`` of chunk
-    ``c``'s ``(rows[c], 2)`` dense edges (only chunks with rows), int32 while ``n < 2**31``
+    Returns ``(dense, id_map)`` once every chunk is relabeled: ``dense[c]`` is a future (a ``dask.delayed``
+    that reads its file, on the disk tier) of chunk ``c``'s ``(rows[c], 2)`` dense edges (only chunks with
+    rows), int32 while ``n < 2**31``
     (:func:`~breadth.bfs.shard.column_dtype`); ``id_map`` the partitioned map back, its parts left on the
     workers.  The ids move to their owners through the id shuffle (:func:`~breadth.pipeline.shuffle.exchange`),
     whose tier follows the workers' memory limit
@@ -210,7 +211,7 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     # integer parts become the ids of their keys, in host memory wherever they were built
     owners = [client.submit(steps.part_ids, o, dtype, workers=[workers[p % len(workers)]],
                             allow_other_workers=True, pure=False) for p, o in enumerate(owners)]
-    load = [dask.delayed(d) for d in dense] if parked is None else \
+    load = dense if parked is None else \
         [dask.delayed(dense_from_file, pure=True)(parked, c, d) for c, d in enumerate(dense)]
     strings = dtype == np.dtype("O")
     return (load, PartitionedIdMap(owners, offsets, np.dtype(object) if strings else dtype, "hash", None, client,

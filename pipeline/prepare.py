@@ -49,12 +49,12 @@ def _task_stream(client, on: bool):
         yield ts
 
 
-def _source_seconds(records: list[dict], chunks: list, ours: set) -> tuple[list[float], float]:
-    """Compute seconds of the task that produced each edge chunk (generator or reader), in chunk order,
-    and the sum over the source's other tasks, from Dask's task-stream ``records``; ``ours``: the keys
-    of preparation's own tasks, which are not the source's."""
-    index = {c.key: i for i, c in enumerate(chunks)}
-    per_chunk = [0.0] * len(chunks)
+def _source_seconds(records: list[dict], chunk_keys: list, ours: set) -> tuple[list[float], float]:
+    """Compute seconds of the task that produced each edge chunk (generator or reader; its Dask key in
+    ``chunk_keys``), in chunk order, and the sum over the source's other tasks, from Dask's task-stream
+    ``records``; ``ours``: the keys of preparation's own tasks, which are not the source's."""
+    index = {k: i for i, k in enumerate(chunk_keys)}
+    per_chunk = [0.0] * len(chunk_keys)
     other = 0.0
     for rec in records:
         key = rec["key"]
@@ -130,7 +130,8 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
             directed: bool | None = None, device: str = "cpu", spill_dir: str | None = None,
             batch_entries: int | None = None, stages: dict | None = None, jit: bool = True,
             shard_dir: str | None = None, partition: str = "1d", grid: tuple[int, int] | None = None,
-            delegate_degree: int | None = None, search_order: bool = True, **removed) -> ShardedGraph:
+            delegate_degree: int | None = None, search_order: bool = True, keep_edges: bool = True,
+            **removed) -> ShardedGraph:
     """Turn an edge list into per-worker CSR shards held in the workers' memory.
 
     ``nparts`` (default: the number of workers) owners each get a contiguous block of vertex ids;
@@ -184,6 +185,12 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     owner's time at 2^26 web-crawl tuples; :mod:`breadth.pipeline.bottom_up_order`) for a graph that is not
     searched where it was prepared: a shard store keeps the sorted rows only (``breadth generate``, ``ingest``).
 
+    ``keep_edges=False`` hands the edge list's chunks over to the shuffle: each chunk is freed as soon as
+    its entries are sent, so the workers do not hold the edge list and its parcels at once (a relabeled
+    list's chunks are held data, 8 bytes a tuple; a generator's chunks are made inside the shuffle
+    anyway), and the list is empty afterwards (its ``edges`` is ``None``).  ``breadth ingest`` prepares
+    so.
+
     ``stages``: a dict that, when given, is filled with where the preparation's time went
     (:func:`breadth.pipeline.stages.summarize`): the tier (``stages["path"]``), wall seconds of the chunk
     and build phases, each chunk task's and each owner's stage seconds (split, sort, write; read, build,
@@ -222,7 +229,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     with spill_space(client, choice.tier, spill_dir) as space:
         spec = ShuffleSpec(choice.tier, device, n, nparts, directed, rows, space.root, jit, shard_dir,
                            on_device=choice.on_device and choice.tier == "host", search_order=search_order)
-        graph = _prepare(edges, client, spec, workers, progress, stages, space.futures, choice)
+        graph = _prepare(edges, client, spec, workers, progress, stages, space.futures, choice, keep_edges)
     if layout.kind == "1d":
         return graph
     t0 = time.perf_counter()
@@ -232,14 +239,19 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
 
 
 def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], progress: bool, stages: dict | None,
-             futures: list, choice) -> ShardedGraph:
+             futures: list, choice, keep_edges: bool = True) -> ShardedGraph:
     """:func:`prepare` through the shuffle of ``spec``; the futures go into ``futures`` so that a failed
     run can cancel them."""
     t0 = time.perf_counter()
     chunks = edges.chunk_objects()
+    chunk_keys = [c.key for c in chunks]
+    num_input_edges = edges.num_edges
+    if not keep_edges:
+        edges.release()
     token = uuid.uuid4().hex[:8]
     with _task_stream(client, stages is not None) as stream:
-        sent = send(client, chunks, spec, futures, _progress if progress else None, stages=stages is not None)
+        sent = send(client, chunks, spec, futures, _progress if progress else None, stages=stages is not None,
+                    release=not keep_edges)
         t_chunks = time.perf_counter()
         shards = consume(client, sent, spec, workers, build_owner, token, futures, name="shard")
         if progress:
@@ -262,7 +274,7 @@ def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], pro
     if stages is not None:
         owners = client.gather([client.submit(_owner_stages, s, workers=[workers[r % len(workers)]], pure=False)
                                 for r, s in enumerate(shards)])
-        source_s, other_s = _source_seconds(stream.data, chunks, ours)
+        source_s, other_s = _source_seconds(stream.data, chunk_keys, ours)
         wall = {"chunks": t_chunks - t0, "build": t_build - t_chunks, "finish": construction - (t_build - t0)}
         summarize(stages, spec.tier, wall, chunk_records, owners, source_s, other_s)
         stages["tier"] = {"tier": spec.tier, "batch_entries": choice.batch_entries, "batch_rows": spec.batch_rows,
@@ -272,7 +284,7 @@ def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], pro
     directed = spec.directed
     return ShardedGraph(
         client=client, shards=shards, workers=[workers[r % len(workers)] for r in range(spec.nparts)],
-        num_vertices=spec.num_vertices, num_input_edges=edges.num_edges, num_edges=nnz if directed else nnz // 2,
+        num_vertices=spec.num_vertices, num_input_edges=num_input_edges, num_edges=nnz if directed else nnz // 2,
         num_self_loops=loops, directed=directed, construction_time=construction, source=dict(edges.source),
         id_map=edges.id_map, backend=spec.device,
     )

@@ -319,11 +319,15 @@ def _parcel(sent: tuple, owner: int):
 
 
 def send(client, chunks: list, spec: ShuffleSpec, futures: list | None = None,
-         progress: Callable | None = None, stages: bool = False) -> Sent:
+         progress: Callable | None = None, stages: bool = False, release: bool = False) -> Sent:
     """Run one :func:`~breadth.pipeline.shuffle_tiers.send_chunk` task per edge chunk (Dask delayed
     objects or futures of ``(k, 2)`` arrays) and wait for all of them.  The futures are also added to
     ``futures`` (a failed run cancels them); ``progress(futures)`` draws a progress bar.  ``stages``: also
-    bring back each chunk task's stage record (``Sent.stages``; empty otherwise)."""
+    bring back each chunk task's stage record (``Sent.stages``; empty otherwise).  ``release``: ``chunks``
+    is emptied once the tasks are submitted, so that a chunk that is a future nobody else holds is freed as
+    soon as it is sent rather than when the last one is; lazy chunks (recipes, which hold no data) are kept
+    until every send has run, since their graphs may own what the tasks read (a
+    :class:`LastingFolder`'s files)."""
     import dask
     from distributed import wait
 
@@ -334,13 +338,22 @@ def send(client, chunks: list, spec: ShuffleSpec, futures: list | None = None,
     futs = client.compute(records + [dask.delayed(_parcel, pure=True)(s, r)
                                      for r in range(spec.nparts) for s in split])
     records, flat = futs[:len(records)], futs[len(records):]
+    keys = {f.key for f in futs} | {d.key for d in split}
+    nchunks = len(split)
+    lazy = chunks
+    if release:
+        from distributed import Future
+
+        lazy = [c for c in chunks if not isinstance(c, Future)]
+        chunks.clear()
+        del split  # its delayed objects hold the chunks too
     if futures is not None:
         futures += futs
     if progress:
         progress(flat)
     wait(futs)
-    keys = {f.key for f in futs} | {d.key for d in split}
-    return Sent([flat[r * len(split):(r + 1) * len(split)] for r in range(spec.nparts)], records, keys)
+    del lazy  # only now may a lazy chunk's graph go
+    return Sent([flat[r * nchunks:(r + 1) * nchunks] for r in range(spec.nparts)], records, keys)
 
 
 def consume(client, sent: Sent, spec: ShuffleSpec, workers: list[str], fn: Callable, token: str,

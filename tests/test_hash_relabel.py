@@ -133,6 +133,64 @@ def test_prepare_takes_the_edge_list_as_it_is(tmp_path, lclient):
     g.release()
 
 
+def _held(client, keys: set, patience: int = 50) -> set:
+    """Which of ``keys`` some worker still holds, asked up to ``patience`` times 0.1 s apart while some are
+    (the client's releases reach the workers shortly after)."""
+    import time
+
+    for _ in range(patience):
+        held = set().union(*client.run(lambda dask_worker: set(dask_worker.data)).values()) & keys
+        if not held:
+            break
+        time.sleep(0.1)
+    return held
+
+
+def test_prepare_without_keeping_the_edges_frees_the_chunks(tmp_path, lclient):
+    """``keep_edges=False`` (what ``breadth ingest`` prepares with) hands a relabeled edge list's chunks to the
+    shuffle: the graph is the same, the list is empty, and no worker holds a chunk afterwards; a kept list
+    keeps them."""
+    from breadth.pipeline import prepare, read_parquet
+
+    e = _sparse_edges("int64", m=1 << 12, nids=1 << 10)
+    _write_parquet(tmp_path / "e.parquet", e, rows_per_group=1 << 9)  # 8 chunks
+    el = read_parquet(str(tmp_path / "e.parquet"), client=lclient)
+    keys = {d.key for d in el.blocks}
+    whole = el.edges.compute()
+    g = prepare(el, lclient)
+    assert _held(lclient, keys, patience=1) == keys and el.edges is not None
+    g.release()
+    g = prepare(el, lclient, keep_edges=False)
+    assert g.num_input_edges == e.shape[0] and g.num_edges == _undirected_edges(whole)
+    assert el.edges is None and el.blocks is None
+    assert _held(lclient, keys) == set()
+    g.release()
+
+
+def test_prepare_without_keeping_the_edges_reads_parked_chunks(tmp_path, lclient):
+    """Relabeled chunks parked in files (the id shuffle's disk tier) are recipes that read them: handed to the
+    shuffle, their folder lasts until every chunk is sent, then goes."""
+    import gc
+
+    import dask
+
+    from breadth.pipeline import prepare, read_parquet
+    from breadth.pipeline.shuffle import TIER_CONFIG
+
+    e = _sparse_edges("int64", m=1 << 12, nids=1 << 10)
+    _write_parquet(tmp_path / "e.parquet", e, rows_per_group=1 << 9)
+    spill = tmp_path / "spill"
+    with dask.config.set({TIER_CONFIG: "disk"}):
+        el = read_parquet(str(tmp_path / "e.parquet"), client=lclient, spill_dir=str(spill))
+    whole = el.edges.compute()
+    assert [p.name for p in spill.iterdir() if p.name.startswith("breadth-chunks-")]
+    g = prepare(el, lclient, keep_edges=False)
+    assert g.num_input_edges == e.shape[0] and g.num_edges == _undirected_edges(whole)
+    g.release()
+    gc.collect()
+    assert not [p.name for p in spill.iterdir() if p.name.startswith("breadth-chunks-")]
+
+
 def _undirected_edges(dense: np.ndarray) -> int:
     """Distinct undirected non-loop edges of ``(k, 2)`` dense ids."""
     d = dense[dense[:, 0] != dense[:, 1]]

@@ -160,7 +160,7 @@ def test_relabel_disk_tier_three_owners_matches_memory(tmp_path, lclient):
         with dask.config.set({TIER_CONFIG: tier}):
             dense, idm = relabel_hashed(lclient, chunks, [1000] * 4, object, workers, nowners=3,
                                         spill_dir=str(tmp_path / "spill"))
-        d = np.concatenate(dask.compute(*dense))
+        d = np.concatenate(dask.compute(*[dask.delayed(c) for c in dense]))  # futures, or delayed reads of files
         got[tier] = (d, idm.gather())
         np.testing.assert_array_equal(idm.gather()[d], e.reshape(-1, 2))
         assert idm.nparts == 3 and idm.size == len(set(e.ravel().tolist()))
