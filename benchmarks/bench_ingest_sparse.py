@@ -25,7 +25,9 @@ Each measurement is a new process tree, interleaved round by round (this machine
 
 * ``api`` (with ``--kinds ...,api``): the same through the Python API on a local cluster with the stages
   (``read_parquet`` with the relabeling, then ``prepare``), each process's peak RSS, then ``--roots``
-  validated Graph500 roots and a results dataset written by the workers.
+  validated Graph500 roots and a results dataset written by the workers.  The edge list is not used
+  again, so ``prepare`` gets it with ``keep_edges=False``, as ``breadth ingest`` does (``--keep-edges``:
+  the API's default, the list kept until the graph is built).
 * ``kronecker``: the issue's per-tuple reference: ``prepare(kronecker(S))`` through the same API and
   cluster, with ``16 * 2**S`` the input's tuple count (rounded to a power of two; scale 22 for 2^26 tuples).
 """
@@ -224,7 +226,7 @@ def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def run_api(inp: list[str], workers: int, roots: int) -> dict:
+def run_api(inp: list[str], workers: int, roots: int, keep_edges: bool = False) -> dict:
     from breadth.bfs import bfs, graph500
     from breadth.bfs.results import write_results_dataset
     from breadth.pipeline import read_parquet
@@ -237,15 +239,16 @@ def run_api(inp: list[str], workers: int, roots: int) -> dict:
         el = read_parquet(inp, client=client)
         t1 = time.perf_counter()
         stages: dict = {}
-        g = prepare(el, client, stages=stages)
+        g = prepare(el, client, stages=stages, keep_edges=keep_edges)
         t2 = time.perf_counter()
-        el.edges = None
+        el.release()
         res = graph500(g, nroots=roots, seed=2, validate=True)
         t3 = time.perf_counter()
         dense = [int(r["root"]) for r in res.rows[:2]]  # two of the searched roots, in original ids
         rows = write_results_dataset(bfs(g, g.id_map.to_original(dense).tolist()), os.path.join(out, "results"))
         t4 = time.perf_counter()
         return {"tuples": g.num_input_edges, "vertices": g.num_vertices, "relabel": el.source.get("relabel"),
+                "keep_edges": keep_edges,
                 "read_relabel_s": t1 - t0, "prepare_s": t2 - t1, "total_s": t2 - t0,
                 "graph500_s": t3 - t2, "roots": roots, "harmonic_mean_teps": res.harmonic_mean_teps, "valid": res.valid,
                 "results_rows": rows, "results_s": t4 - t3,
@@ -296,7 +299,7 @@ def _fresh(kind: str, a) -> dict:
     args += ["--memory-limit", a.memory_limit] if a.memory_limit else []
     args += ["--spill-dir", a.spill_dir] if a.spill_dir else []
     args += ["--store", a.store] if a.store else []
-    args += ["--search-roots", str(a.search_roots)]
+    args += ["--search-roots", str(a.search_roots)] + ["--keep-edges"] * a.keep_edges
     env = dict(os.environ, **_peer_env(a.peer_env)) if kind == "peer" else None
     t0 = time.perf_counter()
     r = subprocess.run(args, capture_output=True, text=True, env=env)
@@ -321,6 +324,8 @@ def main() -> None:
     p.add_argument("--roots", type=int, default=4)
     p.add_argument("--kinds", default="peer,cli")
     p.add_argument("--store", default=None, help="cli: ingest into this store and keep it")
+    p.add_argument("--keep-edges", action="store_true",
+                   help="api: prepare with keep_edges=True (the API's default) instead of handing the list over")
     p.add_argument("--search-roots", type=int, default=0,
                    help="cli: after ingesting, this many validated Graph500 roots and a results dataset")
     p.add_argument("--peer-env", action="append", default=[], metavar="KEY=VALUE",
@@ -332,7 +337,7 @@ def main() -> None:
     if a.one:
         fn = {"peer": lambda: run_peer(a.input), "cli": lambda: run_cli(a.input, a.workers, a.memory_limit, a.spill_dir, a.store,
                                                                  a.search_roots),
-              "api": lambda: run_api(a.input, a.workers, a.roots),
+              "api": lambda: run_api(a.input, a.workers, a.roots, a.keep_edges),
               "kronecker": lambda: run_kronecker(a.input, a.workers)}[a.one]
         print(json.dumps(fn()))
         return
@@ -368,6 +373,7 @@ def main() -> None:
     doc = {"benchmark": "ingest_sparse_cpu", "machine": platform.node(), "cpus": os.cpu_count(),
            "python": platform.python_version(), "breadth": getattr(breadth, "__version__", None),
            "input": a.input, "workers": a.workers, "memory_limit": a.memory_limit, "repeat": a.repeat,
+           "keep_edges": a.keep_edges,
            "peer_env": _peer_env(a.peer_env), "environ": {k: os.environ.get(k) for k in (
                "NUMPY_MADVISE_HUGEPAGE", "MALLOC_MMAP_THRESHOLD_", "NUMBA_CACHE_DIR", "PYTHONDONTWRITEBYTECODE")},
            "load_average_after": os.getloadavg(), "summary": summary, "runs": runs}
