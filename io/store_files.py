@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
+import threading
 import uuid
 
 import numpy as np
@@ -86,6 +88,31 @@ def write_npy(w: "HashingWriter", arr: np.ndarray) -> None:
         w.write(data[i:i + _WRITE_BLOCK])
 
 
+#: arrays in memory from this size on are hashed on a thread of their own while they are written (hashlib
+#: and the file's writes both let go of the GIL): saving a shard's 525 MB of columns took 0.55-0.59 s with
+#: each 1 MiB block hashed then written, 0.43-0.45 s so (this 2-core machine, fresh processes)
+HASH_APART_BYTES = 16 << 20
+
+
+def _write_hashing_apart(f, arr: np.ndarray) -> tuple[str, int]:
+    """``arr`` (C-contiguous, in memory) as ``.npy`` bytes into ``f``, as :func:`write_npy` writes them, its
+    sha256 computed meanwhile by another thread: ``(hex digest, bytes)``."""
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, np.lib.format.header_data_from_array_1_0(arr))
+    head = head.getvalue()
+    data = memoryview(arr.reshape(-1)).cast("B")
+    h = hashlib.sha256(head)
+    hasher = threading.Thread(target=h.update, args=(data,), name="breadth-npy-sha256", daemon=True)
+    hasher.start()
+    try:
+        f.write(head)
+        for i in range(0, len(data), _WRITE_BLOCK):
+            f.write(data[i:i + _WRITE_BLOCK])
+    finally:
+        hasher.join()
+    return h.hexdigest(), len(head) + len(data)
+
+
 def save_npy(path: str, arr: np.ndarray, atomic: bool = False) -> dict:
     """``arr`` -> ``path`` as ``.npy``, fsynced; returns its record (sha256, bytes, dtype, shape).
 
@@ -94,8 +121,12 @@ def save_npy(path: str, arr: np.ndarray, atomic: bool = False) -> dict:
     target = f"{path}.tmp-{token()}" if atomic else path
     try:
         with open(target, "wb") as f:
-            w = HashingWriter(f)
-            write_npy(w, arr)
+            if mapped_file(arr) is None and arr.nbytes >= HASH_APART_BYTES:
+                digest, nbytes = _write_hashing_apart(f, arr)
+            else:
+                w = HashingWriter(f)
+                write_npy(w, arr)
+                digest, nbytes = w.h.hexdigest(), w.n
             f.flush()
             os.fsync(f.fileno())
         if atomic:
@@ -104,7 +135,7 @@ def save_npy(path: str, arr: np.ndarray, atomic: bool = False) -> dict:
         if atomic and os.path.exists(target):
             os.remove(target)
         raise
-    return {"sha256": w.h.hexdigest(), "bytes": w.n, "dtype": str(arr.dtype), "shape": list(arr.shape)}
+    return {"sha256": digest, "bytes": nbytes, "dtype": str(arr.dtype), "shape": list(arr.shape)}
 
 
 def npy_digest(arr: np.ndarray) -> tuple[str, int]:

@@ -128,3 +128,19 @@ def test_cli_generate_info_bfs_bench(tmp_path):
     assert r.returncode == 1 and "vertex 99999 is not in the graph" in r.stderr
     r = _cli("bench")
     assert r.returncode == 2 and "bench needs either a STORE or --scale" in r.stderr
+
+
+@pytest.mark.parametrize("apart", [False, True])
+@pytest.mark.parametrize("dtype", [np.int32, np.uint64])
+def test_saved_array_records_the_file_it_wrote(tmp_path, monkeypatch, apart, dtype):
+    """A store's ``.npy`` record (sha256, bytes) is the file's, whether the array was hashed block by block
+    as it was written or, from ``HASH_APART_BYTES`` on, by another thread meanwhile; the file loads back."""
+    from breadth.io import store_files
+
+    monkeypatch.setattr(store_files, "HASH_APART_BYTES", 1 if apart else 1 << 40)
+    a = np.random.default_rng(3).integers(0, 1 << 30, size=(3 << 18) + 5).astype(dtype)
+    path = str(tmp_path / "a.npy")
+    rec = store_files.save_npy(path, a, atomic=True)
+    assert rec["sha256"] == store_files.sha256_file(path) == store_files.npy_digest(a)[0]
+    assert rec["bytes"] == os.path.getsize(path) and rec["shape"] == [a.size]
+    np.testing.assert_array_equal(np.load(path), a)
