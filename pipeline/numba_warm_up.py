@@ -37,9 +37,10 @@ def first_dispatch() -> None:
 
 
 class WarmNumba(WorkerPlugin):
-    """A worker plugin (``client.register_plugin``): Numba's first dispatch on a daemon thread of the
-    worker as it starts (or as the plugin reaches a running worker).  Register it after
-    :class:`~breadth.pipeline.numba_blas.SkipBlasProbe`, whose mark must come first."""
+    """A worker plugin (:func:`~breadth.pipeline.cluster.local_cluster` gives it to its workers as they
+    start; ``client.register_plugin`` reaches running ones): Numba's first dispatch on a daemon thread of
+    the worker.  It comes after :class:`~breadth.pipeline.numba_blas.SkipBlasProbe`, whose mark must be
+    made first."""
 
     name = "breadth-warm-numba"
     idempotent = True
