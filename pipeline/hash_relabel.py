@@ -199,9 +199,12 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
         # the read chunk once split
         ex = exchange(client, chunks, _split_part, P, workers, tier=tier, root=space.root,
                       args=(steps.chunk_split, P, dtype))
-        space.futures += ex.kept
+        space.futures += ex.kept  # the splits write the disk tier's pieces: cancelled if the run fails
         owners = [ex.reduce(p, steps.owner_part, dtype, fanin=MERGE_FANIN) for p in range(P)]
         sizes = client.gather([client.submit(len, o, pure=False) for o in owners])
+        # every split has run (each part holds a piece of every chunk): nothing of theirs is left to cancel,
+        # and the list would hold every chunk's codes and order until the last chunk is densified
+        space.futures.clear()
         offsets = np.zeros(P + 1, np.int64)
         np.cumsum(sizes, out=offsets[1:])
         dense = _densify(client, steps, ex, owners, offsets, parked)

@@ -191,6 +191,28 @@ def test_prepare_without_keeping_the_edges_reads_parked_chunks(tmp_path, lclient
     assert not [p.name for p in spill.iterdir() if p.name.startswith("breadth-chunks-")]
 
 
+def test_relabeling_lets_each_chunks_split_go_once_densified(tmp_path, lclient, monkeypatch):
+    """While relabeling waits for the last dense chunks, the client holds no chunk's split any more (codes,
+    order, pieces): each went once its chunk was densified, not all at once at the end, when a memory plan
+    made right after would count them as what the workers hold."""
+    import distributed
+
+    from breadth.pipeline import read_parquet
+
+    real_wait, held = distributed.wait, []
+
+    def wait(fs, *a, **kw):
+        out = real_wait(fs, *a, **kw)
+        held.append(sorted(str(k) for k in lclient.futures if str(k).startswith("getitem")))
+        return out
+
+    monkeypatch.setattr(distributed, "wait", wait)
+    e = _sparse_edges("int64", m=1 << 12, nids=1 << 10)
+    _write_parquet(tmp_path / "e.parquet", e, rows_per_group=1 << 9)  # 8 chunks
+    el = read_parquet(str(tmp_path / "e.parquet"), client=lclient)
+    assert el.source["relabel"] == "hash" and held and held[-1] == []
+
+
 def _undirected_edges(dense: np.ndarray) -> int:
     """Distinct undirected non-loop edges of ``(k, 2)`` dense ids."""
     d = dense[dense[:, 0] != dense[:, 1]]
