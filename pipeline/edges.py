@@ -30,14 +30,21 @@ class EdgeList:
 
     @property
     def num_edges(self) -> int:
-        return int(self.edges.shape[0])
+        return int(self._array().shape[0])
+
+    def _array(self):
+        """``edges``, or a clear error for a list whose chunks were let go (:meth:`release`)."""
+        if self.edges is None:
+            raise ValueError("this edge list is empty: its chunks were released (prepare(..., keep_edges=False) "
+                             "hands them to the shuffle); read or build it again")
+        return self.edges
 
     def chunk_objects(self) -> list:
         """The edge chunks as Dask objects (delayed or futures of ``(k, 2)`` arrays), in order: the
         source's own where ``edges`` is still the array made of them, else ``edges``' chunks."""
         if self.blocks is not None and self.edges is self.blocks_of:
             return list(self.blocks)
-        return self.edges.to_delayed().ravel().tolist()
+        return self._array().to_delayed().ravel().tolist()
 
     def release(self) -> None:
         """Let go of the chunks (``edges`` becomes ``None``): what they hold on the workers is freed once
@@ -46,7 +53,7 @@ class EdgeList:
 
     @property
     def npartitions(self) -> int:
-        return len(self.edges.chunks[0])
+        return len(self._array().chunks[0])
 
 
 def from_dask_array(edges, num_vertices: int | None = None, directed: bool = False) -> EdgeList:

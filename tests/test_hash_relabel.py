@@ -165,6 +165,8 @@ def test_prepare_without_keeping_the_edges_frees_the_chunks(tmp_path, lclient):
     assert el.edges is None and el.blocks is None
     assert _held(lclient, keys) == set()
     g.release()
+    with pytest.raises(ValueError, match="keep_edges=False"):
+        prepare(el, lclient)  # an emptied list says why, instead of failing on None
 
 
 def test_prepare_without_keeping_the_edges_reads_parked_chunks(tmp_path, lclient):
