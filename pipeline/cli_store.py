@@ -208,10 +208,9 @@ def ingest(args) -> int:
         # owner turns its keys into ids after the chunks are done): the memory plan and the shuffle's tier count
         # what the workers hold then, not the relabeling's transient peak (at 2^30 tuples a worker held
         # 951-1044 MB while its part was converted, 494 MB five seconds later)
-        from distributed import Future, futures_of, wait
+        from distributed import futures_of, wait
 
-        wait(futures_of(el.edges) + [p for p in (el.id_map.parts if el.id_map is not None else [])
-                                     if isinstance(p, Future)])
+        wait(futures_of([el.edges, el.id_map.parts if el.id_map is not None else []]))
         t_read = time.perf_counter() - t0
         # the graph's size is known once read (parsed chunks wait in the workers' memory, which Dask
         # spills to its local directory past what the reading plan left them); the chunks are the reader's

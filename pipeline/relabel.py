@@ -265,7 +265,8 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
         own = [dask.delayed(_densify, pure=True)(p, table) for p, r in zip(parts, rows) if r]
         out_dtype = np.dtype(np.int64)
         source["relabel"] = "table"
-    # own[c]: a delayed object of the c-th non-empty chunk's (rows, 2) edges in dense ids
+    # own[c]: a future (hash relabeling in memory) or delayed object of the c-th non-empty chunk's (rows, 2)
+    # edges in dense ids
     da = arrays.result()
     blocks = [da.from_delayed(d, shape=(r, 2), dtype=out_dtype) for d, r in zip(own, [r for r in rows if r])]
     arr = da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]

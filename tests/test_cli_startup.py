@@ -93,32 +93,21 @@ def _numba_up_without_a_task():
     return "numba.np.arraymath" in sys.modules, "breadth.pipeline.hashed_factorize" in sys.modules
 
 
-@pytest.mark.parametrize("breadth_only", [False, True])
-def test_local_cluster_workers_start_with_numba_up(breadth_only):
-    """A local cluster's workers bring Numba up as they start, before their first task; its kernels still
-    load only when a task needs them."""
+@pytest.mark.parametrize("kw, numba_up", [({"breadth_only": False}, True), ({"breadth_only": True}, True),
+                                           ({"breadth_only": True, "memory_limit": "2GB"}, False)])
+def test_local_cluster_workers_start_with_numba_up(kw, numba_up):
+    """A local cluster's workers bring Numba up as they start, before their first task, and its kernels still
+    load only when a task needs them; under a memory limit a job may run without Numba (its ~110 MiB would
+    not fit), so there is no warm-up then."""
     from breadth.pipeline.cluster import local_cluster
 
-    client = local_cluster(workers=1, breadth_only=breadth_only)
+    client = local_cluster(workers=1, **kw)
     try:
         (got,) = client.run(_numba_up_without_a_task).values()
     finally:
         client.close()
         client.cluster.close()
-    assert got == (True, False)
-
-
-def test_local_cluster_under_a_memory_limit_leaves_numba_to_the_job():
-    """Under a memory limit a job may run without Numba (its ~110 MiB would not fit): no warm-up then."""
-    from breadth.pipeline.cluster import local_cluster
-
-    client = local_cluster(workers=1, memory_limit="2GB", breadth_only=True)
-    try:
-        (got,) = client.run(_numba_up_without_a_task).values()
-    finally:
-        client.close()
-        client.cluster.close()
-    assert got == (False, False)
+    assert got == (numba_up, False)
 
 
 @pytest.mark.parametrize("status", [0, 3])
