@@ -158,6 +158,22 @@ def _row_group_meta(path: str, pf, rg: int, src: str, dst: str) -> tuple | None:
     return rows, ChunkStats(edges=rows), "int", min(lo), max(hi), False
 
 
+def row_group_sizes(paths) -> list[int]:
+    """Rows of every non-empty row group of the Parquet files under ``paths`` (the CPU reader's chunks,
+    :func:`parquet_parts`), from their footers alone."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = []
+    for path in expand_paths(paths, suffixes=(".parquet", ".pq", ".parq")):
+        try:
+            md = pq.ParquetFile(path).metadata
+        except (pa.ArrowInvalid, OSError) as e:
+            raise UnknownFormatError(f"{path}: not a readable Parquet file: {e}", path=path) from None
+        out += [k for k in (md.row_group(rg).num_rows for rg in range(md.num_row_groups)) if k]
+    return out
+
+
 def parquet_parts(paths, *, src: str | None = None, dst: str | None = None, device: str = "cpu",
                   chunk_rows: int = GPU_CHUNK_ROWS, meta: list | None = None) -> list:
     """Delayed raw chunks (see :func:`read_parquet`): on the CPU one per row group of every file; on

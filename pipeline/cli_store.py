@@ -186,7 +186,12 @@ def ingest(args) -> int:
     if args.memory_limit:  # before anything starts: reading these files must fit
         from .memory_plan import plan_reading
 
-        rp = plan_reading(args.memory_limit, args.paths, args.workers, threads_per_worker(args))
+        # a local cluster's CPU workers are known before it starts: Parquet inputs too large for them are
+        # refused now, not after minutes of reading (GPU ingests have no host plan; an existing cluster's
+        # workers are counted once connected)
+        rp = plan_reading(args.memory_limit, args.paths, args.workers, threads_per_worker(args),
+                          directed=bool(args.directed), count_parquet=device == "cpu" and args.scheduler is None
+                          and args.format in ("auto", "parquet"))
         target = rp.managed_target
         if _text_format(args):
             kw["chunk_bytes"] = rp.chunk_bytes

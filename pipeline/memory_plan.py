@@ -70,7 +70,10 @@ concatenation, the chunk's sorted ids and its mapped copy), so plain
 text is read in byte ranges sized to the limit and the largest compressed stream (its uncompressed size
 from the gzip trailer) must fit whole; the parsed chunks then wait in the workers' memory as Dask data,
 spilled to Dask's local directory (``--spill-dir``) past what the limit leaves them.  The graph's
-size is only known once read; the preparation is planned then, as above.
+size is only known once read; the preparation is planned then, as above.  Parquet files say their tuple
+count and row groups (the reader's chunks) in their footers, so a limit below what those tuples need with
+a single vertex (:func:`plan_parquet_floor`: the shard's columns, the chunk phase) is refused before
+anything is read -- at 2^30 tuples reading and relabeling take minutes.
 
 The clusters that breadth starts with a limit run with Dask's thresholds set by
 :func:`dask_memory_config`: the nanny ends a worker only when its RSS exceeds the limit itself, workers
@@ -424,7 +427,8 @@ def plan_numpy_path(limit: int, num_vertices: int, num_tuples: int, workers: int
     c_min = min(sizes, key=lambda c: max(phases_at(c).values()))
     smallest = phases_at(c_min)
     minimum = _minimum_or_refuse(
-        limit, B, smallest, what, workers, chunk_edges, " without Numba",
+        limit, B, smallest, what, workers, f" with --chunk-edges {chunk_edges}" if chunk_edges else "",
+        " without Numba",
         lambda largest: ((" or lower --chunk-edges" if "+ chunk" in largest else " or raise --chunk-edges")
                          if chunk_edges else " or add --workers"))
     room = limit - B
@@ -436,16 +440,15 @@ def plan_numpy_path(limit: int, num_vertices: int, num_tuples: int, workers: int
 
 
 def _minimum_or_refuse(limit: int, baseline: int, smallest: dict[str, int], what: str, workers: int,
-                       chunk_edges: int | None, path: str, hint) -> int:
+                       chunk: str, path: str, hint) -> int:
     """The smallest working limit: the worker ``baseline`` plus the largest of the phases at their smallest
     (``smallest``: bytes by a name the message shows).  A ``limit`` below it raises
-    :class:`MemoryLimitError` naming that phase, ``path`` (how the baseline is reached) and ``hint(name)``
-    (what to change)."""
+    :class:`MemoryLimitError` naming that phase, ``chunk`` (the chunks, where the caller set them),
+    ``path`` (how the baseline is reached) and ``hint(name)`` (what to change)."""
     largest = max(smallest, key=smallest.get)
     minimum = baseline + smallest[largest]
     if limit < minimum:
         graph = f" for {what}" if what else ""
-        chunk = f" with --chunk-edges {chunk_edges}" if chunk_edges else ""
         raise MemoryLimitError(
             f"--memory-limit {format_bytes(limit)} is below the minimum of {format_bytes(minimum)}{graph} on "
             f"{workers} worker(s){chunk} (worker baseline{path} ~{format_bytes(baseline)} + {largest}); raise it"
@@ -482,10 +485,13 @@ def _plan_numba_path(limit: int, num_vertices: int, num_tuples: int, workers: in
         smallest[f"{shard} + write"] = after[0]
     if search:
         smallest[f"{shard} + search"] = after[-1]
+    # an ingest's chunks are as read (Parquet row groups, text byte ranges), not --chunk-edges
+    chunk = ("" if not chunk_edges else f" with chunks of up to {chunk_edges:,} tuples as read" if source_chunks_held
+             else f" with --chunk-edges {chunk_edges}")
+    fewer = " or write the input in smaller row groups" if source_chunks_held else " or lower --chunk-edges"
     minimum = _minimum_or_refuse(
-        limit, B, smallest, what, workers, chunk_edges, "",
-        lambda largest: (" or lower --chunk-edges" if chunk_edges and largest.startswith("chunk")
-                         else " or add --workers"))
+        limit, B, smallest, what, workers, chunk, "",
+        lambda largest: (fewer if chunk_edges and largest.startswith("chunk") else " or add --workers"))
     room = limit - B
     c = chunk_edges or _largest_pow2(MIN_CHUNK_EDGES, DEFAULT_CHUNK_EDGES, lambda v: chunk_phase(v) <= room)
     b = _largest_pow2(MIN_BATCH_ENTRIES, DEFAULT_BATCH_ENTRIES, lambda v: build_phase(v) <= room)
@@ -530,15 +536,21 @@ def text_bytes(path: str) -> tuple[int, bool]:
     return isize, True
 
 
-def plan_reading(limit: int, paths: list[str], workers: int, threads: int) -> ReadPlan:
+def plan_reading(limit: int, paths: list[str], workers: int, threads: int, *, directed: bool = False,
+                 count_parquet: bool = False) -> ReadPlan:
     """Size ``ingest``'s reading to ``limit`` bytes per worker (see the module docstring).  Parquet inputs
     (read by row group) are not counted.  Raises :class:`MemoryLimitError` below the minimum: the
     baseline plus ``threads`` read tasks of the largest compressed stream (read whole) or of
-    :data:`MIN_READ_CHUNK_BYTES` of plain text, or an empty graph's stored shard."""
+    :data:`MIN_READ_CHUNK_BYTES` of plain text, or an empty graph's stored shard.  ``count_parquet``: also
+    below :func:`plan_parquet_floor` of the Parquet inputs (``workers`` is then the cluster's, as for the
+    plan made after reading; ``directed`` as the graph is read)."""
     from breadth.io.formats import detect_format
     from breadth.io.paths import expand_paths
 
-    files = [f for f in expand_paths(paths) if detect_format(f) != "parquet"]
+    every = expand_paths(paths)
+    files = [f for f in every if detect_format(f) != "parquet"]
+    if count_parquet and len(files) < len(every):
+        plan_parquet_floor(limit, [f for f in every if f not in set(files)], workers, threads, directed)
     sizes = [text_bytes(f) for f in files]
     stream = max([b for b, gz in sizes if gz] or [0])
     plain = max([b for b, gz in sizes if not gz] or [0])
@@ -558,6 +570,27 @@ def plan_reading(limit: int, paths: list[str], workers: int, threads: int) -> Re
     c = _largest_pow2(MIN_READ_CHUNK_BYTES, DEFAULT_READ_CHUNK_BYTES, lambda v: task(v) <= room)
     target = min(0.6, max(0.05, (room - task(c)) / limit))
     return ReadPlan(chunk_bytes=c, minimum=minimum, task_bytes=task(c), managed_target=target)
+
+
+def plan_parquet_floor(limit: int, paths: list[str], workers: int, threads: int, directed: bool = False) -> int:
+    """The least that preparing these Parquet files can need per worker, from their footers alone: the
+    Numba path's minimum (:func:`plan_memory`, for a store) for their tuples, with chunks of their largest
+    row group, counted as if they had a single vertex -- the vertex count (known once the ids are
+    relabeled) and what the workers hold after reading only add to it.  Raises :class:`MemoryLimitError`
+    where ``limit`` is below it, so that ``ingest`` refuses before reading instead of after.
+
+    >>> plan_parquet_floor(10**12, ["edges.parquet"], 2, 1)          # doctest: +SKIP
+    490733568
+    """
+    from breadth.io.parquet_edges import row_group_sizes
+
+    sizes = row_group_sizes(paths)
+    tuples = sum(sizes)
+    if not tuples:
+        return 0
+    return plan_memory(limit, 1, tuples, workers, threads, directed, chunk_edges=max(sizes), store=True,
+                       what=f"{tuples:,} tuples (from the Parquet footers; their vertices add more)",
+                       source_chunks_held=True).minimum
 
 
 def dask_memory_config(managed_target: float | None = None) -> dict:

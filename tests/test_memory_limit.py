@@ -88,6 +88,50 @@ def test_too_small_limit_is_refused_at_once(command, tmp_path):
     assert not out.exists()  # refused before anything was written
 
 
+def _parquet(path, tuples: int, row_group: int):
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    e = np.random.default_rng(3).integers(0, 1 << 40, size=(tuples, 2), dtype=np.int64)  # sparse ids
+    pq.write_table(pa.table({"src": e[:, 0], "dst": e[:, 1]}), path, row_group_size=row_group)
+    return path
+
+
+def test_parquet_floor_is_what_the_tuples_need_with_one_vertex(tmp_path):
+    """The footers' floor is the plan made after reading with a single vertex: no higher than the plan
+    for any vertex count (so nothing that could fit is refused), and it grows with the row groups."""
+    from breadth.pipeline.memory_plan import plan_parquet_floor
+
+    tuples = 1 << 19
+    small = plan_parquet_floor(10**15, [str(_parquet(tmp_path / "a.parquet", tuples, 1 << 16))], 2, THREADS)
+    big = plan_parquet_floor(10**15, [str(_parquet(tmp_path / "b.parquet", tuples, 1 << 19))], 2, THREADS)
+    assert small == plan_memory(10**15, 1, tuples, 2, THREADS, chunk_edges=1 << 16, store=True,
+                                source_chunks_held=True).minimum
+    assert small < big
+    for n in (2, 1 << 10, 1 << 19, 1 << 20):
+        assert big <= plan_memory(10**15, n, tuples, 2, THREADS, chunk_edges=1 << 19, store=True,
+                                  source_chunks_held=True).minimum
+    with pytest.raises(MemoryLimitError) as e:
+        plan_parquet_floor(big - 1, [str(tmp_path / "b.parquet")], 2, THREADS)
+    assert e.value.minimum == big and "524,288 tuples (from the Parquet footers" in str(e.value)
+    assert "smaller row groups" in str(e.value)  # the chunk phase (a row group's tuples per thread) is largest
+
+
+def test_parquet_ingest_too_large_for_its_limit_is_refused_before_reading(tmp_path):
+    """A limit that reading could meet but the footers' tuples cannot is refused at once, naming the
+    footers (refused after reading, the message would give the vertex count instead)."""
+    src = _parquet(tmp_path / "e.parquet", 1 << 19, 1 << 19)
+    out = tmp_path / "p.store"
+    r = _run("ingest", str(src), "--workers", "1", "--threads", "2", "--memory-limit", "260MB", "--out", str(out),
+             timeout=60)
+    assert r.returncode == 2, r.stderr[-2000:]
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("breadth: error: --memory-limit 260MB is below the minimum of ")
+    assert "524,288 tuples (from the Parquet footers; their vertices add more) on 1 worker(s)" in lines[0]
+    assert not out.exists()
+
+
 def test_bad_memory_limit_is_a_usage_error():
     r = _run("generate", "--scale", "10", "--memory-limit", "banana", "--out", "never.store", timeout=60)
     assert r.returncode == 2
