@@ -547,10 +547,11 @@ def plan_reading(limit: int, paths: list[str], workers: int, threads: int, *, di
     from breadth.io.formats import detect_format
     from breadth.io.paths import expand_paths
 
-    every = expand_paths(paths)
-    files = [f for f in every if detect_format(f) != "parquet"]
-    if count_parquet and len(files) < len(every):
-        plan_parquet_floor(limit, [f for f in every if f not in set(files)], workers, threads, directed)
+    files, parquet = [], []
+    for f in expand_paths(paths):
+        (parquet if detect_format(f) == "parquet" else files).append(f)
+    if count_parquet and parquet:
+        plan_parquet_floor(limit, parquet, workers, threads, directed)
     sizes = [text_bytes(f) for f in files]
     stream = max([b for b, gz in sizes if gz] or [0])
     plain = max([b for b, gz in sizes if not gz] or [0])
@@ -579,8 +580,8 @@ def plan_parquet_floor(limit: int, paths: list[str], workers: int, threads: int,
     relabeled) and what the workers hold after reading only add to it.  Raises :class:`MemoryLimitError`
     where ``limit`` is below it, so that ``ingest`` refuses before reading instead of after.
 
-    >>> plan_parquet_floor(10**12, ["edges.parquet"], 2, 1)          # doctest: +SKIP
-    490733568
+    >>> format_bytes(plan_parquet_floor(10**12, ["crawl/"], 2, 1))  # 2^26 tuples, row groups of 2^20  # doctest: +SKIP
+    '506MB'
     """
     from breadth.io.parquet_edges import row_group_sizes
 
