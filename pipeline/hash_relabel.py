@@ -9,7 +9,8 @@ No process holds all the ids.  With ``P`` owners (one per worker by default) the
    where sorting the ids by value cost more than numbering them); strings as Arrow strings sorted by value
    (:mod:`breadth.pipeline.string_chunks`).  The pieces go into the id shuffle
    (:func:`breadth.pipeline.shuffle.exchange`): task outputs in the workers' memory, or files on its
-   disk tier when the workers' memory limit needs it (:func:`breadth.pipeline.shuffle.id_tier`).
+   disk tier when the workers' memory limit needs it (:func:`breadth.pipeline.shuffle.id_tier`), where the
+   chunk's codes and order wait in files too until step 5.
 2. **own** (a merge tree per owner, pinned round-robin to the workers): owner ``p`` receives its piece
    of every chunk (the shuffle), and keeps their sorted union -- part ``p`` of the id map (keys until the
    chunks are densified, step 5; then the ids of the keys in key order: the map's ``order="hash"``).
@@ -129,8 +130,10 @@ def chunk_dense(split: tuple, *looked_up: np.ndarray, dtype=np.int64) -> np.ndar
     """The chunk's edges in dense ids (``(k, 2)`` of ``dtype``): ``split`` is ``(codes, order, ...)``,
     ``looked_up[p]`` are the dense ids of ``pieces[p]``, so their concatenation follows ``order``."""
     from .chunk_densify import dense_of_codes  # Numba, imported where CPU steps run
+    from .shuffle import unpark
 
-    return dense_of_codes(split[0], split[1], looked_up, dtype)
+    codes, order = unpark(split)[:2]
+    return dense_of_codes(codes, order, looked_up, dtype)
 
 
 def dense_to_file(folder: str, c: int, dense_step, split: tuple, *looked_up, dtype=np.int64) -> int:
@@ -171,11 +174,12 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     whose tier follows the workers' memory limit
     (:func:`~breadth.pipeline.shuffle.id_tier`): on the disk tier each chunk's pieces (8 bytes per distinct
     id) wait in files under ``spill_dir`` (default: a temporary directory), removed before this returns.
-    A chunk waits for its owners as its codes and order (about 8 bytes a tuple plus 4 per distinct id),
-    then as its dense ids in 32 bits where ``n < 2**31`` (8 bytes a tuple) -- in the workers' memory, or on
-    the disk tier in a file of a :class:`~breadth.pipeline.shuffle.LastingFolder` under ``spill_dir``,
-    removed when the dense chunks' graphs go -- and the edge shuffle's send reads them as they are; its
-    raw ids are freed as soon as it is split.
+    A chunk waits for its owners as its codes and order (about 8 bytes a tuple plus 4 per distinct id; on
+    the disk tier in files beside its pieces, :class:`~breadth.pipeline.shuffle.ParkedArrays`), then as its
+    dense ids in 32 bits where ``n < 2**31`` (8 bytes a tuple) -- in the workers' memory, or on the disk
+    tier in a file of a :class:`~breadth.pipeline.shuffle.LastingFolder` under ``spill_dir``, removed when
+    the dense chunks' graphs go -- and the edge shuffle's send reads them as they are; its raw ids are
+    freed as soon as it is split.
     ``device="gpu"``: the steps run on the workers' GPUs (:mod:`breadth.pipeline.hash_relabel_gpu`;
     chunks NumPy or CuPy integers, or cuDF frames of strings), the pieces wait as task outputs in device
     memory (dask-cuda spills them), the dense chunks are CuPy arrays and the map's parts come to the host.
@@ -184,9 +188,7 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     >>> idm.nparts == len(workers), idm.size                                  # doctest: +SKIP
     (True, 1048224)
     """
-    from distributed import wait
-
-    from .shuffle import LastingFolder, exchange, id_tier, spill_space
+    from .shuffle import LastingFolder, id_tier
 
     P = int(nowners or len(workers))
     dtype = np.dtype(dtype)
@@ -194,11 +196,37 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     chunks = [p for p, r in zip(parts, rows) if r]
     tier = "memory" if device == "gpu" else id_tier(client, int(sum(rows)))
     parked = LastingFolder.make(spill_dir) if tier == "disk" else None  # where dense chunks wait
+    try:
+        dense, owners, offsets = _relabel(client, steps, chunks, P, dtype, workers, tier, spill_dir, parked)
+    except BaseException:
+        if parked is not None:  # a failed or interrupted run: its frames may hold the folder until exit
+            parked.remove()
+        raise
+    # integer parts become the ids of their keys, in host memory wherever they were built
+    owners = [client.submit(steps.part_ids, o, dtype, workers=[workers[p % len(workers)]],
+                            allow_other_workers=True, pure=False) for p, o in enumerate(owners)]
+    load = dense if parked is None else \
+        [dask.delayed(dense_from_file, pure=True)(parked, c, d) for c, d in enumerate(dense)]
+    strings = dtype == np.dtype("O")
+    return (load, PartitionedIdMap(owners, offsets, np.dtype(object) if strings else dtype, "hash", None, client,
+                                   order="value" if strings else "hash"))
+
+
+def _relabel(client, steps, chunks: list, P: int, dtype, workers: list[str], tier: str, spill_dir: str | None,
+             parked) -> tuple[list, list, np.ndarray]:
+    """:func:`relabel_hashed`'s shuffle, owners and densifying: ``(dense futures, owners' part futures (keys
+    for integers), offsets)`` once every chunk is densified."""
+    from distributed import wait
+
+    from .shuffle import exchange, spill_space
+
     with spill_space(client, tier, spill_dir) as space:
         # reads (delayed) and splits form one graph: Dask splits a chunk as soon as it is read and frees
-        # the read chunk once split
+        # the read chunk once split; on the disk tier a chunk's codes and order (8 bytes a tuple) wait in
+        # files too, since held, every chunk's would be a worker's share of the edge list while the owners
+        # merge (2^26 tuples on 2 workers under a 700MB limit: 744 MiB a worker, which was ended)
         ex = exchange(client, chunks, _split_part, P, workers, tier=tier, root=space.root,
-                      args=(steps.chunk_split, P, dtype))
+                      args=(steps.chunk_split, P, dtype), park_kept=True)
         space.futures += ex.kept  # the splits write the disk tier's pieces: cancelled if the run fails
         owners = [ex.reduce(p, steps.owner_part, dtype, fanin=MERGE_FANIN) for p in range(P)]
         sizes = client.gather([client.submit(len, o, pure=False) for o in owners])
@@ -211,14 +239,7 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
         space.futures += dense
         del ex  # a chunk's codes, order and pieces go once its dense ids are made
         wait(dense)  # before the pieces' folder goes (the dense chunks' folder goes with the last graph)
-    # integer parts become the ids of their keys, in host memory wherever they were built
-    owners = [client.submit(steps.part_ids, o, dtype, workers=[workers[p % len(workers)]],
-                            allow_other_workers=True, pure=False) for p, o in enumerate(owners)]
-    load = dense if parked is None else \
-        [dask.delayed(dense_from_file, pure=True)(parked, c, d) for c, d in enumerate(dense)]
-    strings = dtype == np.dtype("O")
-    return (load, PartitionedIdMap(owners, offsets, np.dtype(object) if strings else dtype, "hash", None, client,
-                                   order="value" if strings else "hash"))
+    return dense, owners, offsets
 
 
 def _densify(client, steps, ex, owners: list, offsets: np.ndarray, parked) -> list:

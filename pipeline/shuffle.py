@@ -289,6 +289,10 @@ class LastingFolder:
             os.makedirs(spill_dir, exist_ok=True)
         return cls(tempfile.mkdtemp(prefix=prefix, dir=spill_dir))
 
+    def remove(self) -> None:
+        """Remove the folder now (a run that failed: no graph will read its files)."""
+        self._gone()
+
     def __reduce__(self):
         return str, (self.path,)
 
@@ -372,11 +376,39 @@ def consume(client, sent: Sent, spec: ShuffleSpec, workers: list[str], fn: Calla
 # ---------------------------------------------------------------- ids: exchange whole 1-D pieces
 
 
+@dataclass(frozen=True)
+class ParkedArrays:
+    """What a chunk's split kept (a tuple of NumPy arrays), written to ``.npy`` files of the disk tier's
+    folder instead of waiting in the worker's memory until the owners answer."""
+
+    paths: tuple[str, ...]
+
+    def load(self) -> tuple:
+        """The arrays, as the split returned them."""
+        return tuple(load_npy(p) for p in self.paths)
+
+
+def unpark(kept):
+    """What a split kept, read back where :func:`exchange` parked it (``park_kept``), else as it is."""
+    return kept.load() if isinstance(kept, ParkedArrays) else kept
+
+
+def _park(root: str, index: int, kept: tuple) -> ParkedArrays:
+    d = os.path.join(root, "kept")
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(d)
+    paths = tuple(os.path.join(d, f"chunk-{index}-{j}.npy") for j in range(len(kept)))
+    for path, a in zip(paths, kept):
+        save_npy(path, a)
+    return ParkedArrays(paths)
+
+
 def _exchange_chunk(chunk, index: int, split: Callable, nowners: int, tier: str, root: str | None,
-                    args: tuple) -> tuple:
+                    args: tuple, park_kept: bool = False) -> tuple:
     """Chunk side of :func:`exchange`: ``split(chunk, *args) -> (kept, pieces)``, returned flat as
     ``(kept, piece_0, ..., piece_{P-1})`` (one getitem task per output); the pieces go to the tier (the
-    disk tier writes each to a file, :func:`save_piece`, and keeps the files' names)."""
+    disk tier writes each to a file, :func:`save_piece`, and keeps the files' names; with ``park_kept``
+    also what the split kept, :class:`ParkedArrays`)."""
     kept, pieces = split(chunk, *args)
     if len(pieces) != nowners:
         raise ValueError(f"split returned {len(pieces)} pieces for {nowners} owners")
@@ -388,7 +420,7 @@ def _exchange_chunk(chunk, index: int, split: Callable, nowners: int, tier: str,
         with contextlib.suppress(FileExistsError):
             os.mkdir(d)
         names.append(save_piece(os.path.join(d, f"chunk-{index}"), a))
-    return (kept, *names)
+    return (_park(root, index, kept) if park_kept else kept, *names)
 
 
 def save_piece(stem: str, a) -> str:
@@ -470,13 +502,16 @@ class OwnerPieces:
 
 
 def exchange(client, chunks: list, split: Callable, nowners: int, workers: list[str], *, tier: str = "memory",
-             root: str | None = None, args: tuple = ()) -> OwnerPieces:
+             root: str | None = None, args: tuple = (), park_kept: bool = False) -> OwnerPieces:
     """The id shuffle's first half: one task per chunk (futures or delayed objects) runs
     ``split(chunk, *args) -> (kept, pieces)`` (``pieces``: ``nowners`` 1-D arrays, e.g. the chunk's
     distinct ids cut by owner) and stores the pieces in ``tier`` (``"memory"`` and ``"host"``: Dask task
     outputs; ``"disk"``: files under ``root``, a :func:`spill_space` folder: ``.npy`` for NumPy pieces,
     Arrow IPC for Arrow arrays, :func:`save_piece`).  Owners then consume them with
-    :meth:`OwnerPieces.reduce` and :meth:`OwnerPieces.piece`.
+    :meth:`OwnerPieces.reduce` and :meth:`OwnerPieces.piece`.  ``park_kept``: on the disk tier, ``kept`` (a
+    tuple of NumPy arrays) goes to files too, :attr:`OwnerPieces.kept` holds :class:`ParkedArrays`, and
+    its consumer reads them with :func:`unpark` -- so that no worker holds every chunk's ``kept`` while the
+    owners work.
 
     >>> def cut(ids, n):                      # doctest: +SKIP
     ...     u = np.unique(ids); return u.size, [u[u % n == p] for p in range(n)]
@@ -491,7 +526,7 @@ def exchange(client, chunks: list, split: Callable, nowners: int, workers: list[
 
     # delayed reads and their splits form one graph, so that a chunk is split as soon as it is read; the
     # splits' outputs are taken apart by getitem tasks (each next to its chunk) submitted in one batch
-    outs = [dask.delayed(_exchange_chunk, pure=False)(c, i, split, nowners, tier, root, args)
+    outs = [dask.delayed(_exchange_chunk, pure=False)(c, i, split, nowners, tier, root, args, park_kept)
             for i, c in enumerate(chunks)]
     flat = client.compute([dask.delayed(operator.getitem, pure=True)(o, j)
                            for o in outs for j in range(nowners + 1)])

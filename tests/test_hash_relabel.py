@@ -215,6 +215,67 @@ def test_relabeling_lets_each_chunks_split_go_once_densified(tmp_path, lclient, 
     assert el.source["relabel"] == "hash" and held and held[-1] == []
 
 
+def _codes_held(client) -> int:
+    """Chunks' codes ((k, 2) int32 arrays) among the workers' task results."""
+    def scan(dask_worker):
+        n, stack = 0, list(dask_worker.data.values())
+        while stack:
+            v = stack.pop()
+            if isinstance(v, (tuple, list)):
+                stack.extend(v)
+            elif isinstance(v, np.ndarray) and v.ndim == 2 and v.dtype == np.int32:
+                n += 1
+        return n
+
+    return sum(client.run(scan).values())
+
+
+@pytest.mark.parametrize("tier", ["memory", "disk"])
+def test_disk_tier_parks_the_chunks_codes_while_the_owners_merge(tmp_path, lclient, monkeypatch, tier):
+    """On the disk tier no worker holds the chunks' codes while the owners merge their parts (they wait in
+    files beside the pieces, a worker's share of the edge list otherwise); the memory tier holds them."""
+    import dask
+
+    from breadth.pipeline import read_parquet
+    from breadth.pipeline.shuffle import TIER_CONFIG
+
+    real_gather, held = lclient.gather, []
+
+    def gather(futures, *a, **kw):
+        out = real_gather(futures, *a, **kw)
+        if not held:  # the owners' part sizes: every chunk is split, none densified
+            held.append(_codes_held(lclient))
+        return out
+
+    monkeypatch.setattr(lclient, "gather", gather)
+    e = _sparse_edges("int64", m=1 << 12, nids=1 << 10)
+    _write_parquet(tmp_path / "e.parquet", e, rows_per_group=1 << 9)  # 8 chunks
+    with dask.config.set({TIER_CONFIG: tier}):
+        el = read_parquet(str(tmp_path / "e.parquet"), client=lclient, spill_dir=str(tmp_path / "spill"))
+    assert held == [0] if tier == "disk" else held == [8]
+    np.testing.assert_array_equal(np.concatenate(lclient.gather(el.id_map.parts))[el.edges.compute()], e)
+
+
+def test_failed_relabeling_leaves_no_parked_folder(tmp_path, lclient, monkeypatch):
+    """A relabeling that fails on the disk tier removes the folder where its dense chunks were to wait, even
+    while the failure's traceback (holding the relabeling's frames) is still alive."""
+    import dask
+
+    from breadth.pipeline import hash_relabel, read_parquet
+    from breadth.pipeline.shuffle import TIER_CONFIG
+
+    def fail(*a, **kw):
+        raise RuntimeError("densify failed")
+
+    monkeypatch.setattr(hash_relabel, "_densify", fail)
+    e = _sparse_edges("int64", m=1 << 12, nids=1 << 10)
+    _write_parquet(tmp_path / "e.parquet", e, rows_per_group=1 << 9)
+    spill = tmp_path / "spill"
+    with dask.config.set({TIER_CONFIG: "disk"}), pytest.raises(RuntimeError, match="densify failed") as err:
+        read_parquet(str(tmp_path / "e.parquet"), client=lclient, spill_dir=str(spill))
+    assert err.value is not None and list(spill.iterdir()) == []
+
+
 def _undirected_edges(dense: np.ndarray) -> int:
     """Distinct undirected non-loop edges of ``(k, 2)`` dense ids."""
     d = dense[dense[:, 0] != dense[:, 1]]
