@@ -64,10 +64,10 @@ def mapped_file(arr: np.ndarray) -> tuple[str, int] | None:
     return arr.filename, arr.offset
 
 
-def write_npy(w: "HashingWriter", arr: np.ndarray) -> None:
-    """``arr`` (C-contiguous, not object) as ``.npy`` bytes into ``w``: the header
-    ``numpy.lib.format.write_array`` writes (version 1.0), then the data in slices of the array's own
-    memory (no copy), so the file and its sha256 are ``write_array``'s exactly.  A memory-mapped array
+def write_npy(w, arr: np.ndarray) -> None:
+    """``arr`` (C-contiguous, not object) as ``.npy`` bytes into ``w`` (a file or a :class:`HashingWriter`):
+    the header ``numpy.lib.format.write_array`` writes (version 1.0), then the data in slices of the array's
+    own memory (no copy), so the file and its sha256 are ``write_array``'s exactly.  A memory-mapped array
     is read from its file in blocks instead: a mapped page that is read stays in the worker's resident
     memory while the map lives, a block read into a buffer does not."""
     np.lib.format.write_array_header_1_0(w, np.lib.format.header_data_from_array_1_0(arr))
@@ -95,22 +95,19 @@ HASH_APART_BYTES = 16 << 20
 
 
 def _write_hashing_apart(f, arr: np.ndarray) -> tuple[str, int]:
-    """``arr`` (C-contiguous, in memory) as ``.npy`` bytes into ``f``, as :func:`write_npy` writes them, its
-    sha256 computed meanwhile by another thread: ``(hex digest, bytes)``."""
+    """``arr`` (C-contiguous, in memory) written into ``f`` by :func:`write_npy`, its sha256 computed
+    meanwhile by another thread (the header's bytes, then the array's memory): ``(hex digest, bytes)``."""
     head = io.BytesIO()
     np.lib.format.write_array_header_1_0(head, np.lib.format.header_data_from_array_1_0(arr))
-    head = head.getvalue()
+    h = hashlib.sha256(head.getvalue())
     data = memoryview(arr.reshape(-1)).cast("B")
-    h = hashlib.sha256(head)
     hasher = threading.Thread(target=h.update, args=(data,), name="breadth-npy-sha256", daemon=True)
     hasher.start()
     try:
-        f.write(head)
-        for i in range(0, len(data), _WRITE_BLOCK):
-            f.write(data[i:i + _WRITE_BLOCK])
+        write_npy(f, arr)
     finally:
         hasher.join()
-    return h.hexdigest(), len(head) + len(data)
+    return h.hexdigest(), head.tell() + len(data)
 
 
 def save_npy(path: str, arr: np.ndarray, atomic: bool = False) -> dict:
