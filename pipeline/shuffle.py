@@ -52,7 +52,7 @@ from breadth.io.npy_lock import load_npy
 from .device_memory import device_memory_limit
 from .memory_plan import TIERS, TierChoice
 from .memory_plan import choose_tier as _choose_tier
-from .shuffle_tiers import ShuffleSpec, send_chunk
+from .shuffle_tiers import ShuffleSpec, run_folder, send_chunk
 
 #: Dask configuration key that forces the shuffle's tier: "auto" (default: from the memory limit),
 #: "memory", "host" or "disk".  ``dask.config.set({"breadth.shuffle.tier": "disk"})``
@@ -259,7 +259,7 @@ def spill_space(client, tier: str, spill_dir: str | None) -> Iterator[SpillSpace
 def _remove(root: str, temporary: str | None) -> None:
     """Remove ``root`` until it stays gone.  A chunk task already running when the run failed cannot be
     stopped and may still write a bucket file; it never creates its owner's folder's parent again
-    (:func:`~breadth.pipeline.shuffle_tiers.send_chunk` makes folders with ``mkdir``, not ``makedirs``)."""
+    (its tasks make folders with :func:`~breadth.pipeline.shuffle_tiers.run_folder`, never ``makedirs``)."""
     for _ in range(100):
         shutil.rmtree(root, ignore_errors=True)
         if not os.path.lexists(root):
@@ -394,9 +394,7 @@ def unpark(kept):
 
 
 def _park(root: str, index: int, kept: tuple) -> ParkedArrays:
-    d = os.path.join(root, "kept")
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(d)
+    d = run_folder(os.path.join(root, "kept"))
     paths = tuple(os.path.join(d, f"chunk-{index}-{j}.npy") for j in range(len(kept)))
     for path, a in zip(paths, kept):
         save_npy(path, a)
@@ -416,9 +414,7 @@ def _exchange_chunk(chunk, index: int, split: Callable, nowners: int, tier: str,
         return (kept, *pieces)
     names = []
     for p, a in enumerate(pieces):
-        d = os.path.join(root, f"owner-{p}")
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(d)
+        d = run_folder(os.path.join(root, f"owner-{p}"))
         names.append(save_piece(os.path.join(d, f"chunk-{index}"), a))
     return (_park(root, index, kept) if park_kept else kept, *names)
 

@@ -126,6 +126,15 @@ def read_rows(path: str, dtype: np.dtype, start: int, stop: int) -> np.ndarray:
     return np.fromfile(path, dtype=dtype, count=2 * int(stop - start), offset=2 * int(start) * item).reshape(-1, 2)
 
 
+def run_folder(path: str) -> str:
+    """Make ``path``, a folder directly in a run's root, unless it is there: ``mkdir``, not ``makedirs``,
+    since the root exists for the whole run and a task still running after a failed run removed it must
+    fail here rather than create the tree again."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path)
+    return path
+
+
 def send_chunk(edges: Any, chunk: int, spec: ShuffleSpec) -> tuple[list, dict]:
     """Split one ``(k, 2)`` chunk of edge tuples by owner and store each owner's part in ``spec.tier``.
 
@@ -171,11 +180,7 @@ def _store(spec: ShuffleSpec, owner: int, chunk: int, grouped: list, loops: np.n
         times.add(where, loops.nbytes)
         (out, ob), (inc, ib) = grouped[0], (grouped[1] if spec.directed else (None, None))
         return HostPiece(out, ob, inc, ib, loops)
-    d = os.path.dirname(disk_path(spec.root, owner, chunk, 0))
-    # mkdir, not makedirs: the run's root exists for the whole run; a task still running after a failed
-    # run removed it must fail here rather than create the tree again
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(d)
+    run_folder(os.path.dirname(disk_path(spec.root, owner, chunk, 0)))
     for k, (local, _) in enumerate(grouped):
         if local.shape[0]:
             with times("write"):
