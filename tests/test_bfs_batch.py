@@ -152,11 +152,13 @@ def test_batch_top_down_lists_a_remote_vertex_once_per_frontier_vertex():
     """64 owned frontier vertices, each in its own search, all with an edge to the same vertex of another
     rank: the step sends 64 ``(vertex, bits, parent)`` rows for it (more than the vertices its thread owns),
     each search's bit with its own parent, and marks them sent."""
+    from breadth.bfs.cpu.batch_frontier import record_arrays
     from breadth.bfs.cpu.batch_top_down import top_down_step
 
     frontier = np.uint64(1) << np.arange(64, dtype=np.uint64)
     sent = np.zeros(66, np.uint64)
-    found_by = np.full((64, 64), -1, np.int32)
+    found_by = record_arrays(64, 64, np.int32)[0]
+    found_by.fill(-1)
     touched, pairs = top_down_step(np.arange(65, dtype=np.int64), np.full(64, 65, np.int64), 0, np.arange(64),
                                    frontier, frontier.copy(), np.zeros(64, np.uint64), sent, found_by)
     assert touched.size == 0 and (found_by == -1).all()

@@ -17,8 +17,8 @@ Algorithm (the bottom-up half of MS-BFS, Then et al., VLDB 2015, with Beamer's e
 The scan stops once every missing search has been found, the batch's version of bottom-up's "stop at
 the first parent"; a search that ended (no frontier) is left out of ``missing`` so it never keeps a vertex
 scanning.  The level goes into the bit-sliced ``planes`` (see :mod:`.batch_frontier`) and each found
-(vertex, search)'s parent and level's low byte into ``found_by``/``found_at`` (a vertex's searches side by
-side, laid out per search after the pass, :func:`.batch_results.unpack`).  The rows are the shard's
+(vertex, search)'s parent and level's low byte into ``found_by``/``found_at`` (blocks of consecutive vertices,
+:func:`.batch_frontier.record_arrays`; laid out per search after the pass, :func:`.batch_results.unpack`).  The rows are the shard's
 degree-ordered ones where it has them (hubs, in most searches' frontiers, first).  When the frontier is
 sparse each neighbour is first tested in a bitmap of the non-zero frontier words (one bit per vertex, in
 cache) and its word read only when set.  Each thread owns a contiguous range of whole vertices, so no
@@ -31,7 +31,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .batch_frontier import record_found
+from .batch_frontier import record_found, record_parent
 from .bit_ops import ctz, popcount
 
 
@@ -48,9 +48,9 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
     ``planes`` (``(nloc, B)`` uint64) updated.  ``out_offsets``: the out-edge offsets (for the counters).
     ``bounds``: the threads' vertex chunks (:func:`.batch_frontier.vertex_chunks`); ``ctr``/``orw`` as
     :func:`.batch_frontier.finish_touched` writes them (with the unfinished in-degree sum counted).
-    ``found_by``: ``(nloc, k)`` parents by vertex (:func:`.batch_results.unpack`); for each search ``i`` that
-    reaches ``v`` now, ``found_by[v, i]`` gets the first in-neighbour found in its frontier (global id) and
-    ``found_at[v, i]`` (``(nloc, k)`` uint8) the depth's low byte.
+    ``found_by``/``found_at``: the records (:func:`.batch_frontier.record_arrays`); for each search ``i`` that
+    reaches ``v`` now, ``v``'s parent in ``i`` is the first in-neighbour found in its frontier (global id) and
+    its level's low byte the depth's.
 
     >>> bottom_up_step(off, cols, fg, nonzero_bits(fg), True, np.uint64(3), seen, nxt, planes, 2, off,
     ...                bounds, ctr, orw, found_by, found_at)                          # doctest: +SKIP
@@ -83,7 +83,7 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
                             # u is the parent of the searches it is the first to bring
                             got |= new
                             while new:
-                                found_by[v, ctz(new)] = u
+                                record_parent(found_by, v, ctz(new), u)
                                 new &= new - one
                             if got == missing:
                                 break

@@ -148,38 +148,66 @@ def derive(in_offsets, in_cols, lo, table, nplanes, roots, first, count, bounds,
 
 
 
-#: vertices per tile of :func:`unpack` (measured at scale 20: 256 a tenth faster than 64)
-UNPACK_TILE = 256
+#: 64-vertex blocks per tile of :func:`unpack`: the tile's records (256 KB of int32 parents and 64 KB of levels'
+#: bytes at 64 searches) stay in the L2 cache while each search's runs of the tile are written
+UNPACK_TILE_BLOCKS = 16
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
 def unpack(seen, planes, found_by, found_at, bounds, first, parent, level):
-    """Per-search parents and levels of a pass whose steps recorded them by vertex (CPU).
+    """Per-search parents and levels of a pass whose steps recorded them (CPU).
 
     ``seen``: ``(nloc,)`` uint64; ``planes``: ``(nloc, B)`` uint64 bit-sliced levels; ``found_by``/``found_at``:
-    ``(nloc, k)`` parents (global ids; each search's root its own) and uint8 low bytes of the levels (the
-    planes give bits 8 and up, where a search is that deep), valid where the search's bit of ``seen`` is
-    set.  The steps write a vertex's searches side by side (one cache line for 16 parents and 64 levels,
-    where search-major rows would take a line each).  Writes searches ``first .. first+count-1`` into
-    ``parent`` (``(count, nloc)``, -1 unreached) and ``level`` (``(count, nloc)`` int32, -1 unreached),
-    search-major as the single search gives them, a tile of
-    vertices at a time (the tile's rows stay in cache while each search's run of it is written; the pass
-    is bound by memory traffic, which the one-byte levels cut).  ``bounds``: the threads' vertex chunks
-    (:func:`.batch_frontier.vertex_chunks`)."""
+    the blocked records of :func:`.batch_frontier.record_arrays` (parents in global ids, each search's root its
+    own; uint8 low bytes of the levels, the planes giving bits 8 and up where a search is that deep), valid
+    where the search's bit of ``seen`` is set.  Writes searches ``first .. first+count-1`` into ``parent``
+    (``(count, nloc)``, -1 unreached) and ``level`` (``(count, nloc)`` int32, -1 unreached), search-major
+    as the single search gives them.  ``bounds``: the threads' vertex chunks
+    (:func:`.batch_frontier.vertex_chunks`), each taken from the 64-vertex block where it starts.
+
+    A search's entries of a 64-vertex block are contiguous runs in the records (8 of 8 parents, one of 64
+    bytes), copied to contiguous runs of its rows, a tile of blocks at a time: the pass is bound by memory
+    traffic (scale 20, 64 searches, this 2-core machine, ``bench_batch.py``: 154-157 ms when a vertex's
+    searches were side by side, one entry per cache line read, about 100 ms now).  ``reached - 1`` (0 or all
+    ones) ORed in makes unreached entries -1 whatever the records hold."""
     one = np.uint64(1)
     count = parent.shape[0]
     nplanes = planes.shape[1]
+    nloc = seen.size
+    whole = nloc - nloc % 64
+    last = bounds.size - 2
     for c in numba.prange(bounds.size - 1):
-        j0 = bounds[c]
-        while j0 < bounds[c + 1]:
-            j1 = min(j0 + UNPACK_TILE, bounds[c + 1])
+        unreached = np.empty(64, np.int32)
+        a = bounds[c] - bounds[c] % 64
+        end = whole if c == last else bounds[c + 1] - bounds[c + 1] % 64
+        while a < end:
+            e = min(a + UNPACK_TILE_BLOCKS * 64, end)
             for i in range(count):
-                bit = np.uint64(first + i)
-                for j in range(j0, j1):
-                    lv = np.int32(found_at[j, first + i])
-                    for b in range(8, nplanes):
-                        lv |= np.int32((planes[j, b] >> bit) & one) << b
-                    level[i, j] = lv if (seen[j] >> bit) & one else -1
-                for j in range(j0, j1):
-                    parent[i, j] = found_by[j, first + i] if (seen[j] >> bit) & one else -1
-            j0 = j1
+                s = first + i
+                bit = np.uint64(s)
+                for j0 in range(a, e, 64):
+                    # loops of constant length over a whole block: they vectorise
+                    b = j0 >> 6
+                    for t in range(64):
+                        unreached[t] = np.int32((seen[j0 + t] >> bit) & one) - 1
+                    for t in range(64):
+                        level[i, j0 + t] = np.int32(found_at[b, s, t]) | unreached[t]
+                    for q in range(8):
+                        for t in range(8):
+                            parent[i, j0 + 8 * q + t] = found_by[8 * b + q, s, t] | unreached[8 * q + t]
+                    if nplanes > 8:
+                        for t in range(64):
+                            for p in range(8, nplanes):
+                                level[i, j0 + t] |= np.int32((planes[j0 + t, p] >> bit) & one) << p
+            a = e
+        if c == last:  # the partial block at the end
+            for i in range(count):
+                s = first + i
+                bit = np.uint64(s)
+                for j in range(whole, nloc):
+                    u = np.int32((seen[j] >> bit) & one) - 1
+                    lv = np.int32(found_at[j >> 6, s, j & 63])
+                    for p in range(8, nplanes):
+                        lv |= np.int32((planes[j, p] >> bit) & one) << p
+                    level[i, j] = lv | u
+                    parent[i, j] = found_by[j >> 3, s, j & 7] | u

@@ -13,8 +13,8 @@ top-down level visits each frontier vertex ``u`` once for all the searches it is
 so an edge is read once per level however many of the 64 searches cross it -- the sharing that makes
 a batch cheaper than its searches one by one.  ``seen`` is not written during the level (the end-of-level
 pass, :func:`.batch_frontier.finish_touched`, adds ``next`` to it and records the level).  ``found_by``
-(``(nloc, k)``, a vertex's searches side by side) keeps each (vertex, search)'s parent, laid out per search
-after the pass (:func:`.batch_results.unpack`).  The step lists the vertices it touches (those whose
+(blocks of 16 vertices, :func:`.batch_frontier.record_arrays`) keeps each (vertex, search)'s parent, laid out
+per search after the pass (:func:`.batch_results.unpack`).  The step lists the vertices it touches (those whose
 ``next`` word it made non-zero), so the end of a top-down level costs the level's vertices, not a pass
 over all of them.
 
@@ -32,6 +32,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .batch_frontier import record_parent
 from .bit_ops import ctz
 
 
@@ -71,7 +72,7 @@ def _expand(offsets, cols, lo, n, queue, frontier, seen, nxt, sent, found_by, np
                                 kl += one
                             nxt[j] = old | new
                             while new:
-                                found_by[j, ctz(new)] = gu
+                                record_parent(found_by, j, ctz(new), gu)
                                 new &= new - one
                 elif vlo <= v < vhi:
                     new = f & ~sent[v]
@@ -103,7 +104,7 @@ def top_down_step(offsets, cols, lo: int, queue: np.ndarray, frontier: np.ndarra
 
     ``queue``: int64 local ids of the vertices whose ``frontier`` word (``(nloc,)`` uint64) is non-zero.
     ``nxt`` (``(nloc,)`` uint64, zero before the level's first step) gets the searches that reach each
-    owned vertex now, and ``found_by`` (``(nloc, k)``, global ids, see :func:`.batch_results.unpack`) the
+    owned vertex now, and ``found_by`` (:func:`.batch_frontier.record_arrays`, global ids) the
     frontier vertex that brought each of them.  ``sent``: ``(n,)`` uint64 over global ids (empty on one
     rank).  Returns ``(touched, pairs)``: the int64 local ids whose ``nxt`` word this step made non-zero
     (each once), and the ``(k, 3)`` int64 rows ``(vertex, bits, parent)`` for other ranks (global ids;
@@ -153,7 +154,7 @@ def claim_pairs(pairs, lo, seen, nxt, found_by):
                 k += 1
             nxt[j] = old | new
             while new:
-                found_by[j, ctz(new)] = pairs[t, 2]
+                record_parent(found_by, j, ctz(new), pairs[t, 2])
                 new &= new - one
     return out[:k]
 

@@ -7,9 +7,11 @@ level's counters as host integers ``(vertices, pairs, out_degree_sum, unfinished
 
 Parents: the steps record them during the pass where ``records_fit`` says the records fit (always on
 CPUs; ``derives_parents`` False: their steps need the records): the steps write the parent of each
-(vertex, search) they find into ``rec`` (``new_records``, the roots set by ``record_roots``) and the
-top-down exchange carries ``(vertex, bits, parent)`` rows; a group of searches' results is then ``lay_out``.  The CPU's records are vertex-major (``(nloc, k)`` parents
-and the levels' low bytes: a vertex's searches share a cache line) and laid out per search into buffers;
+(vertex, search) they find into ``rec`` (``new_records``, the roots set by ``record_roots``; how many
+searches they hold: ``record_searches``) and the top-down exchange carries ``(vertex, bits, parent)`` rows;
+a group of searches' results is then ``lay_out``.  The CPU's records are blocked (a search's entries of 16
+consecutive vertices are one run of parents, of 64 one run of the levels' low bytes:
+:func:`~breadth.bfs.cpu.batch_frontier.record_arrays`) and laid out per search into buffers;
 the GPU's are search-major ``(k, nloc)`` parents (a warp's vertices write consecutive entries), the
 results themselves (``parents_in_place``), with the levels read from the planes.  Where they do not fit
 (GPUs with too little free memory), the steps take ``rec=None``, exchange ``(vertex, bits)`` rows, and
@@ -66,11 +68,12 @@ def cpu_batch_kernels() -> SimpleNamespace:
 
     def new_records(nloc, count, num_vertices, old=None):
         # every entry a search reaches is written before it is read: old arrays need no reset
-        return old or (np.empty((nloc, count), _parent_dtype(num_vertices)), np.empty((nloc, count), np.uint8))
+        return old or batch_frontier.record_arrays(nloc, count, _parent_dtype(num_vertices))
 
     def record_roots(rec, local, search, root):
-        rec[0][local, search] = root
-        rec[1][local, search] = 0
+        pb, lb = batch_frontier.PARENT_BLOCK, batch_frontier.LEVEL_BLOCK
+        rec[0][local // pb, search, local % pb] = root
+        rec[1][local // lb, search, local % lb] = 0
 
     def lay_out(seen, planes, rec, chunks, first, parent, level):
         batch_results.unpack(seen, planes, *rec, chunks, int(first), parent, level)
@@ -83,7 +86,8 @@ def cpu_batch_kernels() -> SimpleNamespace:
     return SimpleNamespace(
         name="cpu", xp=np, parent_dtype=_parent_dtype, to_host=np.asarray, synchronize=lambda: None,
         result_bytes=None, derives_parents=False, parents_in_place=False,
-        new_records=new_records, record_roots=record_roots, lay_out=lay_out,
+        new_records=new_records, record_roots=record_roots, record_searches=lambda rec: int(rec[0].shape[1]),
+        lay_out=lay_out,
         records_fit=lambda nloc, count, num_vertices: True,
         validation=SimpleNamespace(name="cpu", xp=np, to_host=np.asarray, checks_on_device=False),
         vertex_chunks=batch_frontier.vertex_chunks, finish_touched=finish_touched, bottom_up_step=bottom_up_step,

@@ -18,7 +18,7 @@ for search ``i``, and ``B`` words of bit-sliced levels (``planes``, see
 The pass's state is ``3 + B`` words per owned vertex (``B = 4`` planes hold 15 levels; more are added as
 the depth grows), plus, on several ranks, two words per global vertex (the gathered frontier and the sent
 filter).  The steps also record each found (vertex, search)'s parent (:mod:`.batch_backend`: on CPUs with
-the level's low byte, a vertex's searches side by side, ``5 k`` bytes per owned vertex for ``k`` searches,
+the level's low byte, in blocks of consecutive vertices, ``5 k`` bytes per owned vertex for ``k`` searches,
 laid out per search by :meth:`BatchEngine.results`; on GPUs search-major, ``4 k`` bytes per owned vertex,
 the results themselves).  Where the records do not fit (a GPU's free memory), per-search parents are
 derived after the pass instead, a group of searches at a time
@@ -155,7 +155,7 @@ class BatchEngine:
             a.fill(0)
         self._words = self._group = None
         kept, self._found = self._found, None
-        if kept is not None and (kept[0].size != s.num_local * roots.size or not s.num_local):
+        if kept is not None and (self.k.record_searches(kept) != roots.size or not s.num_local):
             kept = None  # another batch size: the last batch's records go before new ones are allocated
         record = not self.k.derives_parents or (
             self.record_parents if self.record_parents is not None else
