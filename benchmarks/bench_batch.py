@@ -20,6 +20,12 @@ rank (untimed), and the batch's parents checked with the five Graph500 rules for
 roots.  TEPS use Graph500's edge count per root (input tuples in the root's component); the batch's
 figure is the 64 roots' edges over the batch's time.  The JSON holds machine, versions, parameters, every
 round's times and the batch's per-level records.
+
+``--floor`` (CPU, one worker) then measures the least a pass of this algorithm costs on this machine for
+the same shard and roots (``batch_floor.py``), beside the 8x budget (the single searches' median / 8):
+
+    python benchmarks/bench_batch.py --scale 20 --workers 1 --floor \
+        --json benchmarks/results/batch_cpu_s20_floor.json
 """
 
 from __future__ import annotations
@@ -31,11 +37,12 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
 from results_file import machine, versions, write_json  # noqa: E402
 
 
-def _rank(engine, setup_s, roots, repeats, nvalidate):
+def _rank(engine, setup_s, roots, repeats, nvalidate, with_floor=False):
     """Rank body: warm both engines, then ``repeats`` interleaved rounds of single and batched searches."""
     from breadth.bfs.engine.batch_engine import BatchEngine
     from breadth.bfs.graph500.driver import _search_edge_count, _search_view
@@ -88,12 +95,25 @@ def _rank(engine, setup_s, roots, repeats, nvalidate):
         if i < nvalidate:
             violations.append(validate_rank(_search_view(batch, i), int(r)))
     mismatched = int(comm.allreduce(np.array([mismatched], np.int64))[0])
-    return {"rank": comm.rank, "setup_s": setup_s, "batch_setup_s": batch_setup, "nedge": nedge,
-            "rounds": rounds, "mismatched_levels": mismatched, "violations": violations}
+    out = {"rank": comm.rank, "setup_s": setup_s, "batch_setup_s": batch_setup, "nedge": nedge,
+           "rounds": rounds, "mismatched_levels": mismatched, "violations": violations}
+    if with_floor:  # one CPU rank: the batch's levels, the shard's rows (bottom-up's order where it has one)
+        if _HERE not in sys.path:  # the rank's worker process: batch_floor.py sits beside this script
+            sys.path.insert(0, _HERE)
+        from batch_floor import floor
+
+        s = engine.shard
+        levels_vm = np.empty((s.num_local, len(roots)), np.int8)
+        for i in range(len(roots)):
+            levels_vm[:, i] = batch.result(i)[1]
+        bu_off, bu_cols = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
+        bu_cols = s.meta.get("bu_columns", bu_cols)
+        out["floor"] = floor(np.asarray(s.offsets), np.asarray(bu_off), np.asarray(bu_cols), levels_vm)
+    return out
 
 
 def run_one(scale: int, workers: int, nroots: int, repeats: int, seed: int, nvalidate: int,
-            device: str = "cpu") -> dict:
+            device: str = "cpu", with_floor: bool = False) -> dict:
     from distributed import wait
 
     from breadth.bfs import choose_roots, run_session
@@ -110,7 +130,7 @@ def run_one(scale: int, workers: int, nroots: int, repeats: int, seed: int, nval
         edges.edges = None
         roots = choose_roots(g, nroots, seed + 1)
         t0 = time.perf_counter()
-        out = run_session(g, _rank, roots, repeats, nvalidate, timeout=600.0)
+        out = run_session(g, _rank, roots, repeats, nvalidate, with_floor, timeout=600.0)
         session_s = time.perf_counter() - t0
         construction = g.construction_time
         g.release()
@@ -144,7 +164,14 @@ def run_one(scale: int, workers: int, nroots: int, repeats: int, seed: int, nval
         "batch_teps_aggregate": total_edges / float(np.median(batch)),
         "nedge_per_root": r0["nedge"], "roots_ids": [int(x) for x in roots],
         "rounds": r0["rounds"],
+        **({"floor": _floor_summary(r0["floor"], float(np.median(single)))} if "floor" in r0 else {}),
     }
+
+
+def _floor_summary(fl: dict, single_s: float) -> dict:
+    """The floor beside the single searches' median and the 8x budget (see batch_floor.py)."""
+    return {**fl, "median_single_s": single_s, "budget_8x_s": single_s / 8,
+            "most_speedup": single_s / fl["floor_s"]}
 
 
 def main() -> None:
@@ -157,10 +184,15 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
                     help="gpu: one dask-cuda worker per GPU (--workers GPUs), CuPy kernels")
+    ap.add_argument("--floor", action="store_true",
+                    help="after the rounds, the least a pass of this algorithm costs here (batch_floor.py; "
+                         "CPU, one worker)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     if not 1 <= a.roots <= 64:
         ap.error("--roots must be in 1..64 (one batch)")
+    if a.floor and (a.device != "cpu" or a.workers != [1]):
+        ap.error("--floor needs --device cpu --workers 1 (one rank holds every vertex)")
     doc = {"benchmark": "bench_batch", "machine": machine(), "versions": versions(),
            "parameters": {"scale": a.scale, "workers": a.workers, "roots": a.roots, "repeats": a.repeats,
                           "seed": a.seed, "validate": a.validate, "edgefactor": 16, "protocol": "tcp",
@@ -171,12 +203,17 @@ def main() -> None:
     print(f"{'workers':>7} {'single 64 (s)':>14} {'batch 64 (s)':>13} {'speedup':>8} {'+results (s)':>13} "
           f"{'speedup':>8} {'levels==':>9} valid")
     for w in a.workers:
-        res = run_one(a.scale, w, a.roots, a.repeats, a.seed, a.validate, a.device)
+        res = run_one(a.scale, w, a.roots, a.repeats, a.seed, a.validate, a.device, a.floor)
         doc["runs"].append(res)
         print(f"{w:>7} {res['median_single_s']:>14.3f} {res['median_batch_s']:>13.3f} "
               f"{res['speedup_of_medians']:>7.2f}x {res['median_results_s']:>13.3f} "
               f"{res['speedup_with_results_of_medians']:>7.2f}x {str(res['levels_equal']):>9} {res['valid']}  "
               f"(pass per round: {', '.join(f'{x:.2f}x' for x in res['speedup_per_round'])})", flush=True)
+        if "floor" in res:
+            fl = res["floor"]
+            print(f"floor: {fl['oracle_visits']:,} visits x {fl['visit']['s_per_visit'] * 1e9:.2f} ns = "
+                  f"{fl['visits_s']:.3f} s, results {fl['results_floor_s']:.3f} s: {fl['floor_s']:.3f} s against "
+                  f"the 8x budget {fl['budget_8x_s']:.3f} s (at most {fl['most_speedup']:.2f}x)", flush=True)
         if a.json:
             doc["machine"]["loadavg_end"] = os.getloadavg()
             write_json(a.json, doc)
