@@ -21,7 +21,7 @@ roots.  TEPS use Graph500's edge count per root (input tuples in the root's comp
 figure is the 64 roots' edges over the batch's time.  The JSON holds machine, versions, parameters, every
 round's times and the batch's per-level records.
 
-``--floor`` (CPU, one worker) then measures the least a pass of this algorithm costs on this machine for
+``--floor`` (one worker) then measures the least a pass of this algorithm costs on this machine for
 the same shard and roots (``batch_floor.py``), beside the 8x budget (the single searches' median / 8):
 
     python benchmarks/bench_batch.py --scale 20 --workers 1 --floor \
@@ -97,18 +97,21 @@ def _rank(engine, setup_s, roots, repeats, nvalidate, with_floor=False):
     mismatched = int(comm.allreduce(np.array([mismatched], np.int64))[0])
     out = {"rank": comm.rank, "setup_s": setup_s, "batch_setup_s": batch_setup, "nedge": nedge,
            "rounds": rounds, "mismatched_levels": mismatched, "violations": violations}
-    if with_floor:  # one CPU rank: the batch's levels, the shard's rows (bottom-up's order where it has one)
-        if _HERE not in sys.path:  # the rank's worker process: batch_floor.py sits beside this script
+    if with_floor:  # one rank: the batch's levels, the shard's rows (bottom-up's order where it has one)
+        if _HERE not in sys.path:  # the rank's worker process: batch_floor*.py sit beside this script
             sys.path.insert(0, _HERE)
-        from batch_floor import floor
-
+        xp = batch.xp
+        if engine.b.name == "gpu":
+            from batch_floor_gpu import floor
+        else:
+            from batch_floor import floor
         s = engine.shard
-        levels_vm = np.empty((s.num_local, len(roots)), np.int8)
+        levels_vm = xp.empty((s.num_local, len(roots)), np.int8)
         for i in range(len(roots)):
-            levels_vm[:, i] = batch.result(i)[1]
+            levels_vm[:, i] = batch.device_result(i)[1]
         bu_off, bu_cols = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
         bu_cols = s.meta.get("bu_columns", bu_cols)
-        out["floor"] = floor(np.asarray(s.offsets), np.asarray(bu_off), np.asarray(bu_cols), levels_vm)
+        out["floor"] = floor(xp.asarray(s.offsets), xp.asarray(bu_off), xp.asarray(bu_cols), levels_vm)
     return out
 
 
@@ -185,14 +188,14 @@ def main() -> None:
     ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
                     help="gpu: one dask-cuda worker per GPU (--workers GPUs), CuPy kernels")
     ap.add_argument("--floor", action="store_true",
-                    help="after the rounds, the least a pass of this algorithm costs here (batch_floor.py; "
-                         "CPU, one worker)")
+                    help="after the rounds, the least a pass of this algorithm costs here (batch_floor.py, "
+                         "batch_floor_gpu.py; one worker)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     if not 1 <= a.roots <= 64:
         ap.error("--roots must be in 1..64 (one batch)")
-    if a.floor and (a.device != "cpu" or a.workers != [1]):
-        ap.error("--floor needs --device cpu --workers 1 (one rank holds every vertex)")
+    if a.floor and a.workers != [1]:
+        ap.error("--floor needs --workers 1 (one rank holds every vertex)")
     doc = {"benchmark": "bench_batch", "machine": machine(), "versions": versions(),
            "parameters": {"scale": a.scale, "workers": a.workers, "roots": a.roots, "repeats": a.repeats,
                           "seed": a.seed, "validate": a.validate, "edgefactor": 16, "protocol": "tcp",
@@ -211,9 +214,11 @@ def main() -> None:
               f"(pass per round: {', '.join(f'{x:.2f}x' for x in res['speedup_per_round'])})", flush=True)
         if "floor" in res:
             fl = res["floor"]
-            print(f"floor: {fl['oracle_visits']:,} visits x {fl['visit']['s_per_visit'] * 1e9:.2f} ns = "
-                  f"{fl['visits_s']:.3f} s, results {fl['results_floor_s']:.3f} s: {fl['floor_s']:.3f} s against "
-                  f"the 8x budget {fl['budget_8x_s']:.3f} s (at most {fl['most_speedup']:.2f}x)", flush=True)
+            vs = fl["visit"]
+            print(f"floor: visits {fl['visits_s']:.4f} s (a bit {vs['bit_s_per_visit'] * 1e9:.3f} ns, a word "
+                  f"{vs['word_s_per_visit'] * 1e9:.3f} ns), results {fl['results_floor_s']:.4f} s: "
+                  f"{fl['floor_s']:.4f} s against the 8x budget {fl['budget_8x_s']:.4f} s (at most "
+                  f"{fl['most_speedup']:.1f}x)", flush=True)
         if a.json:
             doc["machine"]["loadavg_end"] = os.getloadavg()
             write_json(a.json, doc)
