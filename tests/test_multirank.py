@@ -267,6 +267,18 @@ def _device_rounds(comm):
     return out
 
 
+def test_ucx_waits_poll_long_on_cpu_ranks_briefly_on_gpu_ranks_and_not_beyond_the_cores(monkeypatch):
+    """CPU ranks poll up to 1 ms before sleeping (a rendezvous's steps need both sides progressing), GPU ranks'
+    host rounds 50 us, and ranks that outnumber the host's cores do not poll (a polling rank would hold a core
+    its peers need)."""
+    from breadth.bfs.transport import ucx
+
+    monkeypatch.setattr(ucx.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert ucx._spin_for(2) == ucx._HOST_SPIN_S == 1e-3
+    assert ucx._spin_for(2, device=True) == ucx._SPIN_S == 5e-5
+    assert ucx._spin_for(3) == ucx._spin_for(3, device=True) == 0.0
+
+
 @pytest.mark.skipif(not _ucx_available(), reason="ucxx is not installed")
 @pytest.mark.parametrize("size", [2, 3])
 def test_ucx_device_rounds_with_numpy_arrays(cluster, size):

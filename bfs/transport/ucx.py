@@ -6,8 +6,9 @@ sends on endpoints of its own.  UCX picks shared memory, TCP, InfiniBand or NVLi
 CuPy arrays device to device when it is built with CUDA.
 
 No event loop: the rank's own thread posts sends and receives (``tag_send``/``tag_recv``, which return at
-once) and progresses the worker until its requests complete -- a busy poll of ``_SPIN_S`` where the host has
-a core for each of its ranks (``_DEVICE_SPIN_S`` for rounds that move device buffers), then
+once) and progresses the worker until its requests complete -- a busy poll (``_HOST_SPIN_S`` on CPU ranks,
+``_SPIN_S`` on GPU ranks) where the host has a core for each of its ranks (``_DEVICE_SPIN_S`` for rounds that
+move device buffers), then
 ``progress_worker_event`` (the worker's epoll wakeup, which leaves the CPU to other ranks) -- bounded by
 ``timeout``.  Receives match on the 64-bit tag alone (UCX matches per worker, whatever the endpoint), so a tag
 carries what a message is, its round's sequence number and its sender (:func:`_tag`): a message can never be
@@ -85,9 +86,15 @@ _SEQ_BITS, _RANK_BITS, _INDEX_BITS = 40, 14, 8
 _SEQ_MASK = (1 << _SEQ_BITS) - 1
 _HELLO, _GOODBYE = 0, 1  # indices of the control messages (their sequence field holds the session digest)
 
-_SPIN_S = 5e-5  # busy-poll the worker this long before waiting on its epoll wakeup (see _spin_for)
+_SPIN_S = 5e-5  # GPU ranks busy-poll the worker this long before waiting on its epoll wakeup (see _spin_for)
 # (GPU ranks polling 2 ms, as NCCL's waits do, were slower on an H100: a one-element all-reduce 141 us against
 # 91 us, benchmarks/results/ucx_one_gpu_h100_spin2ms.json.gz)
+# CPU ranks poll up to 1 ms: a message above the eager 32 KB (_HOST_UCX) goes by rendezvous, whose steps each
+# need the other side to progress, and a side asleep in epoll delays every step by a wake-up.  Scale 20, two
+# ranks on this 2-core machine (bench_multirank.py, 12 sessions each way in 5 alternating runs,
+# results/multirank_cpu_ucx2_spin_{50us,1ms}_*.json.gz): the level exchange over UCX, relative to TCP's in the same
+# session, 0.92-1.74x (median 1.35) polling 50 us, 0.87-1.35x (median 1.03) polling 1 ms.
+_HOST_SPIN_S = 1e-3
 # Rounds that move device buffers poll longer: the CUDA IPC copies' completion does not wake the worker's
 # epoll, so a wait that went to sleep returned late (two ranks on one H100: a 64 MB sized round at 103 GB/s
 # per direction against raw ucxx's 158, 134 GB/s when polled; benchmarks/results/ucx_sized_rounds_h100_*.json.gz)
@@ -114,17 +121,19 @@ def _context_config(device: bool) -> dict[str, str]:
     return {k: v for k, v in _HOST_UCX.items() if f"UCX_{k}" not in os.environ}
 
 
-def _spin_for(ranks_here: int) -> float:
-    """How long a rank busy-polls before sleeping on the worker's wakeup: :data:`_SPIN_S` where this host has a
-    core for every rank on it, else not at all -- a polling rank then holds a core its peers need to send what
-    it waits for.  Barriers of ranks on this 2-core machine (``run_session``, 2000 a session, two sessions
+def _spin_for(ranks_here: int, device: bool = False) -> float:
+    """How long a rank busy-polls before sleeping on the worker's wakeup: :data:`_HOST_SPIN_S` on CPU ranks,
+    :data:`_SPIN_S` on GPU ranks, where this host has a core for every rank on it, else not at all -- a polling
+    rank then holds a core its peers need to send what it waits for.  Barriers of ranks on this 2-core machine (``run_session``, 2000 a session, two sessions
     each way): 2 ranks 61-63 us polling, 122-123 us not; 4 ranks 578-594 us polling (255-261 us of CPU per
     barrier and rank), 492-508 us not (212-221 us; TCP's 403-472 us, 153-172 us)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    return _SPIN_S if ranks_here <= cores else 0.0
+    if ranks_here > cores:
+        return 0.0
+    return _SPIN_S if device else _HOST_SPIN_S
 
 
 def _tag(kind: int, seq: int, sender: int, index: int = 0) -> int:
@@ -172,7 +181,7 @@ class UCXCommunicator(PeerCommunicator):
     def __init__(self, rank: int, size: int, api, array, ctx, worker, listener, eps: dict, accepted: list,
                  digest: int, timeout: float, device: bool, ranks_here: int = 1):
         self.rank, self.size, self.timeout = rank, size, float(timeout)
-        self._spin = _spin_for(ranks_here)
+        self._spin = _spin_for(ranks_here, device)
         self._api, self._array = api, array
         self._ctx, self._worker, self._listener = ctx, worker, listener
         self._eps, self._accepted = eps, accepted
