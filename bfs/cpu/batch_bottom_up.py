@@ -17,13 +17,13 @@ Algorithm (the bottom-up half of MS-BFS, Then et al., VLDB 2015, with Beamer's e
 The scan stops once every missing search has been found, the batch's version of bottom-up's "stop at
 the first parent"; a search that ended (no frontier) is left out of ``missing`` so it never keeps a vertex
 scanning.  The level goes into the bit-sliced ``planes`` (see :mod:`.batch_frontier`) and each found
-(vertex, search)'s parent and level's low byte into ``found_by``/``found_at`` (blocks of consecutive vertices,
-:func:`.batch_frontier.record_arrays`; laid out per search after the pass, :func:`.batch_results.unpack`).  The rows are the shard's
-degree-ordered ones where it has them (hubs, in most searches' frontiers, first).  When the frontier is
-sparse each neighbour is first tested in a bitmap of the non-zero frontier words (one bit per vertex, in
-cache) and its word read only when set.  Each thread owns a contiguous range of whole vertices, so no
-word is shared between threads, and the end-of-level pass (``frontier = next``, counters) is done in the
-same loop.
+(vertex, search)'s parent and level's low byte into ``found_by``/``found_at`` (blocks of consecutive
+vertices, :func:`.batch_frontier.record_arrays`; laid out per search after the pass,
+:func:`.batch_results.unpack`).  The rows are the shard's degree-ordered ones where it has them (hubs, in
+most searches' frontiers, first).  When the frontier is sparse each neighbour is first tested in a bitmap
+of the non-zero frontier words (one bit per vertex, in cache) and its word read only when set.  Each
+thread owns a contiguous range of whole vertices, so no word is shared between threads, and the end-of-level
+pass (``frontier = next``, counters) is done in the same loop.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ top-down level visits each frontier vertex ``u`` once for all the searches it is
 so an edge is read once per level however many of the 64 searches cross it -- the sharing that makes
 a batch cheaper than its searches one by one.  ``seen`` is not written during the level (the end-of-level
 pass, :func:`.batch_frontier.finish_touched`, adds ``next`` to it and records the level).  ``found_by``
-(blocks of 16 vertices, :func:`.batch_frontier.record_arrays`) keeps each (vertex, search)'s parent, laid out
+(blocks of 8 vertices, :func:`.batch_frontier.record_arrays`) keeps each (vertex, search)'s parent, laid out
 per search after the pass (:func:`.batch_results.unpack`).  The step lists the vertices it touches (those whose
 ``next`` word it made non-zero), so the end of a top-down level costs the level's vertices, not a pass
 over all of them.

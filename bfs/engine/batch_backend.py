@@ -9,7 +9,7 @@ Parents: the steps record them during the pass where ``records_fit`` says the re
 CPUs; ``derives_parents`` False: their steps need the records): the steps write the parent of each
 (vertex, search) they find into ``rec`` (``new_records``, the roots set by ``record_roots``; how many
 searches they hold: ``record_searches``) and the top-down exchange carries ``(vertex, bits, parent)`` rows;
-a group of searches' results is then ``lay_out``.  The CPU's records are blocked (a search's entries of 16
+a group of searches' results is then ``lay_out``.  The CPU's records are blocked (a search's entries of 8
 consecutive vertices are one run of parents, of 64 one run of the levels' low bytes:
 :func:`~breadth.bfs.cpu.batch_frontier.record_arrays`) and laid out per search into buffers;
 the GPU's are search-major ``(k, nloc)`` parents (a warp's vertices write consecutive entries), the

@@ -124,9 +124,10 @@ def _context_config(device: bool) -> dict[str, str]:
 def _spin_for(ranks_here: int, device: bool = False) -> float:
     """How long a rank busy-polls before sleeping on the worker's wakeup: :data:`_HOST_SPIN_S` on CPU ranks,
     :data:`_SPIN_S` on GPU ranks, where this host has a core for every rank on it, else not at all -- a polling
-    rank then holds a core its peers need to send what it waits for.  Barriers of ranks on this 2-core machine (``run_session``, 2000 a session, two sessions
-    each way): 2 ranks 61-63 us polling, 122-123 us not; 4 ranks 578-594 us polling (255-261 us of CPU per
-    barrier and rank), 492-508 us not (212-221 us; TCP's 403-472 us, 153-172 us)."""
+    rank then holds a core its peers need to send what it waits for.  Barriers of ranks on this 2-core
+    machine (``run_session``, 2000 a session, two sessions each way, polling 50 us): 2 ranks 61-63 us polling,
+    122-123 us not; 4 ranks 578-594 us polling (255-261 us of CPU per barrier and rank), 492-508 us not
+    (212-221 us; TCP's 403-472 us, 153-172 us)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
