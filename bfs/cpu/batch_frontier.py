@@ -64,7 +64,8 @@ def record_arrays(nloc: int, count: int, parent_dtype) -> tuple[np.ndarray, np.n
 def record_parent(found_by, v, i, u):
     """``u`` as vertex ``v``'s parent in search ``i`` (the blocked layout of :func:`record_arrays`)."""
     j = np.uint64(v)
-    found_by[j >> np.uint64(3), i, j & np.uint64(7)] = u
+    pb = np.uint64(PARENT_BLOCK)
+    found_by[j // pb, i, j % pb] = u
 
 
 @numba.njit(inline="always")
@@ -75,8 +76,9 @@ def record_found(planes, found_at, v, new, depth):
     one = np.uint64(1)
     depth_byte = np.uint8(depth & 255)
     j = np.uint64(v)
-    blk = j >> np.uint64(6)
-    at = j & np.uint64(63)
+    lb = np.uint64(LEVEL_BLOCK)
+    blk = j // lb
+    at = j % lb
     while new:
         found_at[blk, ctz(new), at] = depth_byte
         new &= new - one

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .batch_frontier import LEVEL_BLOCK, PARENT_BLOCK
 from .bit_ops import ctz, prefetch
 
 
@@ -148,7 +149,7 @@ def derive(in_offsets, in_cols, lo, table, nplanes, roots, first, count, bounds,
 
 
 
-#: 64-vertex blocks per tile of :func:`unpack`: the tile's records (256 KB of int32 parents and 64 KB of levels'
+#: blocks of LEVEL_BLOCK (64) vertices per tile of :func:`unpack`: the tile's records (256 KB of int32 parents and 64 KB of levels'
 #: bytes at 64 searches) stay in the L2 cache while each search's runs of the tile are written
 UNPACK_TILE_BLOCKS = 16
 
@@ -174,29 +175,32 @@ def unpack(seen, planes, found_by, found_at, bounds, first, parent, level):
     count = parent.shape[0]
     nplanes = planes.shape[1]
     nloc = seen.size
-    whole = nloc - nloc % 64
+    # a block: LEVEL_BLOCK vertices, one run of a search's levels' bytes and runs of PARENT_BLOCK parents
+    runs = LEVEL_BLOCK // PARENT_BLOCK
+    whole = nloc - nloc % LEVEL_BLOCK
     last = bounds.size - 2
     for c in numba.prange(bounds.size - 1):
-        unreached = np.empty(64, np.int32)
-        a = bounds[c] - bounds[c] % 64
-        end = whole if c == last else bounds[c + 1] - bounds[c + 1] % 64
+        unreached = np.empty(LEVEL_BLOCK, np.int32)
+        a = bounds[c] - bounds[c] % LEVEL_BLOCK
+        end = whole if c == last else bounds[c + 1] - bounds[c + 1] % LEVEL_BLOCK
         while a < end:
-            e = min(a + UNPACK_TILE_BLOCKS * 64, end)
+            e = min(a + UNPACK_TILE_BLOCKS * LEVEL_BLOCK, end)
             for i in range(count):
                 s = first + i
                 bit = np.uint64(s)
-                for j0 in range(a, e, 64):
+                for j0 in range(a, e, LEVEL_BLOCK):
                     # loops of constant length over a whole block: they vectorise
-                    b = j0 >> 6
-                    for t in range(64):
+                    b = j0 // LEVEL_BLOCK
+                    for t in range(LEVEL_BLOCK):
                         unreached[t] = np.int32((seen[j0 + t] >> bit) & one) - 1
-                    for t in range(64):
+                    for t in range(LEVEL_BLOCK):
                         level[i, j0 + t] = np.int32(found_at[b, s, t]) | unreached[t]
-                    for q in range(8):
-                        for t in range(8):
-                            parent[i, j0 + 8 * q + t] = found_by[8 * b + q, s, t] | unreached[8 * q + t]
+                    for q in range(runs):
+                        for t in range(PARENT_BLOCK):
+                            parent[i, j0 + PARENT_BLOCK * q + t] = (found_by[runs * b + q, s, t]
+                                                                   | unreached[PARENT_BLOCK * q + t])
                     if nplanes > 8:
-                        for t in range(64):
+                        for t in range(LEVEL_BLOCK):
                             for p in range(8, nplanes):
                                 level[i, j0 + t] |= np.int32((planes[j0 + t, p] >> bit) & one) << p
             a = e
@@ -206,8 +210,8 @@ def unpack(seen, planes, found_by, found_at, bounds, first, parent, level):
                 bit = np.uint64(s)
                 for j in range(whole, nloc):
                     u = np.int32((seen[j] >> bit) & one) - 1
-                    lv = np.int32(found_at[j >> 6, s, j & 63])
+                    lv = np.int32(found_at[j // LEVEL_BLOCK, s, j % LEVEL_BLOCK])
                     for p in range(8, nplanes):
                         lv |= np.int32((planes[j, p] >> bit) & one) << p
                     level[i, j] = lv | u
-                    parent[i, j] = found_by[j >> 3, s, j & 7] | u
+                    parent[i, j] = found_by[j // PARENT_BLOCK, s, j % PARENT_BLOCK] | u
