@@ -28,7 +28,7 @@ import numba
 import numpy as np
 
 from .batch_frontier import LEVEL_BLOCK, PARENT_BLOCK
-from .bit_ops import ctz, prefetch
+from .bit_ops import ctz, prefetch, store_fence, stream_store
 
 
 def word_table(seen: np.ndarray, planes: np.ndarray) -> np.ndarray:
@@ -169,8 +169,9 @@ def unpack(seen, planes, found_by, found_at, bounds, first, parent, level):
     A search's entries of a 64-vertex block are contiguous runs in the records (8 of 8 parents, one of 64
     bytes), copied to contiguous runs of its rows, a tile of blocks at a time: the pass is bound by memory
     traffic (scale 20, 64 searches, this 2-core machine, ``bench_batch.py``: 154-157 ms when a vertex's
-    searches were side by side, one entry per cache line read, about 100 ms now).  ``reached - 1`` (0 or all
-    ones) ORed in makes unreached entries -1 whatever the records hold."""
+    searches were side by side, one entry per cache line read, 91-95 ms with the runs written by normal stores,
+    53-60 ms streamed past the caches: a normal store reads the line before writing it).  ``reached - 1`` (0 or
+    all ones) ORed in makes unreached entries -1 whatever the records hold."""
     one = np.uint64(1)
     count = parent.shape[0]
     nplanes = planes.shape[1]
@@ -179,8 +180,11 @@ def unpack(seen, planes, found_by, found_at, bounds, first, parent, level):
     runs = LEVEL_BLOCK // PARENT_BLOCK
     whole = nloc - nloc % LEVEL_BLOCK
     last = bounds.size - 2
+    pflat, lflat = parent.reshape(-1), level.reshape(-1)
     for c in numba.prange(bounds.size - 1):
         unreached = np.empty(LEVEL_BLOCK, np.int32)
+        lrun = np.empty(LEVEL_BLOCK, np.int32)
+        prun = np.empty(LEVEL_BLOCK, parent.dtype)
         a = bounds[c] - bounds[c] % LEVEL_BLOCK
         end = whole if c == last else bounds[c + 1] - bounds[c + 1] % LEVEL_BLOCK
         while a < end:
@@ -194,16 +198,23 @@ def unpack(seen, planes, found_by, found_at, bounds, first, parent, level):
                     for t in range(LEVEL_BLOCK):
                         unreached[t] = np.int32((seen[j0 + t] >> bit) & one) - 1
                     for t in range(LEVEL_BLOCK):
-                        level[i, j0 + t] = np.int32(found_at[b, s, t]) | unreached[t]
+                        lrun[t] = np.int32(found_at[b, s, t]) | unreached[t]
                     for q in range(runs):
                         for t in range(PARENT_BLOCK):
-                            parent[i, j0 + PARENT_BLOCK * q + t] = (found_by[runs * b + q, s, t]
-                                                                   | unreached[PARENT_BLOCK * q + t])
+                            prun[PARENT_BLOCK * q + t] = (found_by[runs * b + q, s, t]
+                                                          | unreached[PARENT_BLOCK * q + t])
                     if nplanes > 8:
                         for t in range(LEVEL_BLOCK):
                             for p in range(8, nplanes):
-                                level[i, j0 + t] |= np.int32((planes[j0 + t, p] >> bit) & one) << p
+                                lrun[t] |= np.int32((planes[j0 + t, p] >> bit) & one) << p
+                    # the runs are whole lines of the outputs, written once: past the caches
+                    out = i * nloc + j0
+                    for t in range(LEVEL_BLOCK):
+                        stream_store(lflat, out + t, lrun[t])
+                    for t in range(LEVEL_BLOCK):
+                        stream_store(pflat, out + t, prun[t])
             a = e
+        store_fence()
         if c == last:  # the partial block at the end
             for i in range(count):
                 s = first + i

@@ -1,10 +1,14 @@
-"""Word primitives for Numba kernels that Numba does not offer: count-trailing-zeros, population count
-and a cache prefetch hint.
+"""Word primitives for Numba kernels that Numba does not offer: count-trailing-zeros, population count,
+a cache prefetch hint, and streaming stores with their fence.
 
 The batched search walks the set bits of 64-bit visit words (one bit per search): ``ctz`` is LLVM's
 ``cttz``, one instruction (``tzcnt``) where a loop over the bits would take up to 63 steps; ``popcount`` is
 ``ctpop`` (``popcnt``).  ``prefetch`` (LLVM's ``prefetch``) asks for a line that a scan will read a few
-steps later, for scans whose reads are random (:mod:`breadth.bfs.cpu.batch_results`).
+steps later, for scans whose reads are random (:mod:`breadth.bfs.cpu.batch_results`).  ``stream_store``
+writes an element past the caches (LLVM's ``!nontemporal`` store: ``movnti`` on x86), for outputs written
+once in whole cache lines and too large to stay cached: a normal store first reads the line it writes
+(half the traffic of a pure write); ``store_fence`` orders a thread's streaming stores before whatever
+follows it (they are weakly ordered), and ends every loop body that streams.
 
 >>> import numba, numpy as np
 >>> @numba.njit
@@ -74,3 +78,34 @@ def prefetch(typingctx, arr, idx):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@intrinsic
+def stream_store(typingctx, arr, idx, val):
+    """``arr[idx] = val`` past the caches (LLVM's ``!nontemporal`` store).  ``arr``: a C-contiguous array
+    (``idx`` its flat element index); end the writing thread's work with :func:`store_fence`."""
+    if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+        return None
+    sig = types.none(arr, idx, val)
+
+    def codegen(context, builder, signature, args):
+        arr_t, idx_t, val_t = signature.args
+        arr_v, idx_v, val_v = args
+        ary = context.make_array(arr_t)(context, builder, arr_v)
+        ptr = builder.gep(ary.data, [context.cast(builder, idx_v, idx_t, types.intp)])
+        store = builder.store(context.cast(builder, val_v, val_t, arr_t.dtype), ptr)
+        store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def store_fence(typingctx):
+    """A full memory fence (``mfence`` on x86): this thread's :func:`stream_store` writes are visible to every
+    thread before its later ones (a parallel loop's join alone does not promise that for streaming stores)."""
+    def codegen(context, builder, signature, args):
+        builder.fence("seq_cst")
+        return context.get_dummy_value()
+
+    return types.none(), codegen
