@@ -11,8 +11,8 @@ Algorithm (the bottom-up half of MS-BFS, Then et al., VLDB 2015, with Beamer's e
         got = 0
         for u in in_neighbours(v) while got != missing:
             new = frontier[u] & missing & ~got
-            got |= new; found_by[v, i] = u for each bit i of new
-        next[v] = got; seen[v] |= got; record the level of got (planes, found_at: record_found)
+            got |= new; found_by[v, i] = u, found_at[v, i] = depth for each bit i of new
+        next[v] = got; seen[v] |= got; the depth into the planes for got (record_level)
 
 The scan stops once every missing search has been found, the batch's version of bottom-up's "stop at
 the first parent"; a search that ended (no frontier) is left out of ``missing`` so it never keeps a vertex
@@ -31,8 +31,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .batch_frontier import record_found, record_parent
-from .bit_ops import ctz, popcount
+from .batch_frontier import record_depth, record_level, record_parent
+from .bit_ops import ctz, popcount, prefetch
+
+#: vertices between a prefetch of the first neighbour's frontier word and the scan of its row (4, 8 and 16
+#: measured alike)
+AHEAD = 8
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
@@ -57,6 +61,7 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
     """
     one = np.uint64(1)
     zero = np.uint64(0)
+    depth_byte = np.uint8(depth & 255)
     six = np.uint64(6)
     low = np.uint64(63)
     for c in numba.prange(bounds.size - 1):
@@ -65,7 +70,14 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
         fdeg = 0
         unfinished = 0
         o = zero
-        for v in range(bounds[c], bounds[c + 1]):
+        last = bounds[c + 1]
+        for v in range(bounds[c], last):
+            # a dense frontier's words are random reads, and most late-level rows stop at their first
+            # neighbour: ask for that word a few rows ahead (scale 20, 64 roots: the fourth level 40 -> 29 ms)
+            if not sparse and v + AHEAD < last:
+                w = offsets[v + AHEAD]
+                if w < offsets[v + AHEAD + 1]:
+                    prefetch(frontier, cols[w])
             s = seen[v]
             missing = active & ~s
             got = zero
@@ -80,10 +92,13 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
                     if not sparse or (nonzero[u >> six] >> (u & low)) & one:
                         new = frontier[u] & missing & ~got
                         if new:
-                            # u is the parent of the searches it is the first to bring
+                            # u is the parent of the searches it is the first to bring, and the level's low
+                            # byte is recorded in the same walk over their bits
                             got |= new
                             while new:
-                                record_parent(found_by, v, ctz(new), u)
+                                i = ctz(new)
+                                record_parent(found_by, v, i, u)
+                                record_depth(found_at, v, i, depth_byte)
                                 new &= new - one
                             if got == missing:
                                 break
@@ -91,7 +106,7 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
                 if got:
                     s |= got
                     seen[v] = s
-                    record_found(planes, found_at, v, got, depth)
+                    record_level(planes, v, got, depth)
                     nv += 1
                     pairs += popcount(got)
                     fdeg += out_offsets[v + 1] - out_offsets[v]

@@ -69,6 +69,14 @@ def record_parent(found_by, v, i, u):
 
 
 @numba.njit(inline="always")
+def record_depth(found_at, v, i, depth_byte):
+    """``depth_byte`` (a level's low byte) as vertex ``v``'s entry of ``found_at`` in search ``i``."""
+    j = np.uint64(v)
+    lb = np.uint64(LEVEL_BLOCK)
+    found_at[j // lb, i, j % lb] = depth_byte
+
+
+@numba.njit(inline="always")
 def record_found(planes, found_at, v, new, depth):
     """:func:`record_level`, and the depth's low byte as vertex ``v``'s entry of ``found_at`` for every
     search in ``new`` (the high bits are the planes')."""
@@ -116,6 +124,28 @@ def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offse
         ctr[c, 2] = fdeg
         ctr[c, 3] = 0
         orw[c] = o
+
+
+@numba.njit(parallel=True, nogil=True, cache=True)
+def nonzero_ids(words, nchunks, out):
+    """Write the ids of ``words``' non-zero entries into ``out`` (as many), in increasing order: two sweeps
+    over ``words`` in ``nchunks`` ranges (count, then fill)."""
+    n = words.size
+    cnt = np.zeros(nchunks + 1, np.int64)
+    for c in numba.prange(nchunks):
+        k = 0
+        for v in range(c * n // nchunks, (c + 1) * n // nchunks):
+            if words[v]:
+                k += 1
+        cnt[c + 1] = k
+    for c in range(nchunks):
+        cnt[c + 1] += cnt[c]
+    for c in numba.prange(nchunks):
+        k = cnt[c]
+        for v in range(c * n // nchunks, (c + 1) * n // nchunks):
+            if words[v]:
+                out[k] = v
+                k += 1
 
 
 def vertex_chunks(offsets: np.ndarray, nchunks: int) -> np.ndarray:

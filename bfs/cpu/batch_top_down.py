@@ -33,7 +33,10 @@ import numba
 import numpy as np
 
 from .batch_frontier import record_parent
-from .bit_ops import ctz
+from .bit_ops import ctz, prefetch
+
+#: edges between a prefetch of a target's words and their use (16 and 32 measured alike)
+AHEAD = 16
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
@@ -41,6 +44,7 @@ def _expand(offsets, cols, lo, n, queue, frontier, seen, nxt, sent, found_by, np
             cnt_r):
     # Unsigned indices: Numba checks every signed index for wraparound (see bottom_up.py).
     one = np.uint64(1)
+    ahead = np.uint64(AHEAD)
     ulo = np.uint64(lo)
     unloc = np.uint64(nxt.size)
     for c in numba.prange(nparts):
@@ -60,6 +64,13 @@ def _expand(offsets, cols, lo, n, queue, frontier, seen, nxt, sent, found_by, np
             k = np.uint64(offsets[u])
             stop = np.uint64(offsets[u + one])
             while k < stop:
+                # the targets' words are random reads: ask for those of the edge AHEAD on (where this part
+                # owns it) while this one is handled (scale 20, 64 roots: the second level 37 -> 34 ms)
+                if k + ahead < stop:
+                    jj = np.uint64(cols[k + ahead]) - ulo
+                    if jlo <= jj < jhi:
+                        prefetch(seen, jj)
+                        prefetch(nxt, jj)
                 v = np.uint64(cols[k])
                 j = v - ulo  # wraps to a huge value below lo: one comparison tests ownership
                 if j < unloc:

@@ -31,6 +31,11 @@ import numpy as np
 from .backend import _parent_dtype
 
 
+#: a top-down level that touched at least 1 / SORTED_TOUCHED of the owned vertices ends over them in
+#: increasing order (:func:`~breadth.bfs.cpu.batch_frontier.nonzero_ids`, two sweeps over ``next``)
+SORTED_TOUCHED = 64
+
+
 def _reduced(ctr: np.ndarray, orw: np.ndarray) -> tuple[int, int, int, int, int]:
     """Per-chunk counters (``(chunks, 4)``) and OR words (``(chunks,)``) summed and OR-ed."""
     total = ctr.sum(axis=0)
@@ -53,6 +58,10 @@ def cpu_batch_kernels() -> SimpleNamespace:
         return _reduced(ctr, orw)
 
     def finish_touched(touched, queue, nxt, frontier, seen, planes, depth, out_offsets, nchunks, rec):
+        if touched.size * SORTED_TOUCHED >= nxt.size:
+            # in increasing order (the same ids, in place: the engine's next queue), so that the level's
+            # writes walk the words, planes and records instead of landing at random
+            batch_frontier.nonzero_ids(nxt, max(1, min(nchunks, nxt.size)), touched)
         bounds = np.linspace(0, touched.size, max(1, min(nchunks, touched.size)) + 1).astype(np.int64)
         ctr = np.zeros((bounds.size - 1, 4), np.int64)
         orw = np.zeros(bounds.size - 1, np.uint64)
