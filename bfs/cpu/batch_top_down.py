@@ -171,11 +171,17 @@ def claim_pairs(pairs, lo, seen, nxt, found_by):
 
 
 def pairs_by_owner(pairs: np.ndarray, block: int, nparts: int) -> list[np.ndarray]:
-    """``pairs`` (``(k, 2)`` int64) split into one array per owner rank (``vertex // block``)."""
+    """``pairs`` (``(k, 2)`` or ``(k, 3)`` int64 rows, the vertex first) split into one array per owner rank
+    (``vertex // block``), each in the rows' order."""
     if nparts == 1:
         return [pairs]
     owner = pairs[:, 0] // block
-    order = np.argsort(owner, kind="stable")
+    if owner.size and owner.min() == owner.max():  # one owner (always so on two ranks): no sort, no copy
+        out = [pairs[:0]] * nparts
+        out[int(owner[0])] = pairs
+        return out
+    # owners as int16 where they fit: NumPy sorts those by radix (1.2 M rows: 3.7 ms against 25-30 as int64)
+    order = np.argsort(owner.astype(np.int16) if nparts <= np.iinfo(np.int16).max else owner, kind="stable")
     cuts = np.searchsorted(owner[order], np.arange(nparts + 1))
     srt = pairs[order]
     return [srt[cuts[r]:cuts[r + 1]] for r in range(nparts)]
