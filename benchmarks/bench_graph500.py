@@ -55,7 +55,7 @@ def main() -> None:
     ap.add_argument("--roots", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--json", default="benchmarks/results/graph500_cpu.json")
+    ap.add_argument("--json", required=True)
     args = ap.parse_args()
     from breadth.pipeline import local_cluster
 

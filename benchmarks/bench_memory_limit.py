@@ -119,7 +119,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--roots", type=int, default=4, help="validated searches on the smallest working limit's store")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
-    ap.add_argument("--json", default="benchmarks/results/memory_limit_cpu.json")
+    ap.add_argument("--json", required=True)
     args = ap.parse_args()
 
     from breadth.pipeline.memory_plan import NUMPY_WORKER_BASELINE, WORKER_BASELINE, plan_memory

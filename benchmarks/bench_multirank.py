@@ -153,7 +153,7 @@ def main() -> None:
                     help="the ranks' transports, one session each per repeat, alternating on the same graph")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--barriers", type=int, default=2000, help="barriers (and all-reduces) timed per session")
-    ap.add_argument("--json", default="benchmarks/results/multirank_cpu.json")
+    ap.add_argument("--json", required=True)
     args = ap.parse_args()
     out = {"benchmark": "multirank_bfs_cpu", "teps_convention": "Graph500 (input tuples in component / time)",
            "machine": machine(), "versions": versions("ucxx"), "args": vars(args), "runs": []}

@@ -104,7 +104,7 @@ def main() -> None:
     ap.add_argument("--roots", type=int, default=8)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--delegate-degrees", type=int, nargs="+", default=[16, 64, 256, 1024])
-    ap.add_argument("--json", default="benchmarks/results/partition_bytes_cpu_s20.json")
+    ap.add_argument("--json", required=True)
     args = ap.parse_args()
     doc = {"benchmark": "partition_bytes_cpu", "measure": "payload bytes sent by all ranks (headers not counted)",
            "machine": machine(), "versions": versions(), "args": vars(args), "runs": []}

@@ -118,7 +118,7 @@ def main() -> None:
     ap.add_argument("--configs", nargs="+", default=["default", "RNDV_SCHEME=put_zcopy,RNDV_THRESH=32k", "tcp"])
     ap.add_argument("--reps", type=int, default=300)
     ap.add_argument("--repeats", type=int, default=2, help="runs of every configuration, alternating")
-    ap.add_argument("--json", default="benchmarks/results/ucx_cpu_settings.json")
+    ap.add_argument("--json", required=True)
     args = ap.parse_args()
     os.environ.setdefault("UCX_WARN_UNUSED_ENV_VARS", "n")
     doc = {"benchmark": "ucx_host_settings", "machine": machine(), "versions": versions("ucxx"), "args": vars(args),
