@@ -181,6 +181,9 @@ def unpack(seen, planes, found_by, found_at, bounds, first, parent, level):
     whole = nloc - nloc % LEVEL_BLOCK
     last = bounds.size - 2
     pflat, lflat = parent.reshape(-1), level.reshape(-1)
+    by_flat, at_flat = found_by.reshape(-1), found_at.reshape(-1)
+    nsearch = found_by.shape[1]
+    full_blocks = whole // LEVEL_BLOCK
     for c in numba.prange(bounds.size - 1):
         unreached = np.empty(LEVEL_BLOCK, np.int32)
         lrun = np.empty(LEVEL_BLOCK, np.int32)
@@ -195,6 +198,13 @@ def unpack(seen, planes, found_by, found_at, bounds, first, parent, level):
                 for j0 in range(a, e, LEVEL_BLOCK):
                     # loops of constant length over a whole block: they vectorise
                     b = j0 // LEVEL_BLOCK
+                    # this search's runs of the next tile, asked for now: the records are read once, in
+                    # runs 2 KB apart that the hardware does not foresee (scale 20, 64 searches: 60 -> 53 ms)
+                    nb = b + UNPACK_TILE_BLOCKS
+                    if nb < full_blocks:
+                        for q in range(runs):
+                            prefetch(by_flat, ((runs * nb + q) * nsearch + s) * PARENT_BLOCK)
+                        prefetch(at_flat, (nb * nsearch + s) * LEVEL_BLOCK)
                     for t in range(LEVEL_BLOCK):
                         unreached[t] = np.int32((seen[j0 + t] >> bit) & one) - 1
                     for t in range(LEVEL_BLOCK):
