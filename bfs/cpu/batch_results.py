@@ -196,7 +196,6 @@ def unpack(seen, planes, found_by, found_at, bounds, first, parent, level):
                 s = first + i
                 bit = np.uint64(s)
                 for j0 in range(a, e, LEVEL_BLOCK):
-                    # loops of constant length over a whole block: they vectorise
                     b = j0 // LEVEL_BLOCK
                     # this search's runs of the next tile, asked for now: the records are read once, in
                     # runs 2 KB apart that the hardware does not foresee (scale 20, 64 searches: 60 -> 53 ms)
@@ -205,6 +204,7 @@ def unpack(seen, planes, found_by, found_at, bounds, first, parent, level):
                         for q in range(runs):
                             prefetch(by_flat, ((runs * nb + q) * nsearch + s) * PARENT_BLOCK)
                         prefetch(at_flat, (nb * nsearch + s) * LEVEL_BLOCK)
+                    # loops of constant length over a whole block: they vectorise
                     for t in range(LEVEL_BLOCK):
                         unreached[t] = np.int32((seen[j0 + t] >> bit) & one) - 1
                     for t in range(LEVEL_BLOCK):
