@@ -83,12 +83,8 @@ def record_found(planes, found_at, v, new, depth):
     record_level(planes, v, new, depth)
     one = np.uint64(1)
     depth_byte = np.uint8(depth & 255)
-    j = np.uint64(v)
-    lb = np.uint64(LEVEL_BLOCK)
-    blk = j // lb
-    at = j % lb
     while new:
-        found_at[blk, ctz(new), at] = depth_byte
+        record_depth(found_at, v, ctz(new), depth_byte)
         new &= new - one
 
 

@@ -149,8 +149,9 @@ def derive(in_offsets, in_cols, lo, table, nplanes, roots, first, count, bounds,
 
 
 
-#: blocks of LEVEL_BLOCK (64) vertices per tile of :func:`unpack`: the tile's records (256 KB of int32 parents and 64 KB of levels'
-#: bytes at 64 searches) stay in the L2 cache while each search's runs of the tile are written
+#: blocks of LEVEL_BLOCK (64) vertices per tile of :func:`unpack`: the tile's records (256 KB of int32 parents
+#: and 64 KB of levels' bytes at 64 searches) stay in the L2 cache while each search's runs of the tile are
+#: written
 UNPACK_TILE_BLOCKS = 16
 
 
