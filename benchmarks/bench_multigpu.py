@@ -11,7 +11,7 @@ over the search time), harmonic mean.  Every rank's per-level records (direction
 reduction seconds, bytes) go to the JSON.  ``--commbench`` first times each protocol's communicator
 inside a session: 1-64 MB alltoallv between ranks 0 and 1 (GB/s per direction; sizes unknown to the
 receiver, so a header first), the same as the device engine's sized rounds (``exchange_device``, sizes known
-to both sides) where the communicator has them, the one-element all-reduce and the engine's counters
+to both sides) where the communicator has them (each after a barrier, and back to back as raw ucxx's are), the one-element all-reduce and the engine's counters
 round; with it, ``--raw-ucxx`` times ucxx itself between the same two rank
 processes (its low-level API, progressed in the rank's thread: 8-byte round trips of host and device
 buffers, and device transfers of the commbench sizes), the floor the UCX communicator is measured against.
@@ -99,7 +99,19 @@ def _commbench(engine, setup_s, sizes, reps):
                 comm.wait("sized pair")
                 ts.append(time.perf_counter() - t0)
             med = float(np.median(ts))
+            # back to back, each round timed alone, as raw ucxx's exchange is (_rawbench): after a barrier
+            # the rank that leaves it first also waits for the other to leave it
+            comm.barrier()
+            bb = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                comm.exchange_device(peer, back)
+                comm.wait("sized pair")
+                bb.append(time.perf_counter() - t0)
+            bmed = float(np.median(bb))
             res["sized_pair"].append({"bytes": nb, "median_s": med, "GBps_per_direction": nb / med / 1e9,
+                                      "back_to_back_median_s": bmed,
+                                      "back_to_back_GBps_per_direction": nb / bmed / 1e9,
                                       "ok": bool((into == 1).all()) if r < 2 else True})
     return res
 
@@ -301,7 +313,8 @@ def main() -> None:
                               + ", ".join(f"{q['bytes'] >> 20} MB {q['GBps_per_direction']:.0f} GB/s ok={q['ok']}"
                                           for q in r0["pair"])
                               + "; sized rounds: "
-                              + ", ".join(f"{q['bytes'] >> 20} MB {q['GBps_per_direction']:.0f} GB/s ok={q['ok']}"
+                              + ", ".join(f"{q['bytes'] >> 20} MB {q['GBps_per_direction']:.0f} GB/s "
+                                          f"(back to back {q['back_to_back_GBps_per_direction']:.0f}) ok={q['ok']}"
                                           for q in r0.get("sized_pair", [])),
                               flush=True)
                     except Exception as e:

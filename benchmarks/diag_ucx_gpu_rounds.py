@@ -9,7 +9,11 @@ rank: a stream synchronisation with nothing queued, a tiny kernel then a synchro
 waits for the GPU to switch from the other's context), 8-element copies each way, the host and device counter
 rounds, the top-down level's ``exchange_device`` of counters and pairs (and the same round written out step by
 step: wait for the stream, stage to the host, post, wait, stage back), and a small top-down level's whole
-sequence (expansion kernel, pair round, claim kernel, counters round).  ``benchmarks/bench_multigpu.py
+sequence (expansion kernel, pair round, claim kernel, counters round).  Then a 64 MB round both ways, the
+issue's transfer target: ``exchange_device`` beside the same transfer posted on the communicator's endpoints
+with arrays wrapped once (raw ucxx), the steps in between added one at a time, and the round as session 26
+left it (``before_27``: flat views, the packing steps always), all alternating call by call; the counters and
+pairs round likewise, apart; then a profile of both rounds.  ``benchmarks/bench_multigpu.py
 --ranks-per-gpu 2 --commbench --raw-ucxx`` gives the level's exchange and raw ucxx's round trip beside it.
 """
 
@@ -90,6 +94,129 @@ def _rounds_rank(engine, setup_s, reps):
     out["exchange_steps"] = {k: float(np.median(v) * 1e6) for k, v in steps.items()}
     timeit("small_top_down_level",
            lambda: (tiny(dev8, dev8), exchange(), tiny(dev8, dev8), comm.gather_device(dev8[:2])))
+    # a 64 MB sized round both ways (the issue's transfer target), beside the same transfer posted on the
+    # communicator's endpoints with arrays wrapped once (what the round adds in Python), and its parts
+    big, into = cp.ones(1 << 26, cp.uint8), cp.zeros(1 << 26, cp.uint8)
+    ep, worker, api = comm._eps[peer], comm._worker, comm._api
+    wb, wi = comm._array(big), comm._array(into)
+    n = [0]
+
+    def raw_64mb():
+        n[0] += 1
+        reqs = [ep.tag_recv(wi, api.UCXXTag((3 << 60) + 2 * n[0] + peer)),
+                ep.tag_send(wb, api.UCXXTag((3 << 60) + 2 * n[0] + comm.rank))]
+        while not all(q.completed for q in reqs):
+            worker.progress()
+
+    def polled_per_request(reqs):  # the wait's loop before session 27: each request's error tested a step
+        pending, until = reqs, time.perf_counter() + ucx._DEVICE_SPIN_S
+        while pending and time.perf_counter() < until:
+            worker.progress()
+            pending = [(p, r) for p, r in pending if not comm._done(p, r, "diag")]
+
+    def lean_64mb(wrap=True, sync=False, comm_wait=False, old_wait=False):
+        n[0] += 1
+        if sync:
+            st.synchronize()
+        a, b = (comm._array(comm._bytes(into)), comm._array(comm._bytes(big))) if wrap else (wi, wb)
+        reqs = [ep.tag_recv(a, api.UCXXTag((3 << 60) + 2 * n[0] + peer)),
+                ep.tag_send(b, api.UCXXTag((3 << 60) + 2 * n[0] + comm.rank))]
+        if old_wait:
+            polled_per_request([(peer, q) for q in reqs])
+        elif comm_wait:
+            comm._wait([(peer, q) for q in reqs], "diag", None, spin=ucx._DEVICE_SPIN_S)
+        else:
+            while not all(q.completed for q in reqs):
+                worker.progress()
+
+    def comm_posts_64mb(glue=False):  # the round's own posts and wait, with or without its other steps
+        if glue:
+            sl = {p: [a if a.flags.c_contiguous else a.copy() for a in ucx._nonempty(x)]
+                  for p, x in {peer: big}.items() if p != comm.rank}
+            rl = {p: ucx._nonempty(x) for p, x in {peer: into}.items() if p != comm.rank}
+            arrays = [a for xs in (*sl.values(), *rl.values()) for a in xs]
+            if any(isinstance(a, cp.ndarray) for a in arrays) and all(a.nbytes > ucx._STAGE for a in arrays):
+                cp.cuda.get_current_stream().synchronize()
+        else:
+            st.synchronize()
+        comm._dseq += 1
+        seq = comm._dseq
+        reqs = [(peer, comm._recv(peer, into, ucx._SIZED, seq, 1)), (peer, comm._send(peer, big, ucx._SIZED, seq, 1))]
+        comm._wait(reqs, f"diag (round #{seq})", (2, seq), spin=ucx._DEVICE_SPIN_S)
+
+    def before_27(sends, recvs):  # exchange_device as session 26 left it: flat views, the packing steps always
+        comm._dseq += 1
+        seq = comm._dseq
+
+        def post(p, buf, index, send):
+            tag = api.UCXXTag(ucx._tag(ucx._SIZED, seq, comm.rank if send else p, index))
+            view = comm._array(ucx._flat_bytes(buf))
+            return comm._eps[p].tag_send(view, tag) if send else comm._eps[p].tag_recv(view, tag)
+
+        sl = {p: [a if a.flags.c_contiguous else a.copy() for a in ucx._nonempty(x)] for p, x in sends.items()}
+        rl = {p: ucx._nonempty(x) for p, x in recvs.items()}
+        stream = None
+        if any(comm._on_device(a) for xs in (*sl.values(), *rl.values()) for a in xs):
+            stream = cp.cuda.get_current_stream()
+        outm = {p: comm._messages(xs) for p, xs in sl.items()}
+        for packed, msgs in outm.values():
+            comm._copy_packed(packed, msgs, stream, into_buffer=True)
+        if stream is not None:
+            stream.synchronize()
+            held.clear()
+        intom = {p: comm._messages(xs) for p, xs in rl.items()}
+        reqs = [(p, post(p, b, i, False)) for p, (_, msgs) in intom.items() for i, b in msgs]
+        reqs += [(p, post(p, b, i, True)) for p, (_, msgs) in outm.items() for i, b in msgs]
+        on_device = any(comm._on_device(b) for _, msgs in (*outm.values(), *intom.values()) for _, b in msgs)
+        comm._wait(reqs, f"diag (round #{seq})", (2, seq), spin=ucx._DEVICE_SPIN_S if on_device else None)
+        for packed, msgs in intom.values():
+            comm._copy_packed(packed, msgs, stream, into_buffer=False)
+            held.append(msgs[0][1])  # its copies to the device may still be queued
+
+    held: list = []
+    # interleaved, one call of each variant a round, so that the machine's drift falls on all alike; the
+    # large rounds and the small ones apart (a round after a 64 MB one waits for the peer's end of it)
+    groups = [{"raw_on_comm_endpoints_64MB": raw_64mb,
+               "lean_64MB_wrap_sync": lambda: lean_64mb(sync=True),
+               "lean_64MB_wrap_sync_commwait": lambda: lean_64mb(sync=True, comm_wait=True),
+               "lean_64MB_wrap_sync_polled_per_request": lambda: lean_64mb(sync=True, old_wait=True),
+               "comm_posts_64MB": comm_posts_64mb,
+               "comm_posts_and_glue_64MB": lambda: comm_posts_64mb(glue=True),
+               "exchange_device_64MB": lambda: comm.exchange_device({peer: big}, {peer: into}),
+               "exchange_device_64MB_before_27": lambda: before_27({peer: big}, {peer: into})},
+              {"exchange_device_counters_and_pairs": exchange,
+               "exchange_device_counters_and_pairs_before_27": lambda: before_27({peer: [dev8, pairs]},
+                                                                                 {peer: [rctr[peer], rp]})}]
+    for variants in groups:
+        for fn in variants.values():
+            for _ in range(10):
+                fn()
+        comm.barrier()
+        times = {k: [] for k in variants}
+        for _ in range(reps):
+            for k, fn in variants.items():
+                t0 = time.perf_counter()
+                fn()
+                times[k].append(time.perf_counter() - t0)
+        out.update({f"interleaved_{k}": float(np.median(v) * 1e6) for k, v in times.items()})
+    timeit("wrap_device_array", lambda: comm._array(comm._bytes(big)))
+    timeit("wrap_device_array_as_view", lambda: comm._array(ucx._flat_bytes(big)))
+    timeit("wrap_host_array", lambda: comm._array(comm._bytes(h8)))
+    timeit("tag", lambda: api.UCXXTag(12345))
+    import cProfile
+    import io
+    import pstats
+
+    for name, fn in (("64MB", lambda: comm.exchange_device({peer: big}, {peer: into})), ("small", exchange)):
+        comm.barrier()
+        pr = cProfile.Profile()
+        pr.enable()
+        for _ in range(reps):
+            fn()
+        pr.disable()
+        text = io.StringIO()
+        pstats.Stats(pr, stream=text).sort_stats("tottime").print_stats(14)
+        out[f"profile_{name}"] = text.getvalue()
     return out
 
 
@@ -112,9 +239,11 @@ def main() -> None:
            "unit": "median microseconds per call, per rank", "args": vars(args), "ranks": ranks}
     write_json(args.json, doc)
     for k, v in ranks[0].items():
-        if not isinstance(v, dict):
+        if isinstance(v, float):
             print(f"{k:36s} " + "  ".join(f"{r[k]:8.1f}" for r in ranks))
     print("exchange steps: " + ", ".join(f"{k} {v:.0f}" for k, v in ranks[0]["exchange_steps"].items()))
+    for k in ("profile_64MB", "profile_small"):
+        print(f"rank 0, {k}:\n{ranks[0][k]}")
 
 
 if __name__ == "__main__":

@@ -153,10 +153,27 @@ def _slot(seq: int, dtype: np.dtype, device: bool, shape: tuple, nbytes: int, in
 
 
 def _flat_bytes(a: Any) -> Any:
-    """A flat uint8 view of C-contiguous ``a`` (NumPy or CuPy) that UCX reads from or writes into."""
+    """A flat uint8 view of C-contiguous host array ``a`` that UCX reads from or writes into."""
     if not a.flags.c_contiguous:
         raise ValueError(f"UCX moves C-contiguous arrays only; got one of shape {a.shape} and strides {a.strides}")
     return a.reshape(-1).view(np.uint8)
+
+
+class _DeviceBytes:
+    """The bytes of a C-contiguous device array as ucxx's ``Array`` reads them: the CUDA array interface of a
+    flat uint8 array, built from the array's pointer.  A flat byte view costs two CuPy array objects: wrapping
+    one took 3.7-7.3 us a message on an H200, this 1.7-3.6 (``benchmarks/diag_ucx_gpu_rounds.py``).  ``base``
+    keeps the array, and so its memory, alive as long as UCX holds the wrapper."""
+
+    __slots__ = ("__cuda_array_interface__", "base")
+
+    def __init__(self, a: Any):
+        if not a.flags.c_contiguous:
+            raise ValueError(f"UCX moves C-contiguous arrays only; got one of shape {a.shape} and strides "
+                             f"{a.strides}")
+        self.base = a
+        self.__cuda_array_interface__ = {"data": (a.data.ptr, False), "shape": (int(a.nbytes),), "typestr": "|u1",
+                                         "strides": None, "version": 3}
 
 
 def _nonempty(x) -> list:
@@ -288,11 +305,16 @@ class UCXCommunicator(PeerCommunicator):
 
     # -- messages and waiting ----------------------------------------------------------------------
     def _send(self, p: int, buf, kind: int, seq: int, index: int = 0):
-        return self._eps[p].tag_send(self._array(_flat_bytes(buf)), self._api.UCXXTag(_tag(kind, seq, self.rank,
-                                                                                            index)))
+        return self._eps[p].tag_send(self._array(self._bytes(buf)),
+                                     self._api.UCXXTag(_tag(kind, seq, self.rank, index)))
 
     def _recv(self, p: int, buf, kind: int, seq: int, index: int = 0):
-        return self._eps[p].tag_recv(self._array(_flat_bytes(buf)), self._api.UCXXTag(_tag(kind, seq, p, index)))
+        return self._eps[p].tag_recv(self._array(self._bytes(buf)),
+                                     self._api.UCXXTag(_tag(kind, seq, p, index)))
+
+    def _bytes(self, buf):
+        """``buf``'s bytes in the form ucxx's ``Array`` takes them (a flat view, or a device array's interface)."""
+        return _DeviceBytes(buf) if self._on_device(buf) else _flat_bytes(buf)
 
     def _post_slot(self, p: int, seq: int) -> None:
         self._slot_reqs[p] = self._recv(p, self._slot_bufs[p][seq % 2], _SLOT_KIND, seq)
@@ -450,9 +472,23 @@ class UCXCommunicator(PeerCommunicator):
         sl = {p: [a if a.flags.c_contiguous else a.copy() for a in _nonempty(x)]  # NumPy or CuPy alike
               for p, x in sends.items() if p != self.rank}
         rl = {p: _nonempty(x) for p, x in recvs.items() if p != self.rank}
+        arrays = [a for xs in (*sl.values(), *rl.values()) for a in xs]
+        cp = self._cp
         stream = None
-        if any(self._on_device(a) for xs in (*sl.values(), *rl.values()) for a in xs):
-            stream = self._cp.cuda.get_current_stream()
+        if cp is not None and any(isinstance(a, cp.ndarray) for a in arrays):
+            stream = cp.cuda.get_current_stream()
+        if all(a.nbytes > _STAGE for a in arrays):
+            # nothing to pack: each array a message of its own (index 1 + i), without the packing steps.  A
+            # 64 MB round both ways between two ranks on one H200 (MPS), alternating in one process with the
+            # round as it was (the packing steps, flat views): 155-164 against 185-195 us, raw ucxx on the same
+            # endpoints 118-134 (2 runs, benchmarks/results/ucx_gpu_rounds_h200_session27_{1,2}.json)
+            if stream is not None:  # the kernels that write the send buffers (or read the receive ones)
+                stream.synchronize()
+                self._held = []
+            reqs = [(p, self._recv(p, a, _SIZED, seq, 1 + i)) for p, xs in rl.items() for i, a in enumerate(xs)]
+            reqs += [(p, self._send(p, a, _SIZED, seq, 1 + i)) for p, xs in sl.items() for i, a in enumerate(xs)]
+            self._wait(reqs, f"{what} (round #{seq})", (2, seq), spin=_DEVICE_SPIN_S if stream is not None else None)
+            return
         out = {p: self._messages(xs) for p, xs in sl.items()}  # p -> (packed arrays, messages)
         for packed, msgs in out.values():
             self._copy_packed(packed, msgs, stream, into_buffer=True)
