@@ -108,7 +108,7 @@ def _rounds_rank(engine, setup_s, reps):
         while not all(q.completed for q in reqs):
             worker.progress()
 
-    def polled_per_request(reqs):  # the wait's loop before session 27: each request's error tested a step
+    def polled_per_request(reqs):  # UCXCommunicator._wait's busy phase alone: each request's error tested a step
         pending, until = reqs, time.perf_counter() + ucx._DEVICE_SPIN_S
         while pending and time.perf_counter() < until:
             worker.progress()
