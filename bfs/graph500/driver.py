@@ -242,8 +242,8 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
         hdr.update({"graph": src.get("path", src.get("kind", "graph")), "num_vertices": graph.num_vertices})
     hdr["NBFS"] = len(roots)
     if batch:
-        hdr["batch"] = ("MS-BFS, up to 64 roots per pass; time per root = (pass + every root's parents and "
-                        "levels derived) / batch size")
+        hdr["batch"] = ("MS-BFS, up to 64 roots per pass; time per root = (pass + every root's parent and "
+                        "level arrays) / batch size")
     hdr.update(header or {})
     hdr["num_ranks"] = graph.nparts
     hdr["partition"] = str(graph.partitioning)
