@@ -11,10 +11,11 @@ over the search time), harmonic mean.  Every rank's per-level records (direction
 reduction seconds, bytes) go to the JSON.  ``--commbench`` first times each protocol's communicator
 inside a session: 1-64 MB alltoallv between ranks 0 and 1 (GB/s per direction; sizes unknown to the
 receiver, so a header first), the same as the device engine's sized rounds (``exchange_device``, sizes known
-to both sides) where the communicator has them (each after a barrier, and back to back as raw ucxx's are), the one-element all-reduce and the engine's counters
-round; with it, ``--raw-ucxx`` times ucxx itself between the same two rank
-processes (its low-level API, progressed in the rank's thread: 8-byte round trips of host and device
-buffers, and device transfers of the commbench sizes), the floor the UCX communicator is measured against.
+to both sides) where the communicator has them (each after a barrier, and back to back as raw ucxx's are),
+the one-element all-reduce and the engine's counters round; with it, ``--raw-ucxx`` times ucxx itself
+between the same two rank processes (its low-level API, progressed in the rank's thread: 8-byte round trips
+of host and device buffers, and device transfers of the commbench sizes), the floor the UCX communicator is
+measured against.
 
 ``--ranks-per-gpu 2`` puts two workers on each GPU, so that one GPU runs two ranks (NCCL refuses that;
 UCX moves the device buffers between the processes through CUDA IPC); the workers are then clients of a
