@@ -13,7 +13,8 @@ sequence (expansion kernel, pair round, claim kernel, counters round).  Then a 6
 issue's transfer target: ``exchange_device`` beside the same transfer posted on the communicator's endpoints
 with arrays wrapped once (raw ucxx), the steps in between added one at a time, and the round as session 26
 left it (``before_27``: flat views, the packing steps always), all alternating call by call; the counters and
-pairs round likewise, apart; then a profile of both rounds.  ``benchmarks/bench_multigpu.py
+pairs round likewise, apart; what posting one 8-byte receive or send costs from host, pinned and device
+memory; then a profile of both rounds.  ``benchmarks/bench_multigpu.py
 --ranks-per-gpu 2 --commbench --raw-ucxx`` gives the level's exchange and raw ucxx's round trip beside it.
 """
 
@@ -199,6 +200,29 @@ def _rounds_rank(engine, setup_s, reps):
                 fn()
                 times[k].append(time.perf_counter() - t0)
         out.update({f"interleaved_{k}": float(np.median(v) * 1e6) for k, v in times.items()})
+    # what posting one 8-byte message costs, by the buffer's memory: each rank posts 200 receives, then 200
+    # sends, each post timed alone (UCX finds a buffer's memory type itself, per message)
+    import cupyx
+
+    for kind, make in (("host", lambda: np.zeros(8, np.uint8)), ("pinned", lambda: cupyx.zeros_pinned(8, np.uint8)),
+                       ("device", lambda: cp.zeros(8, cp.uint8))):
+        bufs_r, bufs_s = [make() for _ in range(200)], [make() for _ in range(200)]
+        comm.barrier()
+        base = (3 << 60) + (1 << 40) + n[0] * 1000
+        n[0] += 1
+        posts_r, posts_s, reqs = [], [], []
+        for i, b in enumerate(bufs_r):
+            t0 = time.perf_counter()
+            reqs.append(ep.tag_recv(comm._array(comm._bytes(b)), api.UCXXTag(base + 2 * i + peer)))
+            posts_r.append(time.perf_counter() - t0)
+        for i, b in enumerate(bufs_s):
+            t0 = time.perf_counter()
+            reqs.append(ep.tag_send(comm._array(comm._bytes(b)), api.UCXXTag(base + 2 * i + comm.rank)))
+            posts_s.append(time.perf_counter() - t0)
+        while not all(q.completed for q in reqs):
+            worker.progress()
+        out[f"post_recv_{kind}_8B"] = float(np.median(posts_r) * 1e6)
+        out[f"post_send_{kind}_8B"] = float(np.median(posts_s) * 1e6)
     timeit("wrap_device_array", lambda: comm._array(comm._bytes(big)))
     timeit("wrap_device_array_as_view", lambda: comm._array(ucx._flat_bytes(big)))
     timeit("wrap_host_array", lambda: comm._array(comm._bytes(h8)))
