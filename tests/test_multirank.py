@@ -252,6 +252,11 @@ def _device_rounds(comm):
     big = np.zeros((p, BIG), np.int64)
     comm.exchange_device(sends, {q: [ctr[q], big[q], pairs[starts[i]:starts[i + 1]]] for i, q in enumerate(peers)})
     out["exchange"] = (ctr.copy(), pairs.copy(), big, comm.bytes_sent() - b0)
+    # every array past the staging size: each a message of its own, nothing packed
+    large = np.zeros((p, BIG), np.int64)
+    b0 = comm.bytes_sent()
+    comm.exchange_device({q: np.arange(BIG, dtype=np.int64) + 7 * r + q for q in peers}, {q: large[q] for q in peers})
+    out["exchange_large"] = (large, comm.bytes_sent() - b0)
     out["slot"] = comm.allgather(np.arange(r + 1))  # a slot round between sized ones
     counts = [(2 * q) % 3 for q in range(p)]  # rank 0 sends nothing
     b0 = comm.bytes_sent()
@@ -298,6 +303,10 @@ def test_ucx_device_rounds_with_numpy_arrays(cluster, size):
         want = np.concatenate([np.full((rows(q, r), 2), 100 * q + r, np.int64) for q in peers])
         np.testing.assert_array_equal(pairs, want)
         assert sent == sum(16 + 8 * BIG + 16 * rows(r, q) for q in peers)
+        large, sent = out["exchange_large"]
+        for q in peers:
+            np.testing.assert_array_equal(large[q], np.arange(BIG) + 7 * q + r)
+        assert (large[r] == 0).all() and sent == 8 * BIG * (size - 1)
         assert [list(a) for a in out["slot"]] == [list(range(q + 1)) for q in range(size)]
         parts, sent = out["allgatherv"]
         for q, a in enumerate(parts):
