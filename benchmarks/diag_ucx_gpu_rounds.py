@@ -11,8 +11,8 @@ rounds, the top-down level's ``exchange_device`` of counters and pairs (and the 
 step: wait for the stream, stage to the host, post, wait, stage back), and a small top-down level's whole
 sequence (expansion kernel, pair round, claim kernel, counters round).  Then a 64 MB round both ways, the
 issue's transfer target: ``exchange_device`` beside the same transfer posted on the communicator's endpoints
-with arrays wrapped once (raw ucxx), the steps in between added one at a time, and the round as session 26
-left it (``before_27``: flat views, the packing steps always), all alternating call by call; the counters and
+with arrays wrapped once (raw ucxx), the steps in between added one at a time, and the round with flat views
+of the device arrays, as session 26 sent them (``before_27``), all alternating call by call; the counters and
 pairs round likewise, apart; what posting one 8-byte receive or send costs from host, pinned and device
 memory; then a profile of both rounds.  ``benchmarks/bench_multigpu.py
 --ranks-per-gpu 2 --commbench --raw-ucxx`` gives the level's exchange and raw ucxx's round trip beside it.
@@ -130,51 +130,20 @@ def _rounds_rank(engine, setup_s, reps):
             while not all(q.completed for q in reqs):
                 worker.progress()
 
-    def comm_posts_64mb(glue=False):  # the round's own posts and wait, with or without its other steps
-        if glue:
-            sl = {p: [a if a.flags.c_contiguous else a.copy() for a in ucx._nonempty(x)]
-                  for p, x in {peer: big}.items() if p != comm.rank}
-            rl = {p: ucx._nonempty(x) for p, x in {peer: into}.items() if p != comm.rank}
-            arrays = [a for xs in (*sl.values(), *rl.values()) for a in xs]
-            if any(isinstance(a, cp.ndarray) for a in arrays) and all(a.nbytes > ucx._STAGE for a in arrays):
-                cp.cuda.get_current_stream().synchronize()
-        else:
-            st.synchronize()
+    def comm_posts_64mb():  # the round's own posts and wait, after the wait for the stream
+        st.synchronize()
         comm._dseq += 1
         seq = comm._dseq
         reqs = [(peer, comm._recv(peer, into, ucx._SIZED, seq, 1)), (peer, comm._send(peer, big, ucx._SIZED, seq, 1))]
         comm._wait(reqs, f"diag (round #{seq})", (2, seq), spin=ucx._DEVICE_SPIN_S)
 
-    def before_27(sends, recvs):  # exchange_device as session 26 left it: flat views, the packing steps always
-        comm._dseq += 1
-        seq = comm._dseq
+    def before_27(sends, recvs):  # exchange_device with flat views of the device arrays, as session 26 sent them
+        comm._bytes = ucx._flat_bytes  # the instance's attribute shadows the method for this call
+        try:
+            comm.exchange_device(sends, recvs)
+        finally:
+            del comm._bytes
 
-        def post(p, buf, index, send):
-            tag = api.UCXXTag(ucx._tag(ucx._SIZED, seq, comm.rank if send else p, index))
-            view = comm._array(ucx._flat_bytes(buf))
-            return comm._eps[p].tag_send(view, tag) if send else comm._eps[p].tag_recv(view, tag)
-
-        sl = {p: [a if a.flags.c_contiguous else a.copy() for a in ucx._nonempty(x)] for p, x in sends.items()}
-        rl = {p: ucx._nonempty(x) for p, x in recvs.items()}
-        stream = None
-        if any(comm._on_device(a) for xs in (*sl.values(), *rl.values()) for a in xs):
-            stream = cp.cuda.get_current_stream()
-        outm = {p: comm._messages(xs) for p, xs in sl.items()}
-        for packed, msgs in outm.values():
-            comm._copy_packed(packed, msgs, stream, into_buffer=True)
-        if stream is not None:
-            stream.synchronize()
-            held.clear()
-        intom = {p: comm._messages(xs) for p, xs in rl.items()}
-        reqs = [(p, post(p, b, i, False)) for p, (_, msgs) in intom.items() for i, b in msgs]
-        reqs += [(p, post(p, b, i, True)) for p, (_, msgs) in outm.items() for i, b in msgs]
-        on_device = any(comm._on_device(b) for _, msgs in (*outm.values(), *intom.values()) for _, b in msgs)
-        comm._wait(reqs, f"diag (round #{seq})", (2, seq), spin=ucx._DEVICE_SPIN_S if on_device else None)
-        for packed, msgs in intom.values():
-            comm._copy_packed(packed, msgs, stream, into_buffer=False)
-            held.append(msgs[0][1])  # its copies to the device may still be queued
-
-    held: list = []
     # interleaved, one call of each variant a round, so that the machine's drift falls on all alike; the
     # large rounds and the small ones apart (a round after a 64 MB one waits for the peer's end of it)
     groups = [{"raw_on_comm_endpoints_64MB": raw_64mb,
@@ -182,7 +151,6 @@ def _rounds_rank(engine, setup_s, reps):
                "lean_64MB_wrap_sync_commwait": lambda: lean_64mb(sync=True, comm_wait=True),
                "lean_64MB_wrap_sync_polled_per_request": lambda: lean_64mb(sync=True, old_wait=True),
                "comm_posts_64MB": comm_posts_64mb,
-               "comm_posts_and_glue_64MB": lambda: comm_posts_64mb(glue=True),
                "exchange_device_64MB": lambda: comm.exchange_device({peer: big}, {peer: into}),
                "exchange_device_64MB_before_27": lambda: before_27({peer: big}, {peer: into})},
               {"exchange_device_counters_and_pairs": exchange,

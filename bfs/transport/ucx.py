@@ -162,8 +162,11 @@ def _flat_bytes(a: Any) -> Any:
 class _DeviceBytes:
     """The bytes of a C-contiguous device array as ucxx's ``Array`` reads them: the CUDA array interface of a
     flat uint8 array, built from the array's pointer.  A flat byte view costs two CuPy array objects: wrapping
-    one took 3.7-7.3 us a message on an H200, this 1.7-3.6 (``benchmarks/diag_ucx_gpu_rounds.py``).  ``base``
-    keeps the array, and so its memory, alive as long as UCX holds the wrapper."""
+    one took 3.7-7.3 us a message on an H200, this 1.7-3.6.  A 64 MB round both ways between two ranks on one
+    H200 (MPS), alternating call by call in one process: 155-166 us against 185-200 with flat views, raw ucxx
+    on the same endpoints 118-134 (``benchmarks/diag_ucx_gpu_rounds.py``, 3 runs,
+    ``benchmarks/results/ucx_gpu_rounds_h200_session27_{1,2,4}.json``).  ``base`` keeps the array, and so its
+    memory, alive as long as UCX holds the wrapper."""
 
     __slots__ = ("__cuda_array_interface__", "base")
 
@@ -472,23 +475,9 @@ class UCXCommunicator(PeerCommunicator):
         sl = {p: [a if a.flags.c_contiguous else a.copy() for a in _nonempty(x)]  # NumPy or CuPy alike
               for p, x in sends.items() if p != self.rank}
         rl = {p: _nonempty(x) for p, x in recvs.items() if p != self.rank}
-        arrays = [a for xs in (*sl.values(), *rl.values()) for a in xs]
-        cp = self._cp
         stream = None
-        if cp is not None and any(isinstance(a, cp.ndarray) for a in arrays):
-            stream = cp.cuda.get_current_stream()
-        if all(a.nbytes > _STAGE for a in arrays):
-            # nothing to pack: each array a message of its own (index 1 + i), without the packing steps.  A
-            # 64 MB round both ways between two ranks on one H200 (MPS), alternating in one process with the
-            # round as it was (the packing steps, flat views): 155-164 against 185-195 us, raw ucxx on the same
-            # endpoints 118-134 (2 runs, benchmarks/results/ucx_gpu_rounds_h200_session27_{1,2}.json)
-            if stream is not None:  # the kernels that write the send buffers (or read the receive ones)
-                stream.synchronize()
-                self._held = []
-            reqs = [(p, self._recv(p, a, _SIZED, seq, 1 + i)) for p, xs in rl.items() for i, a in enumerate(xs)]
-            reqs += [(p, self._send(p, a, _SIZED, seq, 1 + i)) for p, xs in sl.items() for i, a in enumerate(xs)]
-            self._wait(reqs, f"{what} (round #{seq})", (2, seq), spin=_DEVICE_SPIN_S if stream is not None else None)
-            return
+        if any(self._on_device(a) for xs in (*sl.values(), *rl.values()) for a in xs):
+            stream = self._cp.cuda.get_current_stream()
         out = {p: self._messages(xs) for p, xs in sl.items()}  # p -> (packed arrays, messages)
         for packed, msgs in out.values():
             self._copy_packed(packed, msgs, stream, into_buffer=True)
