@@ -40,6 +40,8 @@ class SearchConfig:
     * ``device_counters``: GPU ranks with device rounds keep the level's counters on the device (the
       device engine); False runs the host-counter engine.
     * ``spec_pairs``: the device engine's speculative top-down pair capacity (None: its default).
+    * ``one_round_levels``: GPU ranks over a communicator with capped rounds (UCX) run top-down levels in
+      one round each (:mod:`breadth.bfs.engine.one_round_levels`); False: two, as over NCCL uncaptured.
     * ``nccl_poll``: ``"spin"`` or ``"sleep"`` between NCCL completion queries.
     * ``rank_affinity``: ``"worker"`` (the worker's CPUs) or ``"all"`` (a rank thread may run anywhere).
     """
@@ -54,6 +56,7 @@ class SearchConfig:
     peer_memory: bool = True
     device_counters: bool = True
     spec_pairs: int | None = None
+    one_round_levels: bool = True
     nccl_poll: str = "spin"
     rank_affinity: str = "worker"
 
@@ -68,7 +71,8 @@ class SearchConfig:
            "level_graphs": "BREADTH_LEVEL_GRAPHS", "graph_caps": "BREADTH_GRAPH_CAPS",
            "check_rounds": "BREADTH_CHECK_ROUNDS", "defer_long_rows": "BREADTH_BU_LONG",
            "peer_memory": "BREADTH_PEER_MEMORY", "device_counters": "BREADTH_DEVICE_COUNTERS",
-           "spec_pairs": "BREADTH_SPEC_PAIRS", "nccl_poll": "BREADTH_NCCL_POLL",
+           "spec_pairs": "BREADTH_SPEC_PAIRS", "one_round_levels": "BREADTH_ONE_ROUND_LEVELS",
+           "nccl_poll": "BREADTH_NCCL_POLL",
            "rank_affinity": "BREADTH_RANK_AFFINITY"}
 
     @classmethod

@@ -9,6 +9,7 @@ extern d3 threadIdx, blockIdx, blockDim, gridDim;
 typedef unsigned long long ull_;
 template<class T> T atomicAdd(T*, T);
 template<class T> T atomicOr(T*, T);
+template<class T> T atomicAnd(T*, T);
 template<class T> T atomicMin(T*, T);
 template<class T> T atomicMax(T*, T);
 template<class T> T atomicCAS(T*, T, T);

@@ -94,6 +94,50 @@ def test_shared_gpu_levels_equal_single_rank_and_valid(graphs, protocol):
             np.testing.assert_array_equal(np.concatenate([rows[i][0] for _, rows in parts]), want)
 
 
+def _records_body(engine, setup_s, roots, inline, blind):
+    one = engine.one_round
+    if one is not None and inline:
+        one.inline = inline  # fewer rows inside the capped round than its buffers hold: the rest go sized
+    if one is not None and blind is not None and engine.comm.rank == 1:
+        one.blind_cap = blind  # rank 1 expands nothing blind: rank 0 takes its expansions back
+    out = []
+    for root in roots:
+        recs = engine.search(int(root))
+        out.append((cp.asnumpy(engine.level), validate_rank(engine, int(root)),
+                    [(r.depth, r.direction, r.frontier, r.found) for r in recs]))
+    return (dict(one.tally) if one is not None else None), out
+
+
+@pytest.mark.parametrize("spec, inline, blind", [(None, 0, None), (64, 0, None), (None, 8, None), (None, 0, 0),
+                                                 (256, 8, 0)])
+def test_one_round_levels_decide_as_the_exact_levels(graphs, spec, inline, blind):
+    """Over UCX the device engine's top-down levels take one round each (bfs/engine/one_round_levels.py);
+    every level must go the way, and find what, the two-round levels do (the same direction rule on the same
+    counters), the levels equal one rank's and every tree validates.  A pair capacity of 64 or 256 sends
+    larger frontiers the exact way; with 8 inline rows the pairs past them follow in a sized round; with
+    rank 1 expanding nothing blind, rank 0 takes its blind expansions back and the level runs exactly."""
+    from breadth.bfs import SearchConfig
+
+    g1, g2 = graphs
+    roots = choose_roots(g1, 8, 11)
+    ref = [p[0] for p in run_session(g1, _levels_body, roots, protocol="tcp")[0][1]]
+    exact = run_session(g2, _records_body, roots, 0, None, protocol="ucx", timeout=60.0,
+                        config=SearchConfig(one_round_levels=False, spec_pairs=spec))
+    one = run_session(g2, _records_body, roots, inline, blind, protocol="ucx", timeout=60.0,
+                      config=SearchConfig(spec_pairs=spec))
+    assert [tally for tally, _ in exact] == [None, None]
+    tally = {k: sum(t[k] for t, _ in one) for k in one[0][0]}
+    assert tally["levels"] > 0
+    assert tally["taken_back"] > 0 or blind is None, tally
+    assert tally["sized"] > 0 or not inline, tally
+    for i, want in enumerate(ref):
+        for parts in (exact, one):
+            for _, rows in parts:
+                assert all(v == 0 for v in rows[i][1].values()), rows[i][1]
+            np.testing.assert_array_equal(np.concatenate([rows[i][0] for _, rows in parts]), want)
+        assert one[0][1][i][2] == one[1][1][i][2] == exact[0][1][i][2], (spec, inline, roots[i])
+
+
 def _comm_body(engine, setup_s):
     comm = engine.comm
     r, p = comm.rank, comm.size

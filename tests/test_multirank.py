@@ -269,6 +269,25 @@ def _device_rounds(comm):
     comm.wait("the test's rounds")
     out["allgather_into"] = (recv.copy(), comm.bytes_sent() - b0)
     out["sum"] = comm.allreduce(np.array([r], np.int64))
+    # capped rounds: lengths vary by round and peer, sized and slot rounds between them; a round's buffers
+    # are read only after the next round, which must not have touched them
+    comm.open_capped(6)
+    comm.open_capped(6)  # again: the same capacity is a no-op
+    capped, last = [], None
+    for i in range(4):
+        got = comm.capped_round({q: np.arange(1 + (r + 2 * q + i) % 6, dtype=np.int64) + 100 * r + 10 * q + i
+                                 for q in peers})
+        if last is not None:
+            capped.append({q: last[q][:1 + (q + 2 * r + i - 1) % 6].copy() for q in peers})
+        last = got
+        comm.gather_device(np.array([i], np.int64))
+        comm.allgather(np.arange(i))
+    capped.append({q: last[q][:1 + (q + 2 * r + 3) % 6].copy() for q in peers})
+    out["capped"] = capped
+    try:
+        comm.open_capped(7)
+    except ValueError as e:
+        out["reopen"] = str(e)
     return out
 
 
@@ -316,6 +335,10 @@ def test_ucx_device_rounds_with_numpy_arrays(cluster, size):
         np.testing.assert_array_equal(recv, np.repeat(np.arange(size) + 0.5, 4).astype(np.float32))
         assert sent == 16 * (size - 1) + 5
         assert out["sum"][0] == sum(range(size))
+        for i, got in enumerate(out["capped"]):
+            for q in peers:
+                np.testing.assert_array_equal(got[q], np.arange(1 + (q + 2 * r + i) % 6) + 100 * q + 10 * r + i)
+        assert "open for 6 words, not 7" in out["reopen"]
 
 
 # -- BFS on P ranks ----------------------------------------------------------------------------------

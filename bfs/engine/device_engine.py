@@ -20,6 +20,11 @@ waits only where it must know a size:
   peer will send it (synchronisation one).  The exact pairs then go out, the receivers' claims append to
   the level's own queue and counters, and a second all-gather closes the level (synchronisation two).
 
+Over a communicator with capped rounds (UCX), a run of top-down levels takes one round each instead
+(:mod:`breadth.bfs.engine.one_round_levels`, ``SearchConfig(one_round_levels=False)`` turns it off): a
+frontier's counters travel with the pairs expanded from it, and a rank expands before it knows the other
+parts only where the direction rule keeps top-down whatever they hold.
+
 By default (``SearchConfig(level_graphs=False)`` turns it off) each of these levels is replayed as a CUDA graph
 (:mod:`breadth.bfs.gpu.level_graphs`) where the communicator's rounds can be captured (``capturable_rounds``:
 NCCL, one GPU alone): one launch and one wait per level, a second exact round only when a top-down level's
@@ -69,6 +74,12 @@ class DeviceEngine(Engine):
             from ..gpu.level_graphs import LevelGraphs
 
             self.graphs = LevelGraphs(self)
+        self.one_round = None
+        if (self.graphs is None and self.comm.capped_rounds and self.comm.size > 1 and self.config.one_round_levels
+                and self.spec_pairs > 0):
+            from .one_round_levels import OneRoundLevels
+
+            self.one_round = OneRoundLevels(self, self.spec_pairs)
 
     def close(self) -> None:
         """Destroy the captured levels: NCCL's ncclCommDestroy waits (here: for ever) while a CUDA graph
@@ -184,9 +195,12 @@ class DeviceEngine(Engine):
             graphs.prepare(bu_off, bu_col)
         frontier_size, direction, bits, depth = int(counts.sum()), "td", None, 1
         records: list[LevelRecord] = []
+        carried = None  # (t0, bytes0) of a one-round attempt that handed its level back
         while depth_limit is None or depth <= depth_limit:
             bytes0 = comm.bytes_sent()
             t0 = time.perf_counter()
+            if carried is not None:
+                (t0, bytes0), carried = carried, None
             if direction == "td" and scout * self.alpha > edges_to_check:
                 # straight into the bitmap the captured level reads (no copy into its slot)
                 out = graphs.bits_buffer(0)[:self.nwords] if graphs is not None else None
@@ -233,6 +247,13 @@ class DeviceEngine(Engine):
                                            comm.bytes_sent() - bytes0, t2 - graphs.launched))
                 edges_to_check = max(edges_to_check - scout, 0)
                 scout = next_scout
+            elif self.one_round is not None and max(int(d) for d in degs) <= self.one_round.cap:
+                state = self.one_round.run(queue, depth, degs, edges_to_check, depth_limit, records, t0, bytes0)
+                if state is None:
+                    break
+                queue, depth, counts, degs, edges_to_check, *carried = state
+                frontier_size, qdeg, scout = int(counts.sum()), int(degs[rank]), int(degs.sum())
+                continue
             else:
                 caps = [self._cap(r, int(degs[r])) for r in range(size)]
                 bounded = max(caps) <= self.spec_pairs

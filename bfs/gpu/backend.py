@@ -357,6 +357,21 @@ class GpuBackend:
                                                (flat, flat[1:], _i64(2), count, _i64(pairs.shape[0]), _i64(lo),
                                                 parent, level, prm, self._visited, out, ctr, offsets, np.int32(1)))
 
+    # -- one-round top-down levels (bfs/engine/one_round_levels.py) ------------------------------------
+    def gate_queue(self, fctr, limit: int, depth: int, prm) -> None:
+        """Queue ``prm[0] = depth`` and ``prm[1]`` = the frontier's length ``fctr[0]`` if its degree sum
+        ``fctr[1]`` is at most ``limit``, else 0: the length :meth:`top_down_g` then expands (nothing above the
+        limit), decided on the device, with no synchronisation."""
+        self._kern(None)["td_gate"]((1,), (32,), (fctr, _i64(limit), _i64(depth), prm))
+
+    def undo_top_down(self, nxt, rpairs, parent, level, sent) -> None:
+        """Take back an expansion: its claimed local ids ``nxt`` unvisited again (``parent`` and ``level``
+        -1) and the remote vertices of its ``(k, 2)`` pairs ``rpairs`` unmarked in ``sent``."""
+        n = max(int(nxt.size), int(rpairs.shape[0]))
+        if n:
+            self._kern(None)["td_undo"](_grid(n), (_THREADS,), (nxt, _i64(nxt.size), rpairs, _i64(rpairs.shape[0]),
+                                                                 parent, level, self._visited, sent))
+
     def stamp(self, ts, i: int) -> None:
         """``ts[i]`` = the GPU's nanosecond clock when the stream reaches this point."""
         self._kern(None)["stamp"]((1,), (32,), (ts, np.int32(i)))

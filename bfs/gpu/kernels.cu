@@ -613,6 +613,32 @@ extern "C" __global__ void claim_remote_g(const i64* __restrict__ v, const i64* 
                with_deg);
 }
 
+// One-round top-down levels (bfs/engine/one_round_levels.py).  td_gate: the queue length the next expansion
+// reads (prm[1]), the frontier's (fctr[0], counted by the claims that appended to it) when its degree sum
+// fctr[1] is at most `limit`, else none; prm[0] the depth.  td_undo: an expansion taken back -- its claimed
+// local ids (nxt) unvisited again (parent and level -1), its pairs' remote vertices unmarked in `sent`.
+extern "C" __global__ void td_gate(const i64* __restrict__ fctr, i64 limit, i64 depth, i64* __restrict__ prm) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        prm[0] = depth;
+        prm[1] = fctr[1] <= limit ? fctr[0] : 0;
+    }
+}
+
+extern "C" __global__ void td_undo(const i64* __restrict__ nxt, i64 nl, const i64* __restrict__ rpairs, i64 np,
+                                   i64* __restrict__ parent, int* __restrict__ level, u32* visited, u64* sent) {
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < nl; i += stride) {
+        const i64 j = nxt[i];
+        parent[j] = -1;
+        level[j] = -1;
+        atomicAnd(visited + (j >> 5), ~(1u << (j & 31)));
+    }
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < np; i += stride) {
+        const i64 v = rpairs[2 * i];
+        atomicAnd(sent + (v >> 6), ~(1ull << (v & 63)));
+    }
+}
+
 // Interleaved (v global, p) pairs to their owners v / block: owner_counts counts per owner (the pair count
 // *np is read on the device, so it can follow td_expand without a synchronisation), owner_scatter writes
 // each pair at its owner's next free slot (cursor starts at the owners' exclusive prefix; order within an

@@ -41,13 +41,27 @@ class Communicator(ABC):
     ``capturable_rounds`` -- those device rounds are queued on the CUDA stream, so the device engine may
     capture its levels in CUDA graphs (NCCL, one GPU alone; UCX's rounds run on the host);
     ``peer_memory`` -- those rounds write straight into the peers' memory, so a round moves only its rows
-    (:mod:`breadth.bfs.transport.peer_memory`)."""
+    (:mod:`breadth.bfs.transport.peer_memory`);
+    ``capped_rounds`` -- :meth:`open_capped` / :meth:`capped_round`: host words into receives of a fixed
+    capacity posted a round ahead, whose counts travel in the words themselves (UCX: the device engine's
+    one-round top-down levels, :mod:`breadth.bfs.engine.one_round_levels`)."""
 
     rank: int
     size: int
     device_counters: bool = False
     capturable_rounds: bool = False
     peer_memory: bool = False
+    capped_rounds: bool = False
+
+    def open_capped(self, words: int) -> None:
+        """Make :meth:`capped_round` ready for messages of at most ``words`` int64 (every rank the same)."""
+        raise NotImplementedError(f"{type(self).__name__} has no capped rounds")
+
+    def capped_round(self, sends: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+        """``sends[p]`` (1-D int64 host words, at most the opened ``words``) to every peer ``p``; returns each
+        peer's receive buffer (``words`` int64 whose first words are the ones it sent: the words say how many
+        of them count).  A returned buffer stays valid until the round after the next."""
+        raise NotImplementedError(f"{type(self).__name__} has no capped rounds")
 
     @abstractmethod
     def alltoallv(self, send: list[Any]) -> list[Any]:

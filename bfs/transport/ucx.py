@@ -24,6 +24,12 @@ Two kinds of rounds:
   as soon as a round's slots arrive, so a small round finds its receives waiting.
 * **sized rounds** (``allgatherv``, ``gather_device``, ``exchange_device``, ``allgather_into``: sizes
   known to both sides): one message per non-empty array, received straight into the caller's buffer.
+* **capped rounds** (``capped_round``, after ``open_capped``): host words of at most a fixed capacity, one
+  message each way per peer, into receive buffers of that capacity posted a round ahead (two per peer,
+  alternating; page-locked on GPU ranks, so that the caller's copies from them to the device are queued
+  without a wait).  No header: the words say how many of them count, and UCX takes a message shorter than
+  its receive.  The device engine's one-round top-down levels send their counters and pairs this way
+  (:mod:`breadth.bfs.engine.one_round_levels`).
 
 Device rounds (:mod:`breadth.bfs.engine.device_engine`): UCX reads and writes device memory outside the
 CUDA stream, so a round that touches device arrays first waits for the stream (the round's one host wait)
@@ -84,6 +90,7 @@ _STAGE = _INLINE
 _SLOT_KIND, _SLOT_DATA, _SIZED, _CONTROL = 0, 1, 2, 3
 _SEQ_BITS, _RANK_BITS, _INDEX_BITS = 40, 14, 8
 _SEQ_MASK = (1 << _SEQ_BITS) - 1
+_CAPPED = (1 << _INDEX_BITS) - 1  # index of a capped round's message (kind _SIZED, the capped rounds' sequence)
 _HELLO, _GOODBYE = 0, 1  # indices of the control messages (their sequence field holds the session digest)
 
 _SPIN_S = 5e-5  # GPU ranks busy-poll the worker this long before waiting on its epoll wakeup (see _spin_for)
@@ -198,6 +205,8 @@ class UCXCommunicator(PeerCommunicator):
     device_counters = True
     #: UCX rounds run on the host, outside any CUDA stream: they cannot be captured in CUDA graphs
     capturable_rounds = False
+    #: host words into receives posted a round ahead (:meth:`capped_round`)
+    capped_rounds = True
 
     def __init__(self, rank: int, size: int, api, array, ctx, worker, listener, eps: dict, accepted: list,
                  digest: int, timeout: float, device: bool, ranks_here: int = 1):
@@ -216,6 +225,9 @@ class UCXCommunicator(PeerCommunicator):
         self._held: list = []  # pinned buffers whose copies to the device may still be queued on the stream
         self._seq = 0  # slot rounds completed (both sides count the same collectives)
         self._dseq = 0  # sized rounds
+        self._cseq = 0  # capped rounds
+        self._capped: dict[int, tuple] | None = None  # peer -> two (receive buffer, its ucxx wrapper)
+        self._capped_reqs: dict[int, Any] = {}
         self._sent = 0
         self._closed = False
         self._failed: CommError | None = None
@@ -225,8 +237,8 @@ class UCXCommunicator(PeerCommunicator):
         slot = HEADER.size + self._inline
         self._slot_bufs = {p: (np.empty(slot, np.uint8), np.empty(slot, np.uint8)) for p in self._peers}
         self._slot_reqs: dict[int, Any] = {}
-        # each peer's goodbye ([digest, last slot round, last sized round]), posted once
-        self._bye_bufs = {p: np.zeros(3, np.int64) for p in self._peers}
+        # each peer's goodbye ([digest, last slot round, last sized round, last capped round]), posted once
+        self._bye_bufs = {p: np.zeros(4, np.int64) for p in self._peers}
         self._bye_reqs = {p: self._recv(p, self._bye_bufs[p], _CONTROL, self._digest, _GOODBYE)
                           for p in self._peers}
         for p in self._peers:
@@ -554,6 +566,52 @@ class UCXCommunicator(PeerCommunicator):
         self._sent += int(arr.nbytes) * len(self._peers)
         return out
 
+    # -- capped rounds -------------------------------------------------------------------------------
+    def open_capped(self, words: int) -> None:
+        """Receive buffers of ``words`` int64 for :meth:`capped_round` (two per peer; page-locked on GPU
+        ranks), and the first round's receives posted.  Every rank opens the same ``words``, once."""
+        words = int(words)
+        if self._capped is not None:
+            if words != self._capped_words:
+                raise ValueError(f"rank {self.rank}: capped rounds are open for {self._capped_words} words, "
+                                 f"not {words}")
+            return
+        self._check()
+        self._capped, self._capped_words = {}, words
+        for p in self._peers:
+            bufs = []
+            for _ in range(2):
+                buf = self._host_buffer(8 * words, self._cp is not None).view(np.int64)
+                bufs.append((buf, self._array(_flat_bytes(buf))))  # wrapped once: the receives reuse it
+            self._capped[p] = tuple(bufs)
+            self._post_capped(p, self._cseq + 1)
+
+    def _post_capped(self, p: int, seq: int) -> None:
+        _, wrapped = self._capped[p][seq % 2]
+        self._capped_reqs[p] = self._eps[p].tag_recv(wrapped, self._api.UCXXTag(_tag(_SIZED, seq, p, _CAPPED)))
+
+    def capped_round(self, sends: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+        """``sends[p]`` (1-D int64 host words, at most the opened ``words``; page-locked or not) to every
+        peer ``p``, one message each way; returns each peer's receive buffer, whose first words are the
+        ones it sent (they carry their own counts).  A buffer stays valid until the round after the next:
+        this round's receives were posted a round ago, and the next round's are posted into the other
+        buffer before this returns.  Raises ``CommError`` as every round does; a message longer than the
+        receive fails the round (UCX's truncation error)."""
+        self._check()
+        if self._capped is None:
+            raise RuntimeError("capped_round before open_capped")
+        self._cseq = seq = self._cseq + 1
+        api, eps = self._api, self._eps
+        reqs = [(p, eps[p].tag_send(self._array(_flat_bytes(sends[p])), api.UCXXTag(_tag(_SIZED, seq, self.rank,
+                                                                                          _CAPPED))))
+                for p in self._peers]
+        reqs += [(p, self._capped_reqs[p]) for p in self._peers]
+        self._wait(reqs, f"capped round #{seq}", (3, seq))
+        for p in self._peers:
+            self._post_capped(p, seq + 1)
+            self._sent += int(sends[p].nbytes)
+        return {p: self._capped[p][seq % 2][0] for p in self._peers}
+
     # -- device rounds (breadth.bfs.engine.device_engine) -----------------------------------------------
     def gather_device(self, vec) -> np.ndarray:
         """Every rank's int64 vector ``vec`` (``(k,)``, the same ``k`` everywhere; device or host) as a host
@@ -615,7 +673,7 @@ class UCXCommunicator(PeerCommunicator):
             return
         self._closed = True
         try:
-            bye = np.array([self._digest, self._seq, self._dseq], np.int64)
+            bye = np.array([self._digest, self._seq, self._dseq, self._cseq], np.int64)
             reqs = []
             for p in self._peers:
                 try:
@@ -642,5 +700,5 @@ class UCXCommunicator(PeerCommunicator):
                 ep.close_blocking(period=10 ** 8, max_attempts=1)
             except Exception:
                 pass
-        self._eps, self._accepted, self._slot_reqs, self._bye_reqs = {}, [], {}, {}
+        self._eps, self._accepted, self._slot_reqs, self._bye_reqs, self._capped_reqs = {}, [], {}, {}, {}
         self._listener = self._worker = self._ctx = None

@@ -1,0 +1,182 @@
+"""Where a one-round top-down level's time goes, two GPU ranks sharing one GPU over UCX.
+
+    python benchmarks/diag_one_round_levels.py --json $OUT/one_round_levels.json
+
+Two dask-cuda workers on one GPU (``local_cuda_cluster(ranks_per_gpu=2)``), a Kronecker graph in two shards and a
+UCX session; then, both ranks in step, median microseconds per call over ``--reps`` calls (after 20 warm-up
+calls and a barrier): an 8-byte host exchange in raw ucxx on contexts of its own between the two ranks --
+with the TAG feature alone (as ``bench_multigpu.py --raw-ucxx``), and with TAG and WAKEUP and the worker in
+blocking progress mode (as the communicator's context) -- the communicator's capped round of a level's
+header (5 words), with its usual busy poll and polling 2 ms, and the same header posted on the
+communicator's endpoints with its arrays wrapped once.  Then ``--roots`` searches, each rank profiled
+(cProfile, the functions that took the most time) and its small top-down levels' medians (local, exchange,
+round), with one-round levels and without (``SearchConfig(one_round_levels=False)``, a second session).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_file import write_json  # noqa: E402
+
+
+def _raw_pair(comm, wakeup: bool):
+    """A ucxx endpoint between ranks 0 and 1 on a context of its own (``wakeup``: TAG and WAKEUP features and
+    blocking progress mode, as the communicator's): ``(worker, endpoint, api, Array)``."""
+    import ucxx._lib.libucxx as api
+    from ucxx._lib.arr import Array
+
+    from breadth.bfs.transport.wire_format import worker_host
+
+    feats = (api.Feature.TAG, api.Feature.WAKEUP) if wakeup else (api.Feature.TAG,)
+    ctx = api.UCXContext(config_dict={}, feature_flags=feats)
+    worker = api.UCXWorker(ctx)
+    if wakeup:
+        worker.init_blocking_progress_mode()
+    got, listener = {}, None
+    if comm.rank == 0:
+        def accept(conn_request):
+            got["ep"] = listener.create_endpoint_from_conn_request(conn_request, endpoint_error_handling=True)
+
+        listener = api.UCXListener.create(worker=worker, port=0, cb_func=accept)
+    host = np.frombuffer(worker_host().encode().ljust(64, b"\0"), np.uint8)
+    port = np.array([listener.port if listener is not None else 0], np.int64)
+    addr = comm.allgather(np.concatenate([host, port.view(np.uint8)]))[0]
+    if comm.rank == 1:
+        got["ep"] = api.UCXEndpoint.create(worker, bytes(addr[:64]).rstrip(b"\0").decode(),
+                                           int(addr[64:].view(np.int64)[0]), endpoint_error_handling=True)
+    else:
+        while "ep" not in got:
+            worker.progress()
+    return worker, got["ep"], api, Array, (ctx, listener)
+
+
+def _small_levels(recs_by_root) -> dict:
+    keys = ("local_s", "exchange_s", "reduce_s")
+    small = [r for recs in recs_by_root for r in recs if r.direction == "td" and r.bytes_sent < (1 << 20)]
+    return {**{k.replace("_s", "_us"): float(np.median([getattr(r, k) for r in small]) * 1e6) if small else None
+               for k in keys}, "levels": len(small)}
+
+
+def _rank(engine, setup_s, reps, roots, only_searches):
+    import cupy as cp  # noqa: F401  (a GPU rank)
+
+    comm = engine.comm
+    out: dict = {"engine": type(engine).__name__, "one_round": engine.one_round is not None}
+
+    def timeit(name, fn):
+        for _ in range(20):
+            fn()
+        comm.barrier()
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+        out[name] = float(np.median(ts) * 1e6)
+
+    if not only_searches:
+        peer = 1 - comm.rank
+        for wakeup in (False, True):
+            worker, ep, api, Array, keep = _raw_pair(comm, wakeup)
+            a, b = Array(np.ones(8, np.uint8)), Array(np.zeros(8, np.uint8))
+            n = [0]
+
+            def raw():
+                n[0] += 1
+                reqs = [ep.tag_recv(b, api.UCXXTag(2 * n[0] + peer)), ep.tag_send(a, api.UCXXTag(2 * n[0] + comm.rank))]
+                while not all(q.completed for q in reqs):
+                    worker.progress()
+
+            timeit("raw_host_8B_exchange" + ("_wakeup_blocking_mode" if wakeup else "_tag_only"), raw)
+            comm.barrier()
+            del keep
+        head = np.arange(5, dtype=np.int64)
+        if engine.one_round is None:
+            comm.open_capped(5)
+        timeit("capped_round_5_words", lambda: comm.capped_round({peer: head}))
+        spin = comm._spin
+        comm._spin = 2e-3
+        timeit("capped_round_5_words_polled_2ms", lambda: comm.capped_round({peer: head}))
+        comm._spin = spin
+        from breadth.bfs.transport import ucx
+
+        ep, worker, api = comm._eps[peer], comm._worker, comm._api
+        hb, rb = comm._array(head.view(np.uint8)), comm._array(np.zeros(5, np.int64).view(np.uint8))
+        n = [0]
+
+        def on_comm_endpoints():
+            n[0] += 1
+            reqs = [ep.tag_recv(rb, api.UCXXTag(ucx._tag(ucx._CONTROL, n[0], peer, 7))),
+                    ep.tag_send(hb, api.UCXXTag(ucx._tag(ucx._CONTROL, n[0], comm.rank, 7)))]
+            while not all(q.completed for q in reqs):
+                worker.progress()
+
+        timeit("header_on_comm_endpoints_prewrapped", on_comm_endpoints)
+    for root in roots[:4]:  # warm-up: kernels compiled, buffers allocated
+        engine.search(int(root))
+    comm.barrier()
+    prof = cProfile.Profile()
+    recs = []
+    t0 = time.perf_counter()
+    prof.enable()
+    for root in roots:
+        recs.append(engine.search(int(root)))
+    prof.disable()
+    out["searches_s"] = time.perf_counter() - t0
+    out["small_td_levels"] = _small_levels(recs)
+    out["levels"] = [[(r.depth, r.direction, r.frontier, r.found, round(r.local_s * 1e6), round(r.exchange_s * 1e6),
+                       round(r.reduce_s * 1e6), r.bytes_sent) for r in rs] for rs in recs[:2]]
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(28)
+    out["profile"] = buf.getvalue()
+    if engine.one_round is not None:
+        out["tally"] = dict(engine.one_round.tally)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scale", type=int, default=20)
+    ap.add_argument("--reps", type=int, default=300)
+    ap.add_argument("--roots", type=int, default=16)
+    ap.add_argument("--json", required=True)
+    args = ap.parse_args()
+    import cupy as cp
+
+    from breadth.bfs import SearchConfig, choose_roots, run_session
+    from breadth.pipeline import kronecker, prepare
+    from breadth.pipeline.cluster import local_cuda_cluster
+
+    client = local_cuda_cluster(workers=2, ranks_per_gpu=2, protocol="tcp")
+    g = prepare(kronecker(args.scale, seed=1, device="gpu"), client, nparts=2, device="gpu")
+    roots = [int(r) for r in choose_roots(g, args.roots + 4, 2)]
+    doc = {"benchmark": "one_round_levels", "gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+           "unit": "median microseconds per call, per rank", "args": vars(args), "sessions": {}}
+    for name, cfg, only in (("one_round", SearchConfig(), False),
+                            ("two_rounds", SearchConfig(one_round_levels=False), True)):
+        doc["sessions"][name] = run_session(g, _rank, args.reps, roots, only, protocol="ucx", timeout=60.0, config=cfg)
+        write_json(args.json, doc)
+    for name, ranks in doc["sessions"].items():
+        print(f"== {name}: searches {ranks[0]['searches_s']:.3f} s, small td levels " +
+              " | ".join(str(r["small_td_levels"]) for r in ranks))
+        for k, v in ranks[0].items():
+            if isinstance(v, float) and k != "searches_s":
+                print(f"{k:44s} " + "  ".join(f"{r[k]:8.1f}" for r in ranks))
+        print("levels (rank 0, first root):", ranks[0]["levels"][0])
+        print("levels (rank 1, first root):", ranks[1]["levels"][0])
+        print(f"rank 0 profile:\n{ranks[0]['profile']}")
+        print("tally:", [r.get("tally") for r in ranks])
+
+
+if __name__ == "__main__":
+    main()
