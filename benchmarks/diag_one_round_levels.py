@@ -10,7 +10,8 @@ blocking progress mode (as the communicator's context) -- the communicator's cap
 header (5 words), with its usual busy poll and polling 2 ms, and the same header posted on the
 communicator's endpoints with its arrays wrapped once.  Then ``--roots`` searches, each rank profiled
 (cProfile, the functions that took the most time) and its small top-down levels' medians (local, exchange,
-round), with one-round levels and without (``SearchConfig(one_round_levels=False)``, a second session).
+round), with one-round levels, without (``SearchConfig(one_round_levels=False)``, a second session), and with
+them and rounds that busy-poll 2 ms before sleeping (a third).
 """
 
 from __future__ import annotations
@@ -62,15 +63,20 @@ def _raw_pair(comm, wakeup: bool):
 
 def _small_levels(recs_by_root) -> dict:
     keys = ("local_s", "exchange_s", "reduce_s")
-    small = [r for recs in recs_by_root for r in recs if r.direction == "td" and r.bytes_sent < (1 << 20)]
-    return {**{k.replace("_s", "_us"): float(np.median([getattr(r, k) for r in small]) * 1e6) if small else None
-               for k in keys}, "levels": len(small)}
+    out = {}
+    for d in ("td", "bu"):
+        small = [r for recs in recs_by_root for r in recs if r.direction == d and r.bytes_sent < (1 << 20)]
+        out[d] = {**{k.replace("_s", "_us"): round(float(np.median([getattr(r, k) for r in small]) * 1e6), 1)
+                     if small else None for k in keys}, "levels": len(small)}
+    return out
 
 
-def _rank(engine, setup_s, reps, roots, only_searches):
+def _rank(engine, setup_s, reps, roots, only_searches, spin):
     import cupy as cp  # noqa: F401  (a GPU rank)
 
     comm = engine.comm
+    if spin is not None:
+        comm._spin = spin  # how long a round busy-polls before it sleeps on the worker's wakeup
     out: dict = {"engine": type(engine).__name__, "one_round": engine.one_round is not None}
 
     def timeit(name, fn):
@@ -133,7 +139,7 @@ def _rank(engine, setup_s, reps, roots, only_searches):
         recs.append(engine.search(int(root)))
     prof.disable()
     out["searches_s"] = time.perf_counter() - t0
-    out["small_td_levels"] = _small_levels(recs)
+    out["small_levels"] = _small_levels(recs)
     out["levels"] = [[(r.depth, r.direction, r.frontier, r.found, round(r.local_s * 1e6), round(r.exchange_s * 1e6),
                        round(r.reduce_s * 1e6), r.bytes_sent) for r in rs] for rs in recs[:2]]
     buf = io.StringIO()
@@ -162,13 +168,15 @@ def main() -> None:
     roots = [int(r) for r in choose_roots(g, args.roots + 4, 2)]
     doc = {"benchmark": "one_round_levels", "gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
            "unit": "median microseconds per call, per rank", "args": vars(args), "sessions": {}}
-    for name, cfg, only in (("one_round", SearchConfig(), False),
-                            ("two_rounds", SearchConfig(one_round_levels=False), True)):
-        doc["sessions"][name] = run_session(g, _rank, args.reps, roots, only, protocol="ucx", timeout=60.0, config=cfg)
+    for name, cfg, only, spin in (("one_round", SearchConfig(), False, None),
+                                  ("two_rounds", SearchConfig(one_round_levels=False), True, None),
+                                  ("one_round_polled_2ms", SearchConfig(), True, 2e-3)):
+        doc["sessions"][name] = run_session(g, _rank, args.reps, roots, only, spin, protocol="ucx", timeout=60.0,
+                                            config=cfg)
         write_json(args.json, doc)
     for name, ranks in doc["sessions"].items():
-        print(f"== {name}: searches {ranks[0]['searches_s']:.3f} s, small td levels " +
-              " | ".join(str(r["small_td_levels"]) for r in ranks))
+        print(f"== {name}: searches {ranks[0]['searches_s']:.3f} s, small levels " +
+              " | ".join(str(r["small_levels"]) for r in ranks))
         for k, v in ranks[0].items():
             if isinstance(v, float) and k != "searches_s":
                 print(f"{k:44s} " + "  ".join(f"{r[k]:8.1f}" for r in ranks))

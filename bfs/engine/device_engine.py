@@ -196,6 +196,7 @@ class DeviceEngine(Engine):
         frontier_size, direction, bits, depth = int(counts.sum()), "td", None, 1
         records: list[LevelRecord] = []
         carried = None  # (t0, bytes0) of a one-round attempt that handed its level back
+        gathered = None  # the global frontier a one-round bottom-up level gathered for the next one
         while depth_limit is None or depth <= depth_limit:
             bytes0 = comm.bytes_sent()
             t0 = time.perf_counter()
@@ -215,14 +216,21 @@ class DeviceEngine(Engine):
                 records.append(LevelRecord(depth, "bu", frontier_size, found, local_s, t2 - t0 - local_s,
                                            comm.bytes_sent() - bytes0, t2 - graphs.launched))
             elif direction == "bu":
-                fbits = self._gather_frontier(bits, counts)
-                nxt = xp.empty(self.nwords, np.uint64)
+                # over UCX the last bottom-up level's round brought this frontier with its counters
+                fbits = gathered if gathered is not None else self._gather_frontier(bits, counts)
+                if self.one_round is not None:
+                    nxt, gathered = self.one_round.frontier_slot(fbits)
+                else:
+                    nxt = xp.empty(self.nwords, np.uint64)
                 self._ev[0].record()
                 ctr = b.bottom_up_async(bu_off, bu_col, fbits, self.parent, self.level, np.int32(depth), nxt,
                                         frontier_size >= s.num_vertices * self.first_neighbour_fraction)
                 self._ev[1].record()
                 t1 = time.perf_counter()
-                cnt = comm.gather_device(ctr)  # the level's one synchronisation
+                if self.one_round is not None:  # the level's one round: counters and the next frontier
+                    cnt = self.one_round.close_bottom_up(ctr, nxt, gathered)
+                else:
+                    cnt = comm.gather_device(ctr)  # the level's one synchronisation
                 t2 = time.perf_counter()
                 found, counts, bits = int(cnt[:, 0].sum()), cnt[:, 0], nxt
                 b.note_bits(bits, int(cnt[rank, 0]), int(cnt[rank, 1]), bu_off)
@@ -231,6 +239,7 @@ class DeviceEngine(Engine):
                                            comm.bytes_sent() - bytes0, t2 - t1))
             if direction == "bu":
                 if found and found < frontier_size and found < s.num_vertices / self.beta:
+                    gathered = None
                     out = graphs.queue_buffer(0) if graphs is not None else None  # idle while bottom-up ran
                     direction, queue = "td", b.bits_to_queue(bits, out=out)
                     if s.directed:  # bottom-up counted in-degrees; top-down's work is the out-degrees

@@ -14,17 +14,26 @@ A rank whose part is larger expands nothing and says so.  After the round every 
 every rank expanded, the level is done; else those that did take it back (one kernel: their claims and sent
 marks) and the engine runs the level its usual way from the exact counters.
 
-A level queues, with no host wait: the last round's pairs to the device and their claims, which append to
-the last expansion's queue and counters (F's counters are then complete on the device); the gate (the queue
-length the expansion reads: F's, or none); the expansion, which reads that length on the device; the
-counters and each peer's first ``inline`` pair rows copied into page-locked send buffers.  Then one wait for
-the stream and one capped round
+A level is one launch of a CUDA graph (captured once per queue buffer and prefix kind; launching its dozen
+steps from Python took most of a small level) and one wait: a parameter block copied from page-locked
+memory (depth, limit, the pairs each peer sent), the last round's pairs claimed (they append to the last
+expansion's queue and counters: F's counters are then complete on the device), the gate (the queue length
+the expansion reads: F's, or none), the expansion, which reads that length on the device, and the counters
+and each peer's first ``inline`` pair rows copied into page-locked send buffers.  Before the launch the
+last round's inline pairs are copied to the device (their host buffer alternates, so the graph cannot hold
+it).  Then one capped round
 (:meth:`~breadth.bfs.transport.communicator.Communicator.capped_round`) of host words: a header (F's length
 and degree sum here, expanded or not, the pairs for the receiver, the most pairs this rank sends any peer)
 and the pairs.  Pairs past ``inline`` follow in a sized round of device rows, which every rank joins when any
 sender's header says so.
 
-A level's record is complete a round late (its ``found`` is the next frontier's length); the round that
+Bottom-up levels need no speculation to take one round: a level's counters (which decide whether the
+next level stays bottom-up, and whether there is one) travel with the frontier it found, as the next
+level's frontier all-gather (:meth:`OneRoundLevels.close_bottom_up`): the level writes its part straight
+into one of two global bitmaps, the round fills the peers' parts, and the next bottom-up level reads it.
+A level that turns top-down, or ends the search, sent its frontier for nothing.
+
+A top-down level's record is complete a round late (its ``found`` is the next frontier's length); the round that
 finds every part of F empty ends the search, as the exact level's counters round did.
 """
 
@@ -34,6 +43,7 @@ import time
 
 import numpy as np
 
+from ..cpu.frontier import num_words
 from .engine import LevelRecord
 
 #: words of a message before its pairs: F's length and degree sum on the sender, whether it expanded, the
@@ -47,7 +57,7 @@ _ANY = 1 << 62
 class OneRoundLevels:
     """One-round top-down levels for a :class:`~breadth.bfs.engine.device_engine.DeviceEngine` on GPU ranks
     whose communicator has capped rounds; ``cap`` bounds the pairs one level sends a peer (and the degree
-    sum of a part that is expanded speculatively).  Its buffers live as long as the engine."""
+    sum of a part that is expanded blind).  Its buffers and graphs live as long as the engine."""
 
     #: pair rows that travel inside a level's capped round, per peer (more go in a sized round)
     inline = 2048
@@ -64,32 +74,121 @@ class OneRoundLevels:
         self.size, self.rank = comm.size, comm.rank
         self.peers = [p for p in range(comm.size) if p != comm.rank]
         nloc = max(s.num_local, 1)
-        kc = 4 + (self.size if self.size > 2 else 0)  # td_expand's counters, then pairs per owner (3+ ranks)
+        self.kc = kc = 4 + (self.size if self.size > 2 else 0)  # td_expand's counters, pairs per owner (3+ ranks)
+        # ping-pong: the graph for slot k reads frontier queues[1 - k] and its counters ctrs[1 - k] (which the
+        # claims complete), and writes the next queue and counters into queues[k], ctrs[k]
         self.queues = [cp.empty(nloc, cp.int64) for _ in range(2)]
         self.ctrs = [cp.zeros(kc, cp.int64) for _ in range(2)]
         self.rpairs = cp.empty((max(self.cap, 1), 2), cp.int64)
         self.regions = cp.empty((self.size * self.cap, 2), cp.int64) if self.size > 2 else None
         self.recv = {p: cp.empty((max(self.cap, 1), 2), cp.int64) for p in self.peers}
-        self.prm = cp.zeros(2, cp.int64)
         self.pre_small = cp.empty(_SMALL_QUEUE, cp.int64)
         self.pre = cp.empty(nloc, cp.int64)
         self.tiles = cp.empty(nloc // 1024 + 2, cp.int64)
+        self.stamps = cp.zeros(2, cp.int64)
         self.words = _HEAD + 2 * self.inline
 
         def pinned(n):
             return np.frombuffer(cp.cuda.alloc_pinned_memory(8 * n), np.int64, n)
 
+        # the parameter block: [depth, queue length (the gate's), limit, depth of the claims, pairs from each
+        # peer in peers' order]; the graphs' kernels read it on the device (prm[0] depth, prm[1] length)
+        self.blk_host = pinned(4 + len(self.peers))
+        self.blk = cp.zeros(self.blk_host.size, cp.int64)
         self.out = {p: pinned(self.words) for p in self.peers}
-        self.stat = pinned(2 + kc)  # F's counters, then the expansion's
+        self.stat = pinned(2 + kc + 2)  # F's counters, the expansion's, the two stamps
         self.first = pinned(2)  # the counters of a run's first frontier, for the device
-        self.ev = [cp.cuda.Event(), cp.cuda.Event()]
+        self.stream = cp.cuda.Stream(non_blocking=True)  # captures only
+        self._graphs: dict = {}
+        self._ptr: dict = {}  # id of a host buffer of the communicator -> its address
+        # bottom-up: every rank's words of the global frontier bitmap, where they start, two such bitmaps
+        block, n = s.block, s.num_vertices
+        self.nws = [num_words(min(r * block + block, n) - min(r * block, n)) for r in range(self.size)]
+        self.woff = np.concatenate(([0], np.cumsum(self.nws))).tolist()
+        self._gbits = None
+        self.bu_host = pinned(3)  # this rank's bottom-up counters
+        self.bu_rows = np.zeros((self.size, 3), np.int64)
         #: levels done in one round, expansions taken back, sized rounds for pairs past the inline rows
         self.tally = {"levels": 0, "taken_back": 0, "sized": 0}
         comm.open_capped(self.words)
 
+    def frontier_slot(self, fbits):
+        """Where a bottom-up level reading global frontier ``fbits`` writes its own words: ``(own, global)``,
+        this rank's words of the global bitmap that ``fbits`` is not (uint64 device arrays)."""
+        cp = self.e.b.xp
+        if self._gbits is None:
+            self._gbits = [cp.zeros(max(self.woff[-1], 1), cp.uint64) for _ in range(2)]
+        g = self._gbits[1 if fbits.data.ptr == self._gbits[0].data.ptr else 0]
+        return g[self.woff[self.rank]:self.woff[self.rank + 1]], g
+
+    def close_bottom_up(self, ctr, own, g) -> np.ndarray:
+        """A bottom-up level's one round: its counters ``ctr`` (device ``[found, their degree sum, tasks]``)
+        and its words ``own`` of global bitmap ``g`` to every peer, theirs into ``g``; returns every rank's
+        counters, ``(size, 3)`` on the host.  ``g`` is then the next bottom-up level's frontier."""
+        e = self.e
+        cp, comm = e.b.xp, e.comm
+        rt = cp.cuda.runtime
+        rt.memcpyAsync(self.bu_host.ctypes.data, ctr.data.ptr, 24, rt.memcpyDeviceToHost,
+                       cp.cuda.get_current_stream().ptr)
+        woff, rows = self.woff, self.bu_rows
+        comm.exchange_device({p: [ctr, own] for p in self.peers},
+                             {p: [rows[p], g[woff[p]:woff[p + 1]]] for p in self.peers})
+        rows[self.rank] = self.bu_host  # copied before the round's wait for the stream
+        return rows.copy()
+
     def _rows(self, p: int):
         """The device rows of this level's pairs for peer ``p`` (its first ones)."""
         return self.rpairs if self.size == 2 else self.regions[p * self.cap:(p + 1) * self.cap]
+
+    def _graph(self, k: int, tiled: bool):
+        """The captured level for queue slot ``k`` with the one-block (``tiled`` False) or tiled prefix."""
+        g = self._graphs.get((k, tiled))
+        if g is None:
+            g = self._graphs[k, tiled] = self._capture(k, tiled)
+        return g
+
+    def _capture(self, k: int, tiled: bool):
+        e = self.e
+        b, cp, s = e.b, e.b.xp, e.shard
+        rt = cp.cuda.runtime
+        st, blk = self.stream, self.blk
+        qbuf, fctr, nxt, ctr = self.queues[1 - k], self.ctrs[1 - k], self.queues[k], self.ctrs[k]
+        mode = getattr(rt, "streamCaptureModeRelaxed", None)
+        with st:
+            st.begin_capture(mode) if mode is not None else st.begin_capture()
+            try:
+                rt.memcpyAsync(blk.data.ptr, self.blk_host.ctypes.data, blk.nbytes, rt.memcpyHostToDevice, st.ptr)
+                b.stamp(self.stamps, 0)
+                for i, p in enumerate(self.peers):  # depth blk[3], count blk[4 + i]: at most the rows of recv[p]
+                    b.claim_pairs_g(self.recv[p], blk[4 + i:5 + i], s.lo, e.parent, e.level, blk[3:], qbuf, fctr,
+                                    s.offsets)
+                b.gate_queue(fctr, blk)
+                rt.memsetAsync(ctr.data.ptr, 0, ctr.nbytes, st.ptr)
+                b.top_down_g(s.offsets, s.columns, s.lo, s.hi, qbuf, self.pre if tiled else self.pre_small, blk,
+                             e.parent, e.level, e.sent, nxt, self.rpairs, ctr, self.tiles if tiled else None)
+                if self.size > 2:
+                    b.pairs_to_regions(self.rpairs, ctr, s.block, self.size, self.cap, out=self.regions)
+                b.stamp(self.stamps, 1)
+                at = self.stat.ctypes.data
+                rt.memcpyAsync(at, fctr.data.ptr, 16, rt.memcpyDeviceToHost, st.ptr)
+                rt.memcpyAsync(at + 16, ctr.data.ptr, ctr.nbytes, rt.memcpyDeviceToHost, st.ptr)
+                rt.memcpyAsync(at + 16 + ctr.nbytes, self.stamps.data.ptr, 16, rt.memcpyDeviceToHost, st.ptr)
+                for p in self.peers:
+                    rt.memcpyAsync(self.out[p].ctypes.data + 8 * _HEAD, self._rows(p).data.ptr,
+                                   16 * min(self.inline, self.cap), rt.memcpyDeviceToHost, st.ptr)
+            except BaseException:
+                try:
+                    st.end_capture()
+                except Exception:
+                    pass
+                raise
+            return st.end_capture()
+
+    def _addr(self, buf) -> int:
+        a = self._ptr.get(id(buf))
+        if a is None:
+            a = self._ptr[id(buf)] = buf.ctypes.data
+        return a
 
     def run(self, queue, depth: int, degs, edges_to_check: int, depth_limit: int | None, records: list,
             t0: float, bytes0: int):
@@ -104,64 +203,55 @@ class OneRoundLevels:
         b, cp, comm, s = e.b, e.b.xp, e.comm, e.shard
         rt = cp.cuda.runtime
         stream = cp.cuda.get_current_stream()
-        size, rank, peers, inline, cap = self.size, self.rank, self.peers, self.inline, self.cap
-        # the expansion writes the queue buffer that does not hold the frontier
-        ptr = queue.data.ptr if queue.size else None
-        kq = 1 if ptr == self.queues[0].data.ptr else 0
-        qbuf, fctr = queue, self.ctrs[1 - kq]
-        self.first[0], self.first[1] = int(queue.size), int(degs[rank])
-        rt.memcpyAsync(fctr.data.ptr, self.first.ctypes.data, 16, rt.memcpyHostToDevice, stream.ptr)
-        bound, limit = int(queue.size), _ANY  # the frontier's longest possible length; the gate
-        pending: dict = {}  # peer -> (its words, pairs): the last round's pairs, claimed at the next level
+        size, rank, peers, inline, cap, kc = self.size, self.rank, self.peers, self.inline, self.cap, self.kc
+        blk, stat, out = self.blk_host, self.stat, self.out
+        # the frontier goes in the queue slot the first graph reads
+        qn = int(queue.size)
+        ptr = queue.data.ptr if qn else None
+        k = 1 if ptr == self.queues[0].data.ptr else 0
+        if qn and ptr != self.queues[1 - k].data.ptr:
+            rt.memcpyAsync(self.queues[1 - k].data.ptr, ptr, 8 * qn, rt.memcpyDeviceToDevice, stream.ptr)
+        self.first[0], self.first[1] = qn, int(degs[rank])
+        rt.memcpyAsync(self.ctrs[1 - k].data.ptr, self.first.ctypes.data, 16, rt.memcpyHostToDevice, stream.ptr)
+        bound, limit = qn, _ANY  # the frontier's longest possible length; the gate
+        nfrom = {p: 0 for p in peers}  # the last round's pairs from each peer (claimed at this level)
+        got = None
         rec = None  # the last level done: its found is this frontier's length
         while True:
-            self.ev[0].record()
-            for p, (words, n) in pending.items():
-                m = min(n, inline)
-                rt.memcpyAsync(self.recv[p].data.ptr, words.ctypes.data + 8 * _HEAD, 16 * m,
-                               rt.memcpyHostToDevice, stream.ptr)
-                b.claim_pairs_async(self.recv[p][:n], s.lo, e.parent, e.level, np.int32(depth - 1), qbuf, fctr,
-                                    s.offsets)
-            b.gate_queue(fctr, limit, depth, self.prm)
-            nxt, ctr = self.queues[kq], self.ctrs[kq]
-            rt.memsetAsync(ctr.data.ptr, 0, ctr.nbytes, stream.ptr)
-            tiled = bound > self.small_queue
-            b.top_down_g(s.offsets, s.columns, s.lo, s.hi, qbuf, self.pre if tiled else self.pre_small, self.prm,
-                         e.parent, e.level, e.sent, nxt, self.rpairs, ctr, self.tiles if tiled else None)
-            if size > 2:
-                b.pairs_to_regions(self.rpairs, ctr, s.block, size, cap, out=self.regions)
-            self.ev[1].record()
-            rt.memcpyAsync(self.stat.ctypes.data, fctr.data.ptr, 16, rt.memcpyDeviceToHost, stream.ptr)
-            rt.memcpyAsync(self.stat.ctypes.data + 16, ctr.data.ptr, ctr.nbytes, rt.memcpyDeviceToHost, stream.ptr)
-            for p in peers:
-                rt.memcpyAsync(self.out[p].ctypes.data + 8 * _HEAD, self._rows(p).data.ptr, 16 * min(inline, cap),
-                               rt.memcpyDeviceToHost, stream.ptr)
+            for i, p in enumerate(peers):
+                n = nfrom[p]
+                blk[4 + i] = n
+                if n:
+                    rt.memcpyAsync(self.recv[p].data.ptr, self._addr(got[p]) + 8 * _HEAD, 16 * min(n, inline),
+                                   rt.memcpyHostToDevice, stream.ptr)
+            blk[0], blk[2], blk[3] = depth, limit, depth - 1
+            self._graph(k, bound > self.small_queue).launch(stream)
             stream.synchronize()  # the level's one wait
             t1 = time.perf_counter()
-            st = self.stat
-            c, dg, lc, npairs = int(st[0]), int(st[1]), int(st[2]), int(st[4])
+            v = stat.tolist()
+            c, dg, lc, npairs = v[0], v[1], v[2], v[4]
             expanded = dg <= limit  # td_gate's test
-            nfor = {p: int(st[4] if size == 2 else st[6 + p]) for p in peers}
+            nfor = {p: (v[4] if size == 2 else v[6 + p]) for p in peers}
             most = max(nfor.values())
             msgs = {}
             for p in peers:
-                w = self.out[p]
+                w = out[p]
                 w[:_HEAD] = (c, dg, int(expanded), nfor[p], most)
                 msgs[p] = w[:_HEAD + 2 * min(nfor[p], inline)]
             got = comm.capped_round(msgs)
-            counts, dsum = np.empty(size, np.int64), np.empty(size, np.int64)
+            counts, dsum = [0] * size, [0] * size
             counts[rank], dsum[rank] = c, dg
-            everyone, nfrom, over = expanded, {}, most > inline
+            everyone, over = expanded, most > inline
             for p in peers:
-                h = got[p]
-                counts[p], dsum[p], nfrom[p] = h[0], h[1], int(h[3])
+                h = got[p][:_HEAD].tolist()
+                counts[p], dsum[p], nfrom[p] = h[0], h[1], h[3]
                 everyone = everyone and bool(h[2])
-                over = over or int(h[4]) > inline
+                over = over or h[4] > inline
             if over:  # some sender has pairs past the inline rows for someone: all join the sized round
                 self.tally["sized"] += 1
                 comm.exchange_device({p: self._rows(p)[inline:nfor[p]] for p in peers if nfor[p] > inline},
                                      {p: self.recv[p][inline:nfrom[p]] for p in peers if nfrom[p] > inline})
-            total = int(counts.sum())
+            total = sum(counts)
             t2 = time.perf_counter()
             if rec is not None:
                 rec.found = total
@@ -174,20 +264,19 @@ class OneRoundLevels:
             if not everyone:  # a part was too large to expand blind: take ours back, run the level exactly
                 if expanded and (lc or npairs):
                     self.tally["taken_back"] += 1
-                    b.undo_top_down(nxt[:lc], self.rpairs[:npairs], e.parent, e.level, e.sent)
-                queue = qbuf[:c]
+                    b.undo_top_down(self.queues[k][:lc], self.rpairs[:npairs], e.parent, e.level, e.sent)
+                queue = self.queues[1 - k][:c]
                 b.note_degree_sum(queue, s.offsets, dg)
-                return queue, depth, counts, dsum, edges_to_check, t0, bytes0
-            local_s = cp.cuda.get_elapsed_time(self.ev[0], self.ev[1]) * 1e-3
+                return (queue, depth, np.array(counts, np.int64), np.array(dsum, np.int64), edges_to_check, t0,
+                        bytes0)
+            local_s = (v[2 + kc + 1] - v[2 + kc]) * 1e-9
             rec = LevelRecord(depth, "td", total, -1, local_s, t2 - t0 - local_s, comm.bytes_sent() - bytes0, t2 - t1)
             records.append(rec)
             self.tally["levels"] += 1
-            edges_to_check = max(edges_to_check - int(dsum.sum()), 0)
-            pending = {p: (got[p], nfrom[p]) for p in peers if nfrom[p]}
-            qbuf, fctr, kq = nxt, ctr, 1 - kq
+            edges_to_check = max(edges_to_check - sum(dsum), 0)
+            k = 1 - k
             bound = lc + sum(nfrom.values())
             depth += 1
-            # the next part is expanded blind only if every part that size keeps the rule on top-down
             if depth_limit is not None and depth > depth_limit:
                 limit = -1
             else:  # (alpha 0: the rule never leaves top-down)

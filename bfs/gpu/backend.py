@@ -358,11 +358,11 @@ class GpuBackend:
                                                 parent, level, prm, self._visited, out, ctr, offsets, np.int32(1)))
 
     # -- one-round top-down levels (bfs/engine/one_round_levels.py) ------------------------------------
-    def gate_queue(self, fctr, limit: int, depth: int, prm) -> None:
-        """Queue ``prm[0] = depth`` and ``prm[1]`` = the frontier's length ``fctr[0]`` if its degree sum
-        ``fctr[1]`` is at most ``limit``, else 0: the length :meth:`top_down_g` then expands (nothing above the
-        limit), decided on the device, with no synchronisation."""
-        self._kern(None)["td_gate"]((1,), (32,), (fctr, _i64(limit), _i64(depth), prm))
+    def gate_queue(self, fctr, prm) -> None:
+        """Queue ``prm[1]`` = the frontier's length ``fctr[0]`` if its degree sum ``fctr[1]`` is at most the
+        limit ``prm[2]``, else 0: the length :meth:`top_down_g` then expands (nothing above the limit),
+        decided on the device."""
+        self._kern(None)["td_gate"]((1,), (32,), (fctr, prm))
 
     def undo_top_down(self, nxt, rpairs, parent, level, sent) -> None:
         """Take back an expansion: its claimed local ids ``nxt`` unvisited again (``parent`` and ``level``

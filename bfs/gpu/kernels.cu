@@ -615,13 +615,10 @@ extern "C" __global__ void claim_remote_g(const i64* __restrict__ v, const i64* 
 
 // One-round top-down levels (bfs/engine/one_round_levels.py).  td_gate: the queue length the next expansion
 // reads (prm[1]), the frontier's (fctr[0], counted by the claims that appended to it) when its degree sum
-// fctr[1] is at most `limit`, else none; prm[0] the depth.  td_undo: an expansion taken back -- its claimed
-// local ids (nxt) unvisited again (parent and level -1), its pairs' remote vertices unmarked in `sent`.
-extern "C" __global__ void td_gate(const i64* __restrict__ fctr, i64 limit, i64 depth, i64* __restrict__ prm) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        prm[0] = depth;
-        prm[1] = fctr[1] <= limit ? fctr[0] : 0;
-    }
+// fctr[1] is at most the limit prm[2], else none.  td_undo: an expansion taken back -- its claimed local ids
+// (nxt) unvisited again (parent and level -1), its pairs' remote vertices unmarked in `sent`.
+extern "C" __global__ void td_gate(const i64* __restrict__ fctr, i64* __restrict__ prm) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) prm[1] = fctr[1] <= prm[2] ? fctr[0] : 0;
 }
 
 extern "C" __global__ void td_undo(const i64* __restrict__ nxt, i64 nl, const i64* __restrict__ rpairs, i64 np,
