@@ -8,9 +8,12 @@ calls and a barrier): an 8-byte host exchange in raw ucxx on contexts of its own
 with the TAG feature alone (as ``bench_multigpu.py --raw-ucxx``), and with TAG and WAKEUP and the worker in
 blocking progress mode (as the communicator's context) -- the communicator's capped round of a level's
 header (5 words), with its usual busy poll and polling 2 ms, and the same header posted on the
-communicator's endpoints with its arrays wrapped once.  Then ``--roots`` searches, each rank profiled
-(cProfile, the functions that took the most time) and its small top-down levels' medians (local, exchange,
-round), with one-round levels, without (``SearchConfig(one_round_levels=False)``, a second session), and with
+communicator's endpoints with its arrays wrapped once, and a bottom-up level's round (counters and a 256 KB
+bitmap: the counters on the device, or in page-locked host memory as the levels send them) and the bitmap
+alone.  Then ``--roots`` searches: their small levels' medians (local,
+exchange, round) by direction and, for one-round top-down levels, where the host's time went (to the
+launch, the wait for the stream, the round, the rest); then the same searches profiled (cProfile, the
+functions that took the most time), with one-round levels, without (``SearchConfig(one_round_levels=False)``, a second session), and with
 them and rounds that busy-poll 2 ms before sleeping (a third).
 """
 
@@ -72,7 +75,7 @@ def _small_levels(recs_by_root) -> dict:
 
 
 def _rank(engine, setup_s, reps, roots, only_searches, spin):
-    import cupy as cp  # noqa: F401  (a GPU rank)
+    import cupy as cp
 
     comm = engine.comm
     if spin is not None:
@@ -110,6 +113,8 @@ def _rank(engine, setup_s, reps, roots, only_searches, spin):
         if engine.one_round is None:
             comm.open_capped(5)
         timeit("capped_round_5_words", lambda: comm.capped_round({peer: head}))
+        pin = np.frombuffer(cp.cuda.alloc_pinned_memory(40), np.int64, 5)  # as the levels send them
+        timeit("capped_round_5_words_pinned_send", lambda: comm.capped_round({peer: pin}))
         spin = comm._spin
         comm._spin = 2e-3
         timeit("capped_round_5_words_polled_2ms", lambda: comm.capped_round({peer: head}))
@@ -128,17 +133,35 @@ def _rank(engine, setup_s, reps, roots, only_searches, spin):
                 worker.progress()
 
         timeit("header_on_comm_endpoints_prewrapped", on_comm_endpoints)
+        # a bottom-up level's round (one_round_levels.close_bottom_up): device counters and a 256 KB bitmap
+        ctr, own, g = cp.arange(3, dtype=cp.int64), cp.ones(1 << 15, cp.uint64), cp.zeros(1 << 16, cp.uint64)
+        rows = np.zeros((2, 3), np.int64)
+        timeit("bottom_up_round_256KB", lambda: comm.exchange_device(
+            {peer: [ctr, own]}, {peer: [rows[peer], g[peer << 15:(peer + 1) << 15]]}))
+        hc = np.frombuffer(cp.cuda.alloc_pinned_memory(24), np.int64, 3)
+        timeit("bottom_up_round_256KB_host_counters", lambda: comm.exchange_device(
+            {peer: [hc, own]}, {peer: [rows[peer], g[peer << 15:(peer + 1) << 15]]}))
+        timeit("bitmap_256KB_alone", lambda: comm.exchange_device({peer: own}, {peer: g[peer << 15:(peer + 1) << 15]}))
     for root in roots[:4]:  # warm-up: kernels compiled, buffers allocated
         engine.search(int(root))
     comm.barrier()
-    prof = cProfile.Profile()
-    recs = []
+    recs, trace = [], []
+    if engine.one_round is not None:
+        engine.one_round.trace = trace
     t0 = time.perf_counter()
-    prof.enable()
     for root in roots:
         recs.append(engine.search(int(root)))
-    prof.disable()
     out["searches_s"] = time.perf_counter() - t0
+    if trace:  # a top-down level's host time: to the launch, the wait, the round, the rest
+        d = np.diff(np.array(trace), axis=1) * 1e6
+        out["top_down_level_steps_us"] = dict(zip(("launch", "wait", "round", "after"),
+                                                  np.round(np.median(d, axis=0), 1).tolist()))
+        engine.one_round.trace = None
+    prof = cProfile.Profile()
+    prof.enable()
+    for root in roots:
+        engine.search(int(root))
+    prof.disable()
     out["small_levels"] = _small_levels(recs)
     out["levels"] = [[(r.depth, r.direction, r.frontier, r.found, round(r.local_s * 1e6), round(r.exchange_s * 1e6),
                        round(r.reduce_s * 1e6), r.bytes_sent) for r in rs] for rs in recs[:2]]
@@ -180,6 +203,7 @@ def main() -> None:
         for k, v in ranks[0].items():
             if isinstance(v, float) and k != "searches_s":
                 print(f"{k:44s} " + "  ".join(f"{r[k]:8.1f}" for r in ranks))
+        print("top-down level steps:", [r.get("top_down_level_steps_us") for r in ranks])
         print("levels (rank 0, first root):", ranks[0]["levels"][0])
         print("levels (rank 1, first root):", ranks[1]["levels"][0])
         print(f"rank 0 profile:\n{ranks[0]['profile']}")

@@ -59,8 +59,9 @@ class OneRoundLevels:
     whose communicator has capped rounds; ``cap`` bounds the pairs one level sends a peer (and the degree
     sum of a part that is expanded blind).  Its buffers and graphs live as long as the engine."""
 
-    #: pair rows that travel inside a level's capped round, per peer (more go in a sized round)
-    inline = 2048
+    #: pair rows that travel inside a level's capped round, per peer (more go in a sized round, which at 2048
+    #: rows a quarter of the small top-down levels of a scale-22 search on two ranks took)
+    inline = 8192
 
     def __init__(self, engine, cap: int):
         from ..gpu.kernels import _SMALL_QUEUE
@@ -110,6 +111,9 @@ class OneRoundLevels:
         self.bu_rows = np.zeros((self.size, 3), np.int64)
         #: levels done in one round, expansions taken back, sized rounds for pairs past the inline rows
         self.tally = {"levels": 0, "taken_back": 0, "sized": 0}
+        #: a list to collect each top-down level's host clock (``time.perf_counter``) at its start, after the
+        #: launch, after the wait, after the round and at its end (diagnostics; None: not collected)
+        self.trace: list | None = None
         comm.open_capped(self.words)
 
     def frontier_slot(self, fbits):
@@ -131,9 +135,12 @@ class OneRoundLevels:
         rt.memcpyAsync(self.bu_host.ctypes.data, ctr.data.ptr, 24, rt.memcpyDeviceToHost,
                        cp.cuda.get_current_stream().ptr)
         woff, rows = self.woff, self.bu_rows
-        comm.exchange_device({p: [ctr, own] for p in self.peers},
+        # the counters go as host words (their copy lands before the round's wait for the stream ends): a
+        # device array that small is staged through the host by the round itself, which cost a 256 KB
+        # bitmap's round on an H200 117 us against 71 us for the bitmap alone
+        comm.exchange_device({p: [self.bu_host, own] for p in self.peers},
                              {p: [rows[p], g[woff[p]:woff[p + 1]]] for p in self.peers})
-        rows[self.rank] = self.bu_host  # copied before the round's wait for the stream
+        rows[self.rank] = self.bu_host
         return rows.copy()
 
     def _rows(self, p: int):
@@ -160,8 +167,9 @@ class OneRoundLevels:
                 rt.memcpyAsync(blk.data.ptr, self.blk_host.ctypes.data, blk.nbytes, rt.memcpyHostToDevice, st.ptr)
                 b.stamp(self.stamps, 0)
                 for i, p in enumerate(self.peers):  # depth blk[3], count blk[4 + i]: at most the rows of recv[p]
+                    # (a grid for the inline rows: most levels have fewer, and idle blocks cost every level)
                     b.claim_pairs_g(self.recv[p], blk[4 + i:5 + i], s.lo, e.parent, e.level, blk[3:], qbuf, fctr,
-                                    s.offsets)
+                                    s.offsets, grid_rows=self.inline)
                 b.gate_queue(fctr, blk)
                 rt.memsetAsync(ctr.data.ptr, 0, ctr.nbytes, st.ptr)
                 b.top_down_g(s.offsets, s.columns, s.lo, s.hi, qbuf, self.pre if tiled else self.pre_small, blk,
@@ -226,6 +234,7 @@ class OneRoundLevels:
                                    rt.memcpyHostToDevice, stream.ptr)
             blk[0], blk[2], blk[3] = depth, limit, depth - 1
             self._graph(k, bound > self.small_queue).launch(stream)
+            tl = time.perf_counter()
             stream.synchronize()  # the level's one wait
             t1 = time.perf_counter()
             v = stat.tolist()
@@ -239,6 +248,7 @@ class OneRoundLevels:
                 w[:_HEAD] = (c, dg, int(expanded), nfor[p], most)
                 msgs[p] = w[:_HEAD + 2 * min(nfor[p], inline)]
             got = comm.capped_round(msgs)
+            tr = time.perf_counter()
             counts, dsum = [0] * size, [0] * size
             counts[rank], dsum[rank] = c, dg
             everyone, over = expanded, most > inline
@@ -253,6 +263,8 @@ class OneRoundLevels:
                                      {p: self.recv[p][inline:nfrom[p]] for p in peers if nfrom[p] > inline})
             total = sum(counts)
             t2 = time.perf_counter()
+            if self.trace is not None:
+                self.trace.append((t0, tl, t1, tr, t2))
             if rec is not None:
                 rec.found = total
             if total == 0 or limit < 0:  # no frontier anywhere, or past the depth limit: the search is over, and

@@ -348,12 +348,14 @@ class GpuBackend:
                          (offsets, cols, queue, pre, prm, _i64(lo), _i64(hi), parent, level, self._visited,
                           sent, np.int32(1), nxt, rpairs, ctr))
 
-    def claim_pairs_g(self, pairs, count, lo: int, parent, level, prm, out, ctr, offsets) -> None:
+    def claim_pairs_g(self, pairs, count, lo: int, parent, level, prm, out, ctr, offsets,
+                      grid_rows: int | None = None) -> None:
         """:meth:`claim_pairs_async` with ``count`` on the device (only the ``len(pairs)`` rows that arrived
-        are claimed if it is larger) and the depth in ``prm[0]``."""
+        are claimed if it is larger) and the depth in ``prm[0]``; the grid is sized for ``grid_rows`` rows
+        (default all; its threads stride over the rest)."""
         flat = pairs.reshape(-1)
         if pairs.shape[0]:
-            self._kern(None)["claim_remote_g"](_grid(int(pairs.shape[0])), (_THREADS,),
+            self._kern(None)["claim_remote_g"](_grid(int(grid_rows or pairs.shape[0])), (_THREADS,),
                                                (flat, flat[1:], _i64(2), count, _i64(pairs.shape[0]), _i64(lo),
                                                 parent, level, prm, self._visited, out, ctr, offsets, np.int32(1)))
 

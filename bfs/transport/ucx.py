@@ -479,7 +479,8 @@ class UCXCommunicator(PeerCommunicator):
         order into one host buffer: a small device array is copied there on the stream (pinned memory, all
         such copies queued before the round's one wait on the stream) and, received, copied to the device
         on the stream without a wait.  A larger array is a message of its own (index ``1 + i``), device to
-        device.  Two ranks on one H100 (MPS), a top-down level's round of counters and pairs, 2 alternating
+        device.  A host array is read after the round's wait for the stream, so one that a copy queued on the
+        stream writes may be sent.  Two ranks on one H100 (MPS), a top-down level's round of counters and pairs, 2 alternating
         runs of ``diag_ucx_gpu_rounds.py``: 169 / 174 us as four messages with a wait per copy, 146 / 93 us
         packed (``benchmarks/results/ucx_gpu_rounds_h100_mps_pack_{old,new}_{1,2}.json``)."""
         self._check()
@@ -492,10 +493,12 @@ class UCXCommunicator(PeerCommunicator):
             stream = self._cp.cuda.get_current_stream()
         out = {p: self._messages(xs) for p, xs in sl.items()}  # p -> (packed arrays, messages)
         for packed, msgs in out.values():
-            self._copy_packed(packed, msgs, stream, into_buffer=True)
+            self._copy_packed(packed, msgs, stream, into_buffer=True, on_device=True)
         if stream is not None:  # the kernels that write the send buffers (or read the receive ones), the copies
             stream.synchronize()
             self._held = []  # the last rounds' staged receives have reached the device
+        for packed, msgs in out.values():  # host arrays after the wait: a copy queued into one has landed
+            self._copy_packed(packed, msgs, stream, into_buffer=True, on_device=False)
         into = {p: self._messages(xs) for p, xs in rl.items()}
         reqs = [(p, self._recv(p, b, _SIZED, seq, i)) for p, (_, msgs) in into.items() for i, b in msgs]
         reqs += [(p, self._send(p, b, _SIZED, seq, i)) for p, (_, msgs) in out.items() for i, b in msgs]
@@ -519,16 +522,20 @@ class UCXCommunicator(PeerCommunicator):
                                                  any(self._on_device(a) for a in small))))
         return small, msgs
 
-    def _copy_packed(self, packed: list, msgs: list, stream, into_buffer: bool) -> None:
+    def _copy_packed(self, packed: list, msgs: list, stream, into_buffer: bool, on_device: bool | None = None
+                     ) -> None:
         """Copy the ``packed`` arrays into message 0's buffer (``into_buffer``) or out of it, in order; device
-        arrays by copies queued on ``stream``, not waited for."""
+        arrays by copies queued on ``stream``, not waited for.  ``on_device``: only the device arrays (True)
+        or only the host ones (False)."""
         if not packed:
             return
         buf, off = msgs[0][1], 0
         rt = self._cp.cuda.runtime if self._cp is not None else None
         for a in packed:
             part = buf[off:off + a.nbytes]
-            if self._on_device(a):
+            if on_device is not None and self._on_device(a) != on_device:
+                pass
+            elif self._on_device(a):
                 if into_buffer:
                     rt.memcpyAsync(part.ctypes.data, a.data.ptr, a.nbytes, rt.memcpyDeviceToHost, stream.ptr)
                 else:
