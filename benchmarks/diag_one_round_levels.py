@@ -1,4 +1,4 @@
-"""Where a one-round top-down level's time goes, two GPU ranks sharing one GPU over UCX.
+"""Where a one-round level's time goes, two GPU ranks sharing one GPU over UCX.
 
     python benchmarks/diag_one_round_levels.py --json $OUT/one_round_levels.json
 
@@ -7,14 +7,16 @@ UCX session; then, both ranks in step, median microseconds per call over ``--rep
 calls and a barrier): an 8-byte host exchange in raw ucxx on contexts of its own between the two ranks --
 with the TAG feature alone (as ``bench_multigpu.py --raw-ucxx``), and with TAG and WAKEUP and the worker in
 blocking progress mode (as the communicator's context) -- the communicator's capped round of a level's
-header (5 words), with its usual busy poll and polling 2 ms, and the same header posted on the
-communicator's endpoints with its arrays wrapped once, and a bottom-up level's round (counters and a 256 KB
-bitmap: the counters on the device, or in page-locked host memory as the levels send them) and the bitmap
-alone.  Then ``--roots`` searches: their small levels' medians (local,
-exchange, round) by direction and, for one-round top-down levels, where the host's time went (to the
-launch, the wait for the stream, the round, the rest); then the same searches profiled (cProfile, the
-functions that took the most time), with one-round levels, without (``SearchConfig(one_round_levels=False)``, a second session), and with
-them and rounds that busy-poll 2 ms before sleeping (a third).
+header (5 words) from pageable and from page-locked memory, with its usual busy poll and polling 2 ms, the
+same header posted on the communicator's endpoints with its arrays wrapped once, and a bottom-up level's
+round (counters and a 256 KB bitmap: the counters on the device, or in page-locked host memory as the
+levels send them) and the bitmap alone.
+
+Then ``--roots`` searches: their small levels' medians (local, exchange, round) by direction and, for
+one-round top-down levels, where the host's time went (to the launch, the wait for the stream, the round,
+the rest); then the same searches profiled (cProfile, the functions that took the most time).  Three
+sessions: one-round levels; two-round levels (``SearchConfig(one_round_levels=False)``); one-round levels
+with rounds that busy-poll 2 ms before they sleep.
 """
 
 from __future__ import annotations

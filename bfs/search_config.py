@@ -40,8 +40,8 @@ class SearchConfig:
     * ``device_counters``: GPU ranks with device rounds keep the level's counters on the device (the
       device engine); False runs the host-counter engine.
     * ``spec_pairs``: the device engine's speculative top-down pair capacity (None: its default).
-    * ``one_round_levels``: GPU ranks over a communicator with capped rounds (UCX) run top-down levels in
-      one round each (:mod:`breadth.bfs.engine.one_round_levels`); False: two, as over NCCL uncaptured.
+    * ``one_round_levels``: GPU ranks over a communicator with capped rounds (UCX) run every level in one
+      round (:mod:`breadth.bfs.engine.one_round_levels`); False: two, as over NCCL uncaptured.
     * ``nccl_poll``: ``"spin"`` or ``"sleep"`` between NCCL completion queries.
     * ``rank_affinity``: ``"worker"`` (the worker's CPUs) or ``"all"`` (a rank thread may run anywhere).
     """

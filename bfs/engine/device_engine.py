@@ -20,10 +20,11 @@ waits only where it must know a size:
   peer will send it (synchronisation one).  The exact pairs then go out, the receivers' claims append to
   the level's own queue and counters, and a second all-gather closes the level (synchronisation two).
 
-Over a communicator with capped rounds (UCX), a run of top-down levels takes one round each instead
+Over a communicator with capped rounds (UCX) every level takes one round instead
 (:mod:`breadth.bfs.engine.one_round_levels`, ``SearchConfig(one_round_levels=False)`` turns it off): a
-frontier's counters travel with the pairs expanded from it, and a rank expands before it knows the other
-parts only where the direction rule keeps top-down whatever they hold.
+top-down frontier's counters travel with the pairs expanded from it (a rank expands before it knows the
+other parts only where the direction rule keeps top-down whatever they hold), a bottom-up level's with the
+frontier it found.
 
 By default (``SearchConfig(level_graphs=False)`` turns it off) each of these levels is replayed as a CUDA graph
 (:mod:`breadth.bfs.gpu.level_graphs`) where the communicator's rounds can be captured (``capturable_rounds``:

@@ -1,4 +1,4 @@
-"""Top-down levels in one round each, over communicators whose rounds the host posts (UCX).
+"""Levels in one round each, over communicators whose rounds the host posts (UCX).
 
 The device engine's queued top-down level (:mod:`.device_engine`) takes two rounds: the pairs with the
 expansion's counters, then, after the receivers' claims, the counters that size the next frontier, which
@@ -60,7 +60,8 @@ class OneRoundLevels:
     sum of a part that is expanded blind).  Its buffers and graphs live as long as the engine."""
 
     #: pair rows that travel inside a level's capped round, per peer (more go in a sized round, which at 2048
-    #: rows a quarter of the small top-down levels of a scale-22 search on two ranks took)
+    #: rows a quarter of the small top-down levels of a scale-22 search on two ranks took); the captured
+    #: levels copy this many, so a change must come before the first search
     inline = 8192
 
     def __init__(self, engine, cap: int):

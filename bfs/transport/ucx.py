@@ -14,7 +14,7 @@ move device buffers), then
 carries what a message is, its round's sequence number and its sender (:func:`_tag`): a message can never be
 taken for another round's or another peer's.
 
-Two kinds of rounds:
+Three kinds of rounds:
 
 * **slot rounds** (``alltoallv``, ``allgather``, ``allreduce``, ``barrier``: shapes unknown to the
   receiver): one slot per peer, the :mod:`.wire_format` header followed by the payload itself when it is
@@ -480,9 +480,9 @@ class UCXCommunicator(PeerCommunicator):
         such copies queued before the round's one wait on the stream) and, received, copied to the device
         on the stream without a wait.  A larger array is a message of its own (index ``1 + i``), device to
         device.  A host array is read after the round's wait for the stream, so one that a copy queued on the
-        stream writes may be sent.  Two ranks on one H100 (MPS), a top-down level's round of counters and pairs, 2 alternating
-        runs of ``diag_ucx_gpu_rounds.py``: 169 / 174 us as four messages with a wait per copy, 146 / 93 us
-        packed (``benchmarks/results/ucx_gpu_rounds_h100_mps_pack_{old,new}_{1,2}.json``)."""
+        stream writes may be sent.  Two ranks on one H100 (MPS), a top-down level's round of counters and
+        pairs, 2 alternating runs of ``diag_ucx_gpu_rounds.py``: 169 / 174 us as four messages with a wait per
+        copy, 146 / 93 us packed (``benchmarks/results/ucx_gpu_rounds_h100_mps_pack_{old,new}_{1,2}.json``)."""
         self._check()
         self._dseq = seq = self._dseq + 1
         sl = {p: [a if a.flags.c_contiguous else a.copy() for a in _nonempty(x)]  # NumPy or CuPy alike
@@ -533,9 +533,11 @@ class UCXCommunicator(PeerCommunicator):
         rt = self._cp.cuda.runtime if self._cp is not None else None
         for a in packed:
             part = buf[off:off + a.nbytes]
-            if on_device is not None and self._on_device(a) != on_device:
-                pass
-            elif self._on_device(a):
+            dev = self._on_device(a)
+            if on_device is not None and dev != on_device:
+                off += a.nbytes
+                continue
+            if dev:
                 if into_buffer:
                     rt.memcpyAsync(part.ctypes.data, a.data.ptr, a.nbytes, rt.memcpyDeviceToHost, stream.ptr)
                 else:
