@@ -44,6 +44,7 @@ import time
 import numpy as np
 
 from ..cpu.frontier import num_words
+from ..gpu.graph_capture import capture
 from .engine import LevelRecord
 
 #: words of a message before its pairs: F's length and degree sum on the sender, whether it expanded, the
@@ -163,37 +164,30 @@ class OneRoundLevels:
         rt = cp.cuda.runtime
         st, blk = self.stream, self.blk
         qbuf, fctr, nxt, ctr = self.queues[1 - k], self.ctrs[1 - k], self.queues[k], self.ctrs[k]
-        mode = getattr(rt, "streamCaptureModeRelaxed", None)
-        with st:
-            st.begin_capture(mode) if mode is not None else st.begin_capture()
-            try:
-                rt.memcpyAsync(blk.data.ptr, self.blk_host.ctypes.data, blk.nbytes, rt.memcpyHostToDevice, st.ptr)
-                b.stamp(self.stamps, 0)
-                for i, p in enumerate(self.peers):  # depth blk[3], count blk[4 + i]: at most the rows of recv[p]
-                    # (a grid for the inline rows: most levels have fewer, and idle blocks cost every level)
-                    b.claim_pairs_g(self.recv[p], blk[4 + i:5 + i], s.lo, e.parent, e.level, blk[3:], qbuf, fctr,
-                                    s.offsets, grid_rows=self.inline)
-                b.gate_queue(fctr, blk)
-                rt.memsetAsync(ctr.data.ptr, 0, ctr.nbytes, st.ptr)
-                b.top_down_g(s.offsets, s.columns, s.lo, s.hi, qbuf, self.pre if tiled else self.pre_small, blk,
-                             e.parent, e.level, e.sent, nxt, self.rpairs, ctr, self.tiles if tiled else None)
-                if self.size > 2:
-                    b.pairs_to_regions(self.rpairs, ctr, s.block, self.size, self.cap, out=self.regions)
-                b.stamp(self.stamps, 1)
-                at = self.stat.ctypes.data
-                rt.memcpyAsync(at, fctr.data.ptr, 16, rt.memcpyDeviceToHost, st.ptr)
-                rt.memcpyAsync(at + 16, ctr.data.ptr, ctr.nbytes, rt.memcpyDeviceToHost, st.ptr)
-                rt.memcpyAsync(at + 16 + ctr.nbytes, self.stamps.data.ptr, 16, rt.memcpyDeviceToHost, st.ptr)
-                for p in self.peers:
-                    rt.memcpyAsync(self.out[p].ctypes.data + 8 * _HEAD, self._rows(p).data.ptr,
-                                   16 * min(self.inline, self.cap), rt.memcpyDeviceToHost, st.ptr)
-            except BaseException:
-                try:
-                    st.end_capture()
-                except Exception:
-                    pass
-                raise
-            return st.end_capture()
+
+        def level():
+            rt.memcpyAsync(blk.data.ptr, self.blk_host.ctypes.data, blk.nbytes, rt.memcpyHostToDevice, st.ptr)
+            b.stamp(self.stamps, 0)
+            for i, p in enumerate(self.peers):  # depth blk[3], count blk[4 + i]: at most the rows of recv[p]
+                # (a grid for the inline rows: most levels have fewer, and idle blocks cost every level)
+                b.claim_pairs_g(self.recv[p], blk[4 + i:5 + i], s.lo, e.parent, e.level, blk[3:], qbuf, fctr,
+                                s.offsets, grid_rows=self.inline)
+            b.gate_queue(fctr, blk)
+            rt.memsetAsync(ctr.data.ptr, 0, ctr.nbytes, st.ptr)
+            b.top_down_g(s.offsets, s.columns, s.lo, s.hi, qbuf, self.pre if tiled else self.pre_small, blk,
+                         e.parent, e.level, e.sent, nxt, self.rpairs, ctr, self.tiles if tiled else None)
+            if self.size > 2:
+                b.pairs_to_regions(self.rpairs, ctr, s.block, self.size, self.cap, out=self.regions)
+            b.stamp(self.stamps, 1)
+            at = self.stat.ctypes.data
+            rt.memcpyAsync(at, fctr.data.ptr, 16, rt.memcpyDeviceToHost, st.ptr)
+            rt.memcpyAsync(at + 16, ctr.data.ptr, ctr.nbytes, rt.memcpyDeviceToHost, st.ptr)
+            rt.memcpyAsync(at + 16 + ctr.nbytes, self.stamps.data.ptr, 16, rt.memcpyDeviceToHost, st.ptr)
+            for p in self.peers:
+                rt.memcpyAsync(self.out[p].ctypes.data + 8 * _HEAD, self._rows(p).data.ptr,
+                               16 * min(self.inline, self.cap), rt.memcpyDeviceToHost, st.ptr)
+
+        return capture(st, level)
 
     def _addr(self, buf) -> int:
         a = self._ptr.get(id(buf))

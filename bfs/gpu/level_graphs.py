@@ -35,6 +35,8 @@ import time
 
 import numpy as np
 
+from .graph_capture import capture
+
 #: pair rows per peer of a captured top-down level: the smaller when every rank's frontier degree sum fits
 #: in it (no rank can have more pairs for a peer), else the larger, with an exact second round for the
 #: (sender, receiver) pairs whose count went past it
@@ -191,18 +193,12 @@ class LevelGraphs:
         rt = cp.cuda.runtime
         st = self.stream
         sent0 = comm.bytes_sent()
-        mode = getattr(rt, "streamCaptureModeRelaxed", None)
-        st.begin_capture(mode) if mode is not None else st.begin_capture()
-        try:
+
+        def level():
             rt.memcpyAsync(self.prm.data.ptr, self._prm_host.ptr, 64, rt.memcpyHostToDevice, st.ptr)
             build()
-        except BaseException:
-            try:
-                st.end_capture()
-            except Exception:
-                pass
-            raise
-        graph = st.end_capture()
+
+        graph = capture(st, level)
         self._bytes[key] = comm.bytes_sent() - sent0
         comm.note_sent(-self._bytes[key])  # nothing ran yet: each launch counts them
         self._graphs[key] = (graph, out)  # out keeps every captured buffer alive
