@@ -84,6 +84,9 @@ class Engine:
         self.parent = xp.full(shard.num_local, -1, pdt)
         self.level = xp.full(shard.num_local, -1, np.int32)
         self.nwords = num_words(shard.num_local)
+        #: every rank's words of the global frontier bitmap (rank ``r``'s block of vertices), in rank order
+        self.rank_words = [num_words(min(r * shard.block + shard.block, n) - min(r * shard.block, n))
+                           for r in range(self.comm.size)]
         self.sent = xp.zeros(num_words(n) if self.comm.size > 1 else 0, np.uint64)
         self.total_edges = int(self.comm.allreduce(np.array([shard.num_local_edges], np.int64))[0])
         self.records: list[LevelRecord] = []
@@ -100,8 +103,7 @@ class Engine:
         if self.comm.size == 1:
             return bits
         xp = self.b.xp
-        block, n = self.shard.block, self.shard.num_vertices
-        nws = [num_words(min(r * block + block, n) - min(r * block, n)) for r in range(self.comm.size)]
+        nws = self.rank_words
         is_list = [int(c) < nw for c, nw in zip(counts, nws)]
         sizes = [int(c) if lst else nw for c, lst, nw in zip(counts, is_list, nws)]
         r0 = self.comm.rank

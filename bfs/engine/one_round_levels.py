@@ -43,7 +43,6 @@ import time
 
 import numpy as np
 
-from ..cpu.frontier import num_words
 from ..gpu.graph_capture import capture
 from .engine import LevelRecord
 
@@ -104,10 +103,8 @@ class OneRoundLevels:
         self.stream = cp.cuda.Stream(non_blocking=True)  # captures only
         self._graphs: dict = {}
         self._ptr: dict = {}  # id of a host buffer of the communicator -> its address
-        # bottom-up: every rank's words of the global frontier bitmap, where they start, two such bitmaps
-        block, n = s.block, s.num_vertices
-        self.nws = [num_words(min(r * block + block, n) - min(r * block, n)) for r in range(self.size)]
-        self.woff = np.concatenate(([0], np.cumsum(self.nws))).tolist()
+        # bottom-up: where every rank's words of the global frontier bitmap start; two such bitmaps
+        self.woff = np.concatenate(([0], np.cumsum(e.rank_words))).tolist()
         self._gbits = None
         self.bu_host = pinned(3)  # this rank's bottom-up counters
         self.bu_rows = np.zeros((self.size, 3), np.int64)
