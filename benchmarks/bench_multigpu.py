@@ -37,6 +37,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_multirank import _bench_rank  # noqa: E402
+from raw_ucxx import raw_pair  # noqa: E402
 from results_file import write_json  # noqa: E402
 
 
@@ -122,32 +123,11 @@ def _rawbench(engine, setup_s, sizes, reps):
     through the session's communicator), progressing the worker in this thread: per size, the median
     round trip and the one-way rate (two transfers per round trip)."""
     import cupy as cp
-    import ucxx._lib.libucxx as ucx_api
-    from ucxx._lib.arr import Array
-
-    from breadth.bfs.transport.wire_format import worker_host
 
     comm = engine.comm
     r = comm.rank
-    ctx = ucx_api.UCXContext(feature_flags=(ucx_api.Feature.TAG,))
-    worker = ucx_api.UCXWorker(ctx)
-    got = {}
-    listener = None
-    if r == 0:
-        def accept(conn_request):
-            got["ep"] = listener.create_endpoint_from_conn_request(conn_request, endpoint_error_handling=True)
-
-        listener = ucx_api.UCXListener.create(worker=worker, port=0, cb_func=accept)
-    host = np.frombuffer(worker_host().encode().ljust(64, b"\0"), np.uint8)
-    port = np.array([listener.port if listener is not None else 0], np.int64)
-    addr = comm.allgather(np.concatenate([host, port.view(np.uint8)]))[0]
+    worker, ep, ucx_api, Array, keep = raw_pair(comm)  # keep: its context and listener, alive to the end
     res = {"rank": r}
-    if r == 1:
-        got["ep"] = ucx_api.UCXEndpoint.create(worker, bytes(addr[:64]).rstrip(b"\0").decode(),
-                                               int(addr[64:].view(np.int64)[0]), endpoint_error_handling=True)
-    elif r == 0:
-        while "ep" not in got:
-            worker.progress()
 
     def wait(reqs):
         while not all(q.completed for q in reqs):
@@ -156,7 +136,6 @@ def _rawbench(engine, setup_s, sizes, reps):
             q.check_error()
 
     if r < 2:
-        ep = got["ep"]
         for name, xp, nbytes in [("host_8B", np, 8), ("device_8B", cp, 8)] + [(f"device_{n}B", cp, n) for n in sizes]:
             a, b = Array(xp.ones(nbytes, np.uint8)), Array(xp.zeros(nbytes, np.uint8))
             ts = []

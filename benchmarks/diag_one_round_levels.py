@@ -32,38 +32,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from raw_ucxx import raw_pair  # noqa: E402
 from results_file import write_json  # noqa: E402
-
-
-def _raw_pair(comm, wakeup: bool):
-    """A ucxx endpoint between ranks 0 and 1 on a context of its own (``wakeup``: TAG and WAKEUP features and
-    blocking progress mode, as the communicator's): ``(worker, endpoint, api, Array)``."""
-    import ucxx._lib.libucxx as api
-    from ucxx._lib.arr import Array
-
-    from breadth.bfs.transport.wire_format import worker_host
-
-    feats = (api.Feature.TAG, api.Feature.WAKEUP) if wakeup else (api.Feature.TAG,)
-    ctx = api.UCXContext(config_dict={}, feature_flags=feats)
-    worker = api.UCXWorker(ctx)
-    if wakeup:
-        worker.init_blocking_progress_mode()
-    got, listener = {}, None
-    if comm.rank == 0:
-        def accept(conn_request):
-            got["ep"] = listener.create_endpoint_from_conn_request(conn_request, endpoint_error_handling=True)
-
-        listener = api.UCXListener.create(worker=worker, port=0, cb_func=accept)
-    host = np.frombuffer(worker_host().encode().ljust(64, b"\0"), np.uint8)
-    port = np.array([listener.port if listener is not None else 0], np.int64)
-    addr = comm.allgather(np.concatenate([host, port.view(np.uint8)]))[0]
-    if comm.rank == 1:
-        got["ep"] = api.UCXEndpoint.create(worker, bytes(addr[:64]).rstrip(b"\0").decode(),
-                                           int(addr[64:].view(np.int64)[0]), endpoint_error_handling=True)
-    else:
-        while "ep" not in got:
-            worker.progress()
-    return worker, got["ep"], api, Array, (ctx, listener)
 
 
 def _small_levels(recs_by_root) -> dict:
@@ -98,7 +68,7 @@ def _rank(engine, setup_s, reps, roots, only_searches, spin):
     if not only_searches:
         peer = 1 - comm.rank
         for wakeup in (False, True):
-            worker, ep, api, Array, keep = _raw_pair(comm, wakeup)
+            worker, ep, api, Array, keep = raw_pair(comm, wakeup)
             a, b = Array(np.ones(8, np.uint8)), Array(np.zeros(8, np.uint8))
             n = [0]
 

@@ -1,0 +1,41 @@
+"""Raw ucxx between ranks 0 and 1 of a search session, to time UCX itself beside the communicators
+(``bench_multigpu.py --raw-ucxx``, ``diag_one_round_levels.py``): a context, worker and endpoint of their own;
+the listener's address goes through the session's communicator."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def raw_pair(comm, wakeup: bool = False):
+    """Collective over ``comm``'s ranks: an endpoint between ranks 0 and 1 on a ucxx context of its own (the
+    TAG feature; ``wakeup``: TAG and WAKEUP with the worker in blocking progress mode, as the UCX
+    communicator's).  Returns ``(worker, endpoint, api, Array, keep)``: the endpoint is None on ranks past 1,
+    ``keep`` holds the context and listener alive."""
+    import ucxx._lib.libucxx as api
+    from ucxx._lib.arr import Array
+
+    from breadth.bfs.transport.wire_format import worker_host
+
+    r = comm.rank
+    feats = (api.Feature.TAG, api.Feature.WAKEUP) if wakeup else (api.Feature.TAG,)
+    ctx = api.UCXContext(feature_flags=feats)
+    worker = api.UCXWorker(ctx)
+    if wakeup:
+        worker.init_blocking_progress_mode()
+    got, listener = {}, None
+    if r == 0:
+        def accept(conn_request):
+            got["ep"] = listener.create_endpoint_from_conn_request(conn_request, endpoint_error_handling=True)
+
+        listener = api.UCXListener.create(worker=worker, port=0, cb_func=accept)
+    host = np.frombuffer(worker_host().encode().ljust(64, b"\0"), np.uint8)
+    port = np.array([listener.port if listener is not None else 0], np.int64)
+    addr = comm.allgather(np.concatenate([host, port.view(np.uint8)]))[0]
+    if r == 1:
+        got["ep"] = api.UCXEndpoint.create(worker, bytes(addr[:64]).rstrip(b"\0").decode(),
+                                           int(addr[64:].view(np.int64)[0]), endpoint_error_handling=True)
+    elif r == 0:
+        while "ep" not in got:
+            worker.progress()
+    return worker, got.get("ep"), api, Array, (ctx, listener)
