@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+_HANDSHAKE = 1 << 62  # tags of the handshake's messages (the callers' own tags stay below it)
+
 
 def raw_pair(comm, wakeup: bool = False):
     """Collective over ``comm``'s ranks: an endpoint between ranks 0 and 1 on a ucxx context of its own (the
@@ -38,4 +40,13 @@ def raw_pair(comm, wakeup: bool = False):
     elif r == 0:
         while "ep" not in got:
             worker.progress()
+    if r < 2:  # one message each way, so that both ends are connected when this returns: rank 1's connection
+        # request goes out only while its worker is progressed, and rank 0 waits for it above
+        mine, theirs = np.full(1, r, np.int64), np.full(1, -1, np.int64)
+        reqs = [got["ep"].tag_recv(Array(theirs), api.UCXXTag(_HANDSHAKE + 1 - r)),
+                got["ep"].tag_send(Array(mine), api.UCXXTag(_HANDSHAKE + r))]
+        while not all(q.completed for q in reqs):
+            worker.progress()
+        for q in reqs:
+            q.check_error()
     return worker, got.get("ep"), api, Array, (ctx, listener)
