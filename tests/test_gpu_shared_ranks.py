@@ -162,6 +162,33 @@ def test_ucx_moves_device_arrays_between_processes_on_one_gpu(graphs):
         np.testing.assert_array_equal(red[2], [1, -1])
 
 
+def _sized_rounds_body(engine, setup_s, wraps):
+    from breadth.bfs.transport import ucx
+
+    comm, was = engine.comm, ucx._WRAPS
+    ucx._WRAPS = wraps  # this rank's process: a small cache, so that rounds also run past its clearing
+    try:
+        peer = 1 - comm.rank
+        out = []
+        for i in range(3 * wraps):
+            # a new array each round, of one of three lengths, from a pool that hands the freed memory out
+            # again: the cached wrappers of an address and length must move whatever array lives there now
+            n = (1 << 16) + (i % 3) * 4096
+            send, into = cp.full(n, 10 * comm.rank + i, cp.int32), cp.zeros(n, cp.int32)
+            comm.exchange_device({peer: send}, {peer: into})
+            out.append((int(into.min()), int(into.max())))
+            del send, into
+        return out, len(comm._wraps) <= wraps
+    finally:
+        ucx._WRAPS = was
+
+
+def test_sized_rounds_cache_device_wrappers_by_address_and_length(graphs):
+    for r, (got, bounded) in enumerate(run_session(graphs[1], _sized_rounds_body, 4, protocol="ucx", timeout=60.0)):
+        assert got == [(10 * (1 - r) + i, 10 * (1 - r) + i) for i in range(12)]
+        assert bounded
+
+
 def _batch_body(engine, setup_s, roots):
     engine.search(roots)
     lo = int(engine.shard.lo)

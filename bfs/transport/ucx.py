@@ -85,6 +85,7 @@ _INLINED = 2  # header flag beside "device" (1)
 # Staging up to 1 MiB instead was slower (scale 24, two ranks on one H100, 3 alternating runs: 14.2-15.1
 # against 24.1-25.6 GTEPS, small levels 1154-1227 against 1034-1139 us; results/ucx_stage_ab_h100.json).
 _STAGE = _INLINE
+_WRAPS = 256  # device buffers whose ucxx wrappers a communicator caches (UCXCommunicator._device_array)
 
 # tag = kind (2 bits) | sequence number (40 bits) | sender rank (14 bits) | index in the round (8 bits)
 _SLOT_KIND, _SLOT_DATA, _SIZED, _CONTROL = 0, 1, 2, 3
@@ -173,15 +174,15 @@ class _DeviceBytes:
     H200 (MPS), alternating call by call in one process: 155-166 us against 185-200 with flat views, raw ucxx
     on the same endpoints 118-134 (``benchmarks/diag_ucx_gpu_rounds.py``, 3 runs,
     ``benchmarks/results/ucx_gpu_rounds_h200_session27_{1,2,4}.json``).  ``base`` keeps the array, and so its
-    memory, alive as long as UCX holds the wrapper."""
+    memory, alive as long as UCX holds the wrapper (``keep``; the sized rounds' cached wrappers do not)."""
 
     __slots__ = ("__cuda_array_interface__", "base")
 
-    def __init__(self, a: Any):
+    def __init__(self, a: Any, keep: bool = True):
         if not a.flags.c_contiguous:
             raise ValueError(f"UCX moves C-contiguous arrays only; got one of shape {a.shape} and strides "
                              f"{a.strides}")
-        self.base = a
+        self.base = a if keep else None
         self.__cuda_array_interface__ = {"data": (a.data.ptr, False), "shape": (int(a.nbytes),), "typestr": "|u1",
                                          "strides": None, "version": 3}
 
@@ -223,6 +224,8 @@ class UCXCommunicator(PeerCommunicator):
 
             self._cp = cupy
         self._held: list = []  # pinned buffers whose copies to the device may still be queued on the stream
+        self._wraps: dict[tuple[int, int], Any] = {}  # (address, bytes) -> ucxx Array, device buffers
+        self._orphans: list = []  # the arrays of failed sized rounds, alive until the communicator is released
         self._seq = 0  # slot rounds completed (both sides count the same collectives)
         self._dseq = 0  # sized rounds
         self._cseq = 0  # capped rounds
@@ -471,9 +474,10 @@ class UCXCommunicator(PeerCommunicator):
         return out
 
     # -- sized rounds --------------------------------------------------------------------------------
-    def _sized_round(self, sends: dict[int, Any], recvs: dict[int, Any], what: str) -> None:
+    def _sized_round(self, sends: dict[int, Any], recvs: dict[int, Any], what: str) -> int:
         """``sends[p]``/``recvs[p]`` (an array or a list of them, matched in order, empty ones skipped: both
-        sides know the sizes) to and from peer ``p``; returns once every receive has landed.
+        sides know the sizes) to and from peer ``p``; returns once every receive has landed, with the bytes
+        sent.
 
         A peer's arrays of at most ``_STAGE`` bytes travel together as one message (index 0), packed in
         order into one host buffer: a small device array is copied there on the stream (pinned memory, all
@@ -482,45 +486,105 @@ class UCXCommunicator(PeerCommunicator):
         device.  A host array is read after the round's wait for the stream, so one that a copy queued on the
         stream writes may be sent.  Two ranks on one H100 (MPS), a top-down level's round of counters and
         pairs, 2 alternating runs of ``diag_ucx_gpu_rounds.py``: 169 / 174 us as four messages with a wait per
-        copy, 146 / 93 us packed (``benchmarks/results/ucx_gpu_rounds_h100_mps_pack_{old,new}_{1,2}.json``)."""
+        copy, 146 / 93 us packed (``benchmarks/results/ucx_gpu_rounds_h100_mps_pack_{old,new}_{1,2}.json``).
+
+        Plain loops, device buffers wrapped once (:meth:`_device_array`): on two ranks sharing an H200 the
+        round's own code took 21-28 us beside its posts and wait at 256 KB-64 MB, now 2-12 us; a 64 MB round
+        and the stream's wait, back to back, 170 us before, 139 / 144 after, raw ucxx's exchange 112-116
+        (alternating runs on one machine, ``benchmarks/diag_ucx_sized_round.py``,
+        ``results/ucx_sized_round_h200_session29_ab_{1_new,2_old,3_new}.json``)."""
         self._check()
         self._dseq = seq = self._dseq + 1
-        sl = {p: [a if a.flags.c_contiguous else a.copy() for a in _nonempty(x)]  # NumPy or CuPy alike
-              for p, x in sends.items() if p != self.rank}
-        rl = {p: _nonempty(x) for p, x in recvs.items() if p != self.rank}
-        stream = None
-        if any(self._on_device(a) for xs in (*sl.values(), *rl.values()) for a in xs):
+        me, on_dev = self.rank, self._on_device
+        out, into, sent, stream = [], [], 0, None
+        for p, x in sends.items():
+            if p != me:
+                xs = _nonempty(x)
+                if xs:
+                    for i, a in enumerate(xs):
+                        if not a.flags.c_contiguous:  # NumPy or CuPy alike
+                            xs[i] = a.copy()
+                        sent += a.nbytes
+                    out.append((p, *self._messages(xs)))
+        for p, x in recvs.items():
+            if p != me:
+                xs = _nonempty(x)
+                if xs:
+                    into.append((p, *self._messages(xs)))
+        touches = any(t for *_, t in out) or any(t for *_, t in into)  # a device array, sent or received
+        if touches:
             stream = self._cp.cuda.get_current_stream()
-        out = {p: self._messages(xs) for p, xs in sl.items()}  # p -> (packed arrays, messages)
-        for packed, msgs in out.values():
-            self._copy_packed(packed, msgs, stream, into_buffer=True, on_device=True)
-        if stream is not None:  # the kernels that write the send buffers (or read the receive ones), the copies
+            for _, packed, msgs, _ in out:
+                if packed:
+                    self._copy_packed(packed, msgs, stream, into_buffer=True, on_device=True)
+            # the kernels that write the send buffers (or read the receive ones), the copies
             stream.synchronize()
             self._held = []  # the last rounds' staged receives have reached the device
-        for packed, msgs in out.values():  # host arrays after the wait: a copy queued into one has landed
-            self._copy_packed(packed, msgs, stream, into_buffer=True, on_device=False)
-        into = {p: self._messages(xs) for p, xs in rl.items()}
-        reqs = [(p, self._recv(p, b, _SIZED, seq, i)) for p, (_, msgs) in into.items() for i, b in msgs]
-        reqs += [(p, self._send(p, b, _SIZED, seq, i)) for p, (_, msgs) in out.items() for i, b in msgs]
-        on_device = any(self._on_device(b) for _, msgs in (*out.values(), *into.values()) for _, b in msgs)
-        self._wait(reqs, f"{what} (round #{seq})", (2, seq), spin=_DEVICE_SPIN_S if on_device else None)
-        for packed, msgs in into.values():
-            self._copy_packed(packed, msgs, stream, into_buffer=False)
-            if any(self._on_device(a) for a in packed):  # its copies to the device may still be queued
-                self._held.append(msgs[0][1])
+        reqs, device = [], False
+        for p, packed, msgs, _ in into:
+            for i, b in msgs:
+                device = device or on_dev(b)
+                reqs.append((p, self._sized_post(p, b, seq, i, send=False)))
+        for p, packed, msgs, _ in out:
+            if packed:  # host arrays after the wait: a copy queued into one has landed
+                self._copy_packed(packed, msgs, stream, into_buffer=True, on_device=False)
+            for i, b in msgs:
+                device = device or on_dev(b)
+                reqs.append((p, self._sized_post(p, b, seq, i, send=True)))
+        try:
+            self._wait(reqs, f"{what} (round #{seq})", (2, seq), spin=_DEVICE_SPIN_S if device else None)
+        except BaseException:
+            # UCX may still write into the receives until the communicator is released: keep them alive
+            self._orphans.append((out, into))
+            raise
+        for _, packed, msgs, _ in into:
+            if packed:
+                self._copy_packed(packed, msgs, stream, into_buffer=False)
+                if any(on_dev(a) for a in packed):  # its copies to the device may still be queued
+                    self._held.append(msgs[0][1])
+        return sent
 
-    def _messages(self, xs: list) -> tuple[list, list[tuple[int, Any]]]:
-        """One peer's arrays (sent or received) as ``(packed, messages)``: ``messages`` are ``(index, buffer)``
-        (see :meth:`_sized_round`), ``packed`` the small arrays that share message 0's host buffer -- none where
-        the one small array is a host array, which is then message 0 itself."""
-        small = [a for a in xs if a.nbytes <= _STAGE]
-        msgs = [(1 + i, a) for i, a in enumerate(xs) if a.nbytes > _STAGE]
-        if len(small) == 1 and not self._on_device(small[0]):
-            return [], [(0, small[0])] + msgs
+    def _sized_post(self, p: int, buf, seq: int, index: int, send: bool):
+        """Post message ``index`` of sized round ``seq`` to (``send``) or from peer ``p``: ``buf``, a host array
+        or a device array (wrapped once, :meth:`_device_array`)."""
+        w = self._device_array(buf) if self._on_device(buf) else self._array(_flat_bytes(buf))
+        tag = self._api.UCXXTag(_tag(_SIZED, seq, self.rank if send else p, index))
+        return self._eps[p].tag_send(w, tag) if send else self._eps[p].tag_recv(w, tag)
+
+    def _device_array(self, a) -> Any:
+        """ucxx's ``Array`` over device array ``a``'s bytes, wrapped once per address and length: wrapping a
+        round's two buffers anew cost a 64 MB round 5-13 us on an H200's host (raw ucxx on the communicator's
+        endpoints, ``diag_ucx_sized_round.py``, ``ucx_sized_round_h200_session29_*.json``).  The wrapper holds
+        no reference to ``a``: the caller's arrays are alive through the round, and a failed round keeps them
+        (``_orphans``) until the communicator is released.  The cache forgets everything past ``_WRAPS``
+        entries."""
+        key = (a.data.ptr, a.nbytes)
+        w = self._wraps.get(key)
+        if w is None:
+            if len(self._wraps) >= _WRAPS:
+                self._wraps.clear()
+            w = self._wraps[key] = self._array(_DeviceBytes(a, keep=False))
+        return w
+
+    def _messages(self, xs: list) -> tuple[list, list[tuple[int, Any]], bool]:
+        """One peer's arrays (sent or received) as ``(packed, messages, device)``: ``messages`` are ``(index,
+        buffer)`` (see :meth:`_sized_round`), ``packed`` the small arrays that share message 0's host buffer --
+        none where the one small array is a host array, which is then message 0 itself; ``device``: some
+        array is a device array."""
+        small, msgs, nsmall, device, on_dev = [], [], 0, False, self._on_device
+        for i, a in enumerate(xs):
+            d = on_dev(a)
+            device = device or d
+            if a.nbytes > _STAGE:
+                msgs.append((1 + i, a))
+            else:
+                small.append(a)
+                nsmall += a.nbytes
+        if len(small) == 1 and not on_dev(small[0]):
+            return [], [(0, small[0])] + msgs, device
         if small:
-            msgs.insert(0, (0, self._host_buffer(sum(a.nbytes for a in small),
-                                                 any(self._on_device(a) for a in small))))
-        return small, msgs
+            msgs.insert(0, (0, self._host_buffer(nsmall, any(on_dev(a) for a in small))))
+        return small, msgs, device
 
     def _copy_packed(self, packed: list, msgs: list, stream, into_buffer: bool, on_device: bool | None = None
                      ) -> None:
@@ -571,8 +635,7 @@ class UCXCommunicator(PeerCommunicator):
                              f"{counts[self.rank]}")
         out: list[Any] = [np.empty_like(arr, shape=(int(c),)) for c in counts]  # CuPy for CuPy (array function)
         out[self.rank] = arr
-        self._sized_round({p: arr for p in self._peers}, {p: out[p] for p in self._peers}, "allgatherv")
-        self._sent += int(arr.nbytes) * len(self._peers)
+        self._sent += self._sized_round({p: arr for p in self._peers}, {p: out[p] for p in self._peers}, "allgatherv")
         return out
 
     # -- capped rounds -------------------------------------------------------------------------------
@@ -639,8 +702,7 @@ class UCXCommunicator(PeerCommunicator):
         """Arrays ``sends[p]`` to peer ``p`` and ``recvs[p]`` from it (each an array or a list of them, sizes
         known to both sides): one wait for the stream, then one sized round, landed when this returns.
         ``counts`` (see the NCCL communicator) bounds what peer memory would move; UCX moves whole arrays."""
-        self._sized_round(sends, recvs, "exchange")
-        self._sent += sum(a.nbytes for p, x in sends.items() if p != self.rank for a in _nonempty(x))
+        self._sent += self._sized_round(sends, recvs, "exchange")
 
     def device_buffer(self, shape, dtype):
         """A zeroed array for rounds to receive into: CuPy on GPU ranks, NumPy on CPU ranks."""
@@ -653,11 +715,11 @@ class UCXCommunicator(PeerCommunicator):
         k = int(send.size)
         if int(recv.size) < k * self.size:
             raise ValueError(f"allgather_into: {recv.size} elements cannot hold {self.size} x {k}")
-        self._sized_round({p: send for p in self._peers},
-                          {p: recv[p * k:(p + 1) * k] for p in self._peers}, "allgather")
+        sent = self._sized_round({p: send for p in self._peers},
+                                 {p: recv[p * k:(p + 1) * k] for p in self._peers}, "allgather")
         recv[self.rank * k:(self.rank + 1) * k] = send
         if payload:
-            self._sent += int(send.nbytes) * len(self._peers)
+            self._sent += sent
 
     def wait(self, what: str) -> None:
         """Wait for the work queued on the current stream (UCX's own rounds have landed already)."""
@@ -710,4 +772,5 @@ class UCXCommunicator(PeerCommunicator):
             except Exception:
                 pass
         self._eps, self._accepted, self._slot_reqs, self._bye_reqs, self._capped_reqs = {}, [], {}, {}, {}
+        self._wraps, self._orphans = {}, []
         self._listener = self._worker = self._ctx = None
