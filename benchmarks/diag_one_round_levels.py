@@ -13,10 +13,11 @@ round (counters and a 256 KB bitmap: the counters on the device, or in page-lock
 levels send them) and the bitmap alone.
 
 Then ``--roots`` searches: their small levels' medians (local, exchange, round) by direction and, for
-one-round top-down levels, where the host's time went (to the launch, the wait for the stream, the round,
-the rest); then the same searches profiled (cProfile, the functions that took the most time).  Three
-sessions: one-round levels; two-round levels (``SearchConfig(one_round_levels=False)``); one-round levels
-with rounds that busy-poll 2 ms before they sleep.
+one-round top-down levels, where the host's time went (to the launch, the wait for the stream, the round's
+preparation, the round, the rest); then the same searches profiled (cProfile, the functions that took the most time).  Four
+sessions: one-round levels; the same with the workers' Dask profiler running (a session stops it); two-round
+levels (``SearchConfig(one_round_levels=False)``); one-round levels again.  Each top-down level's clocks go to
+the JSON (``trace``), so that the ranks' steps can be lined up.
 """
 
 from __future__ import annotations
@@ -46,12 +47,24 @@ def _small_levels(recs_by_root) -> dict:
     return out
 
 
-def _rank(engine, setup_s, reps, roots, only_searches, spin):
+def _dask_profiler(on: bool) -> None:
+    """Start or stop this worker's statistical profiler (a session stops it: ``session._pause_profiler``)."""
+    from distributed import get_worker
+
+    w = get_worker()
+    for k in ("profile", "profile-cycle"):
+        w.loop.add_callback(w.periodic_callbacks[k].start if on else w.periodic_callbacks[k].stop)
+    time.sleep(0.1)  # the event loop runs it
+
+
+def _rank(engine, setup_s, reps, roots, only_searches, spin, profiler=False):
     import cupy as cp
 
     comm = engine.comm
     if spin is not None:
         comm._spin = spin  # how long a round busy-polls before it sleeps on the worker's wakeup
+    if profiler:
+        _dask_profiler(True)
     out: dict = {"engine": type(engine).__name__, "one_round": engine.one_round is not None}
 
     def timeit(name, fn):
@@ -125,9 +138,14 @@ def _rank(engine, setup_s, reps, roots, only_searches, spin):
         recs.append(engine.search(int(root)))
     out["searches_s"] = time.perf_counter() - t0
     if trace:  # a top-down level's host time: to the launch, the wait, the round, the rest
-        d = np.diff(np.array(trace), axis=1) * 1e6
-        out["top_down_level_steps_us"] = dict(zip(("launch", "wait", "round", "after"),
-                                                  np.round(np.median(d, axis=0), 1).tolist()))
+        d = np.diff(np.array(trace)[:, :6], axis=1) * 1e6
+        steps = ("launch", "wait", "prepare", "round", "after")
+        out["top_down_level_steps_us"] = dict(zip(steps, np.round(np.median(d, axis=0), 1).tolist()))
+        inline = np.array([t[6] == 0 for t in trace])
+        if inline.any():  # the levels whose pairs all rode in the capped round
+            out["top_down_level_steps_inline_us"] = dict(zip(steps, np.round(np.median(d[inline], axis=0), 1).tolist()))
+        # every level's clocks (time.perf_counter: one clock for the ranks of a host), to align the ranks
+        out["trace"] = [list(t) for t in trace]
         engine.one_round.trace = None
     prof = cProfile.Profile()
     prof.enable()
@@ -142,6 +160,8 @@ def _rank(engine, setup_s, reps, roots, only_searches, spin):
     out["profile"] = buf.getvalue()
     if engine.one_round is not None:
         out["tally"] = dict(engine.one_round.tally)
+    if profiler:
+        _dask_profiler(False)  # as the session left it: its end starts it again
     return out
 
 
@@ -163,11 +183,12 @@ def main() -> None:
     roots = [int(r) for r in choose_roots(g, args.roots + 4, 2)]
     doc = {"benchmark": "one_round_levels", "gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
            "unit": "median microseconds per call, per rank", "args": vars(args), "sessions": {}}
-    for name, cfg, only, spin in (("one_round", SearchConfig(), False, None),
-                                  ("two_rounds", SearchConfig(one_round_levels=False), True, None),
-                                  ("one_round_polled_2ms", SearchConfig(), True, 2e-3)):
-        doc["sessions"][name] = run_session(g, _rank, args.reps, roots, only, spin, protocol="ucx", timeout=60.0,
-                                            config=cfg)
+    for name, cfg, only, spin, prof in (("one_round", SearchConfig(), False, None, False),
+                                        ("one_round_dask_profiler_on", SearchConfig(), True, None, True),
+                                        ("two_rounds", SearchConfig(one_round_levels=False), True, None, False),
+                                        ("one_round_again", SearchConfig(), True, None, False)):
+        doc["sessions"][name] = run_session(g, _rank, args.reps, roots, only, spin, prof, protocol="ucx",
+                                            timeout=60.0, config=cfg)
         write_json(args.json, doc)
     for name, ranks in doc["sessions"].items():
         print(f"== {name}: searches {ranks[0]['searches_s']:.3f} s, small levels " +
@@ -176,6 +197,7 @@ def main() -> None:
             if isinstance(v, float) and k != "searches_s":
                 print(f"{k:44s} " + "  ".join(f"{r[k]:8.1f}" for r in ranks))
         print("top-down level steps:", [r.get("top_down_level_steps_us") for r in ranks])
+        print("  pairs inline:", [r.get("top_down_level_steps_inline_us") for r in ranks])
         print("levels (rank 0, first root):", ranks[0]["levels"][0])
         print("levels (rank 1, first root):", ranks[1]["levels"][0])
         print(f"rank 0 profile:\n{ranks[0]['profile']}")

@@ -521,6 +521,33 @@ def test_rank_exception_raises_rankerror_and_cluster_goes_on(cluster, kron13, pr
     g.release()
 
 
+def _profiler_running(dask_worker=None) -> bool:
+    from distributed import get_worker
+
+    return (dask_worker or get_worker()).periodic_callbacks["profile"].is_running()
+
+
+def _profiler_during_session(engine, setup_s):
+    deadline = time.monotonic() + 5.0  # the stop is queued on the worker's event loop
+    while _profiler_running() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return _profiler_running()
+
+
+def test_dask_profiler_paused_during_a_session_only(cluster, kron13):
+    """The workers' statistical profiler (which samples the rank threads' stacks every 10 ms, holding the
+    GIL) stops while a session's ranks run, and runs again after."""
+    el, edges, roots = kron13
+    g = prepare(el, cluster, nparts=2)
+    assert all(cluster.run(_profiler_running).values())
+    assert run_session(g, _profiler_during_session, protocol="tcp", timeout=30.0) == [False, False]
+    deadline = time.monotonic() + 5.0
+    while not all(cluster.run(_profiler_running).values()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(cluster.run(_profiler_running).values())
+    g.release()
+
+
 def _rank2_stalls(engine, setup_s, root):
     engine.search(int(root))
     if engine.comm.rank == 2:

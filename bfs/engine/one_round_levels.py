@@ -111,7 +111,8 @@ class OneRoundLevels:
         #: levels done in one round, expansions taken back, sized rounds for pairs past the inline rows
         self.tally = {"levels": 0, "taken_back": 0, "sized": 0}
         #: a list to collect each top-down level's host clock (``time.perf_counter``) at its start, after the
-        #: launch, after the wait, after the round and at its end (diagnostics; None: not collected)
+        #: launch, after the wait, as its round starts, after the round and at its end, and whether it took a
+        #: sized round for pairs past the inline rows (diagnostics; None: not collected)
         self.trace: list | None = None
         comm.open_capped(self.words)
 
@@ -241,6 +242,7 @@ class OneRoundLevels:
                 w = out[p]
                 w[:_HEAD] = (c, dg, int(expanded), nfor[p], most)
                 msgs[p] = w[:_HEAD + 2 * min(nfor[p], inline)]
+            tp = time.perf_counter()
             got = comm.capped_round(msgs)
             tr = time.perf_counter()
             counts, dsum = [0] * size, [0] * size
@@ -258,7 +260,7 @@ class OneRoundLevels:
             total = sum(counts)
             t2 = time.perf_counter()
             if self.trace is not None:
-                self.trace.append((t0, tl, t1, tr, t2))
+                self.trace.append((t0, tl, t1, tp, tr, t2, int(over)))
             if rec is not None:
                 rec.found = total
             if total == 0 or limit < 0:  # no frontier anywhere, or past the depth limit: the search is over, and

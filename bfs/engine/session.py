@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 import uuid
 from typing import Any, Callable
@@ -153,6 +154,7 @@ def _rank_main(shard, rank: int, size: int, session: str, protocol: str, timeout
     interval = sys.getswitchinterval()
     sys.setswitchinterval(min(interval, _SWITCH_S))
     affinity = _widen_affinity() if config.rank_affinity == "all" else None
+    resume = _pause_profiler()
     try:
         comm = make_communicator(rank, size, session, protocol, timeout, backend, config)
         engine = None
@@ -168,12 +170,49 @@ def _rank_main(shard, rank: int, size: int, session: str, protocol: str, timeout
             finally:
                 comm.close()
     finally:
+        resume()
         sys.setswitchinterval(interval)
         if affinity is not None:
             os.sched_setaffinity(0, affinity)
 
 
 _SWITCH_S = 2e-5
+
+_paused = {"ranks": 0, "callbacks": []}  # this worker's ranks now running, the profiler callbacks they stopped
+_paused_lock = threading.Lock()
+
+
+def _pause_profiler() -> Callable[[], None]:
+    """Stop the Dask worker's statistical profiler while this worker runs ranks; returns the call that
+    starts it again once its last rank ends.  Every 10 ms the profiler walks the stack of each thread that
+    runs a task, on the event loop, holding the GIL that the rank thread takes back after every wait; a
+    rank held up so holds up every peer (two ranks sharing an H200 over UCX, in one cluster: small top-down
+    levels 191 us with it running, 150 and 172 without; ``diag_one_round_levels.py``,
+    ``one_round_levels_h200_session29_2.json``).  Outside a worker (a rank on the client's thread) nothing
+    changes."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except ValueError:  # not on a worker
+        return lambda: None
+    with _paused_lock:
+        _paused["ranks"] += 1
+        if _paused["ranks"] == 1:
+            pcs = [worker.periodic_callbacks.get(k) for k in ("profile", "profile-cycle")]
+            _paused["callbacks"] = [pc for pc in pcs if pc is not None and pc.is_running()]
+            for pc in _paused["callbacks"]:  # tornado's callbacks belong to the event loop's thread
+                worker.loop.add_callback(pc.stop)
+
+    def resume() -> None:
+        with _paused_lock:
+            _paused["ranks"] -= 1
+            if _paused["ranks"] == 0:
+                for pc in _paused["callbacks"]:
+                    worker.loop.add_callback(pc.start)
+                _paused["callbacks"] = []
+
+    return resume
 
 
 def _widen_affinity():
