@@ -41,6 +41,12 @@ from raw_ucxx import raw_pair  # noqa: E402
 from results_file import write_json  # noqa: E402
 
 
+#: transfers timed per size (medians) in the communicators' and raw ucxx's benchmarks, after 10 untimed ones: with
+#: 10 after 3, a 64 MB sized round back to back took 177 us where diag_ucx_sized_round.py's 200 took 139-144 on
+#: the same H200 (session 29)
+_REPS = 50
+
+
 def _commbench(engine, setup_s, sizes, reps):
     import cupy as cp
 
@@ -91,7 +97,7 @@ def _commbench(engine, setup_s, sizes, reps):
             buf, into = cp.ones(nb, cp.uint8), cp.zeros(nb, cp.uint8)
             peer = {1 - r: buf} if r < 2 else {}
             back = {1 - r: into} if r < 2 else {}
-            for _ in range(3):
+            for _ in range(10):
                 comm.exchange_device(peer, back)
             ts = []
             for _ in range(reps):
@@ -274,7 +280,8 @@ def main() -> None:
             if args.commbench and p > 1 and not any(c["gpus"] == p for c in out["comm"]):
                 if args.raw_ucxx:
                     try:
-                        res = run_session(g, _rawbench, [1 << 20, 1 << 24, 1 << 26], 20, protocol="tcp", timeout=120.0)
+                        res = run_session(g, _rawbench, [1 << 20, 1 << 24, 1 << 26], _REPS, protocol="tcp",
+                                          timeout=120.0)
                         out["comm"].append({"gpus": p, "protocol": "raw-ucxx", "ranks": res})
                         print("raw ucxx: " + ", ".join(f"{k} {v['round_trip_us']:.0f} us {v['GBps_one_way']:.1f} GB/s "
                                                        f"(exchange {v['exchange_us']:.0f} us "
@@ -285,7 +292,8 @@ def main() -> None:
                         print(f"raw ucxx x{p} FAILED: {e!r}", flush=True)
                 for proto in args.protocols:
                     try:
-                        res = run_session(g, _commbench, [1 << 20, 1 << 24, 1 << 26], 10, protocol=proto, timeout=120.0)
+                        res = run_session(g, _commbench, [1 << 20, 1 << 24, 1 << 26], _REPS, protocol=proto,
+                                          timeout=120.0)
                         out["comm"].append({"gpus": p, "protocol": proto, "ranks": res})
                         r0 = res[0]
                         print(f"comm {proto} x{p}: allreduce {r0['allreduce1_us']:.1f} us, counters {r0['counters_us']:.1f} us, "
