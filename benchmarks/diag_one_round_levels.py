@@ -14,10 +14,10 @@ levels send them) and the bitmap alone.
 
 Then ``--roots`` searches: their small levels' medians (local, exchange, round) by direction and, for
 one-round top-down levels, where the host's time went (to the launch, the wait for the stream, the round's
-preparation, the round, the rest); then the same searches profiled (cProfile, the functions that took the most time).  Four
-sessions: one-round levels; the same with the workers' Dask profiler running (a session stops it); two-round
-levels (``SearchConfig(one_round_levels=False)``); one-round levels again.  Each top-down level's clocks go to
-the JSON (``trace``), so that the ranks' steps can be lined up.
+preparation, the round, the rest); then the same searches profiled (cProfile, the functions that took the
+most time).  Four sessions: one-round levels; the same with the workers' Dask profiler running (a session
+stops it); two-round levels (``SearchConfig(one_round_levels=False)``); one-round levels again.  Each top-down
+level's clocks go to the JSON (``trace``), so that the ranks' steps can be lined up.
 """
 
 from __future__ import annotations

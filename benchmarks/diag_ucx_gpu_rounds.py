@@ -11,9 +11,8 @@ rounds, the top-down level's ``exchange_device`` of counters and pairs (and the 
 step: wait for the stream, stage to the host, post, wait, stage back), and a small top-down level's whole
 sequence (expansion kernel, pair round, claim kernel, counters round).  Then a 64 MB round both ways, the
 issue's transfer target: ``exchange_device`` beside the same transfer posted on the communicator's endpoints
-with arrays wrapped once (raw ucxx), the steps in between added one at a time, and the round with flat views
-of the device arrays, as session 26 sent them (``before_27``), all alternating call by call; the counters and
-pairs round likewise, apart; what posting one 8-byte receive or send costs from host, pinned and device
+with arrays wrapped once (raw ucxx) and the steps in between added one at a time, all alternating call by call
+(``diag_ucx_sized_round.py`` times them in blocks, per size); the counters and pairs round, apart; what posting one 8-byte receive or send costs from host, pinned and device
 memory; then a profile of both rounds.  ``benchmarks/bench_multigpu.py
 --ranks-per-gpu 2 --commbench --raw-ucxx`` gives the level's exchange and raw ucxx's round trip beside it.
 """
@@ -137,13 +136,6 @@ def _rounds_rank(engine, setup_s, reps):
         reqs = [(peer, comm._recv(peer, into, ucx._SIZED, seq, 1)), (peer, comm._send(peer, big, ucx._SIZED, seq, 1))]
         comm._wait(reqs, f"diag (round #{seq})", (2, seq), spin=ucx._DEVICE_SPIN_S)
 
-    def before_27(sends, recvs):  # exchange_device with flat views of the device arrays, as session 26 sent them
-        comm._bytes = ucx._flat_bytes  # the instance's attribute shadows the method for this call
-        try:
-            comm.exchange_device(sends, recvs)
-        finally:
-            del comm._bytes
-
     # interleaved, one call of each variant a round, so that the machine's drift falls on all alike; the
     # large rounds and the small ones apart (a round after a 64 MB one waits for the peer's end of it)
     groups = [{"raw_on_comm_endpoints_64MB": raw_64mb,
@@ -151,11 +143,8 @@ def _rounds_rank(engine, setup_s, reps):
                "lean_64MB_wrap_sync_commwait": lambda: lean_64mb(sync=True, comm_wait=True),
                "lean_64MB_wrap_sync_polled_per_request": lambda: lean_64mb(sync=True, old_wait=True),
                "comm_posts_64MB": comm_posts_64mb,
-               "exchange_device_64MB": lambda: comm.exchange_device({peer: big}, {peer: into}),
-               "exchange_device_64MB_before_27": lambda: before_27({peer: big}, {peer: into})},
-              {"exchange_device_counters_and_pairs": exchange,
-               "exchange_device_counters_and_pairs_before_27": lambda: before_27({peer: [dev8, pairs]},
-                                                                                 {peer: [rctr[peer], rp]})}]
+               "exchange_device_64MB": lambda: comm.exchange_device({peer: big}, {peer: into})},
+              {"exchange_device_counters_and_pairs": exchange}]
     for variants in groups:
         for fn in variants.values():
             for _ in range(10):
