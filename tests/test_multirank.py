@@ -537,14 +537,17 @@ def _profiler_during_session(engine, setup_s):
 def test_dask_profiler_paused_during_a_session_only(cluster, kron13):
     """The workers' statistical profiler (which samples the rank threads' stacks every 10 ms, holding the
     GIL) stops while a session's ranks run, and runs again after."""
+    def everywhere():  # the last session's end queued the restart on each worker's event loop
+        deadline = time.monotonic() + 5.0
+        while not all(cluster.run(_profiler_running).values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return all(cluster.run(_profiler_running).values())
+
     el, edges, roots = kron13
     g = prepare(el, cluster, nparts=2)
-    assert all(cluster.run(_profiler_running).values())
+    assert everywhere()
     assert run_session(g, _profiler_during_session, protocol="tcp", timeout=30.0) == [False, False]
-    deadline = time.monotonic() + 5.0
-    while not all(cluster.run(_profiler_running).values()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert all(cluster.run(_profiler_running).values())
+    assert everywhere()
     g.release()
 
 
