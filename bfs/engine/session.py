@@ -186,10 +186,11 @@ def _pause_profiler() -> Callable[[], None]:
     """Stop the Dask worker's statistical profiler while this worker runs ranks; returns the call that
     starts it again once its last rank ends.  Every 10 ms the profiler walks the stack of each thread that
     runs a task, on the event loop, holding the GIL that the rank thread takes back after every wait; a
-    rank held up so holds up every peer (two ranks sharing an H200 over UCX, in one cluster: small top-down
-    levels 191 us with it running, 150 and 172 without; ``diag_one_round_levels.py``,
-    ``one_round_levels_h200_session29_2.json``).  Outside a worker (a rank on the client's thread) nothing
-    changes."""
+    rank held up so holds up every peer, and the samples of a rank's loop serve no one.  Its cost did not show
+    beyond the order of sessions (two ranks sharing an H200 over UCX, small top-down levels without / with /
+    without it, in one cluster: 150 / 191 / 172 us in one run, 237-260 / 199-203 / 204-208 in another;
+    ``diag_one_round_levels.py``, ``one_round_levels_h200_session29_{2,3}.json``).  Outside a worker (a rank
+    on the client's thread) nothing changes."""
     try:
         from distributed import get_worker
 
