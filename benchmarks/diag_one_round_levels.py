@@ -35,6 +35,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from raw_ucxx import raw_pair  # noqa: E402
 from results_file import write_json  # noqa: E402
+from shared_gpu_pair import in_step_us, shared_gpu_pair  # noqa: E402
 
 
 def _small_levels(recs_by_root) -> dict:
@@ -68,15 +69,7 @@ def _rank(engine, setup_s, reps, roots, only_searches, spin, profiler=False):
     out: dict = {"engine": type(engine).__name__, "one_round": engine.one_round is not None}
 
     def timeit(name, fn):
-        for _ in range(20):
-            fn()
-        comm.barrier()
-        ts = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            ts.append(time.perf_counter() - t0)
-        out[name] = float(np.median(ts) * 1e6)
+        out[name] = in_step_us(comm, fn, reps)
 
     if not only_searches:
         peer = 1 - comm.rank
@@ -172,16 +165,11 @@ def main() -> None:
     ap.add_argument("--roots", type=int, default=16)
     ap.add_argument("--json", required=True)
     args = ap.parse_args()
-    import cupy as cp
-
     from breadth.bfs import SearchConfig, choose_roots, run_session
-    from breadth.pipeline import kronecker, prepare
-    from breadth.pipeline.cluster import local_cuda_cluster
 
-    client = local_cuda_cluster(workers=2, ranks_per_gpu=2, protocol="tcp")
-    g = prepare(kronecker(args.scale, seed=1, device="gpu"), client, nparts=2, device="gpu")
+    g, gpu = shared_gpu_pair(args.scale)
     roots = [int(r) for r in choose_roots(g, args.roots + 4, 2)]
-    doc = {"benchmark": "one_round_levels", "gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+    doc = {"benchmark": "one_round_levels", "gpu": gpu,
            "unit": "median microseconds per call, per rank", "args": vars(args), "sessions": {}}
     for name, cfg, only, spin, prof in (("one_round", SearchConfig(), False, None, False),
                                         ("one_round_dask_profiler_on", SearchConfig(), True, None, True),

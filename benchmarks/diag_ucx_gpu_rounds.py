@@ -28,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from results_file import write_json  # noqa: E402
+from shared_gpu_pair import in_step_us, shared_gpu_pair  # noqa: E402
 
 
 def _rounds_rank(engine, setup_s, reps):
@@ -45,15 +46,7 @@ def _rounds_rank(engine, setup_s, reps):
     out: dict = {}
 
     def timeit(name, fn):
-        for _ in range(20):
-            fn()
-        comm.barrier()
-        ts = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            ts.append(time.perf_counter() - t0)
-        out[name] = float(np.median(ts) * 1e6)
+        out[name] = in_step_us(comm, fn, reps)
 
     def exchange():
         comm.exchange_device({peer: [dev8, pairs]}, {peer: [rctr[peer], rp]})
@@ -207,16 +200,11 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=300)
     ap.add_argument("--json", required=True)
     args = ap.parse_args()
-    import cupy as cp
-
     from breadth.bfs import run_session
-    from breadth.pipeline import kronecker, prepare
-    from breadth.pipeline.cluster import local_cuda_cluster
 
-    client = local_cuda_cluster(workers=2, ranks_per_gpu=2, protocol="tcp")
-    g = prepare(kronecker(args.scale, seed=1, device="gpu"), client, nparts=2, device="gpu")
+    g, gpu = shared_gpu_pair(args.scale)
     ranks = run_session(g, _rounds_rank, args.reps, protocol="ucx", timeout=60.0)
-    doc = {"benchmark": "ucx_gpu_rounds", "gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+    doc = {"benchmark": "ucx_gpu_rounds", "gpu": gpu,
            "unit": "median microseconds per call, per rank", "args": vars(args), "ranks": ranks}
     write_json(args.json, doc)
     for k, v in ranks[0].items():

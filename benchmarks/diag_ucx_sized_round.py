@@ -33,6 +33,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from raw_ucxx import raw_pair  # noqa: E402
 from results_file import write_json  # noqa: E402
+from shared_gpu_pair import shared_gpu_pair  # noqa: E402
 
 
 def _rank(engine, setup_s, sizes, reps, block):
@@ -107,16 +108,11 @@ def main() -> None:
     ap.add_argument("--block", type=int, default=10, help="back-to-back calls a block (after one not timed)")
     ap.add_argument("--json", required=True)
     args = ap.parse_args()
-    import cupy as cp
-
     from breadth.bfs import run_session
-    from breadth.pipeline import kronecker, prepare
-    from breadth.pipeline.cluster import local_cuda_cluster
 
-    client = local_cuda_cluster(workers=2, ranks_per_gpu=2, protocol="tcp")
-    g = prepare(kronecker(14, seed=1, device="gpu"), client, nparts=2, device="gpu")
+    g, gpu = shared_gpu_pair(14)
     ranks = run_session(g, _rank, args.sizes, args.reps, args.block, protocol="ucx", timeout=120.0)
-    doc = {"benchmark": "ucx_sized_round", "gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+    doc = {"benchmark": "ucx_sized_round", "gpu": gpu,
            "unit": "median microseconds per call, per rank", "args": vars(args), "ranks": ranks}
     write_json(args.json, doc)
     for nb in args.sizes:
