@@ -120,12 +120,45 @@ def _rank(engine, setup_s, reps, roots, only_searches, spin, profiler=False):
         timeit("bottom_up_round_256KB_host_counters", lambda: comm.exchange_device(
             {peer: [hc, own]}, {peer: [rows[peer], g[peer << 15:(peer + 1) << 15]]}))
         timeit("bitmap_256KB_alone", lambda: comm.exchange_device({peer: own}, {peer: g[peer << 15:(peer + 1) << 15]}))
+        # the same round as one device message a peer: [bitmap | counters], received whole, then its parts
+        # copied where a level reads them (the bitmap into the global one, the counters to the host)
+        rt, st = cp.cuda.runtime, cp.cuda.get_current_stream()
+        nw = 1 << 15
+        snd, rcv = cp.ones(nw + 3, cp.uint64), cp.zeros(nw + 3, cp.uint64)
+        timeit("one_message_256KB_round_only", lambda: comm.exchange_device({peer: snd}, {peer: rcv}))
+
+        def one_message():
+            rt.memcpyAsync(snd.data.ptr + 8 * nw, ctr.data.ptr, 24, rt.memcpyDeviceToDevice, st.ptr)
+            comm.exchange_device({peer: snd}, {peer: rcv})
+            rt.memcpyAsync(g.data.ptr + 8 * nw * comm.rank, snd.data.ptr, 8 * nw, rt.memcpyDeviceToDevice, st.ptr)
+            rt.memcpyAsync(g.data.ptr + 8 * nw * peer, rcv.data.ptr, 8 * nw, rt.memcpyDeviceToDevice, st.ptr)
+            rt.memcpyAsync(hc.ctypes.data, rcv.data.ptr + 8 * nw, 24, rt.memcpyDeviceToHost, st.ptr)
+            st.synchronize()
+
+        timeit("one_message_256KB_with_copies", one_message)
+
+        def bitmap_then_counters():
+            comm.exchange_device({peer: own}, {peer: g[peer << 15:(peer + 1) << 15]})
+            comm.capped_round({peer: head})
+
+        timeit("bitmap_256KB_then_capped_counters", bitmap_then_counters)
     for root in roots[:4]:  # warm-up: kernels compiled, buffers allocated
         engine.search(int(root))
     comm.barrier()
-    recs, trace = [], []
+    recs, trace, bu_trace = [], [], []
     if engine.one_round is not None:
         engine.one_round.trace = trace
+        close = engine.one_round.close_bottom_up
+
+        def traced_close(ctr, own, g):  # a bottom-up level's round: the wait for its kernels, then the round
+            ta = time.perf_counter()
+            cp.cuda.get_current_stream().synchronize()
+            tb = time.perf_counter()
+            rows = close(ctr, own, g)
+            bu_trace.append((ta, tb, time.perf_counter()))
+            return rows
+
+        engine.one_round.close_bottom_up = traced_close
     t0 = time.perf_counter()
     for root in roots:
         recs.append(engine.search(int(root)))
@@ -140,6 +173,10 @@ def _rank(engine, setup_s, reps, roots, only_searches, spin, profiler=False):
         # every level's clocks (time.perf_counter: one clock for the ranks of a host), to align the ranks
         out["trace"] = [list(t) for t in trace]
         engine.one_round.trace = None
+    if bu_trace:
+        d = np.diff(np.array(bu_trace), axis=1) * 1e6
+        out["bottom_up_round_steps_us"] = dict(zip(("wait", "round"), np.round(np.median(d, axis=0), 1).tolist()))
+        engine.one_round.close_bottom_up = close
     prof = cProfile.Profile()
     prof.enable()
     for root in roots:
@@ -164,6 +201,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=300)
     ap.add_argument("--roots", type=int, default=16)
     ap.add_argument("--json", required=True)
+    ap.add_argument("--sessions", nargs="*", help="run only these sessions (default: all four)")
     args = ap.parse_args()
     from breadth.bfs import SearchConfig, choose_roots, run_session
 
@@ -175,6 +213,8 @@ def main() -> None:
                                         ("one_round_dask_profiler_on", SearchConfig(), True, None, True),
                                         ("two_rounds", SearchConfig(one_round_levels=False), True, None, False),
                                         ("one_round_again", SearchConfig(), True, None, False)):
+        if args.sessions and name not in args.sessions:
+            continue
         doc["sessions"][name] = run_session(g, _rank, args.reps, roots, only, spin, prof, protocol="ucx",
                                             timeout=60.0, config=cfg)
         write_json(args.json, doc)
@@ -185,6 +225,7 @@ def main() -> None:
             if isinstance(v, float) and k != "searches_s":
                 print(f"{k:44s} " + "  ".join(f"{r[k]:8.1f}" for r in ranks))
         print("top-down level steps:", [r.get("top_down_level_steps_us") for r in ranks])
+        print("bottom-up round steps:", [r.get("bottom_up_round_steps_us") for r in ranks])
         print("  pairs inline:", [r.get("top_down_level_steps_inline_us") for r in ranks])
         print("levels (rank 0, first root):", ranks[0]["levels"][0])
         print("levels (rank 1, first root):", ranks[1]["levels"][0])
