@@ -115,7 +115,9 @@ def test_one_round_levels_decide_as_the_exact_levels(graphs, spec, inline, blind
     every level must go the way, and find what, the two-round levels do (the same direction rule on the same
     counters), the levels equal one rank's and every tree validates.  A pair capacity of 64 or 256 sends
     larger frontiers the exact way; with 8 inline rows the pairs past them follow in a sized round; with
-    rank 1 expanding nothing blind, rank 0 takes its blind expansions back and the level runs exactly."""
+    rank 1 expanding nothing blind, rank 0 takes its blind expansions back and the level runs exactly.  Where
+    no part is expanded blind and each fits the inline rows, the parts' lists ride in the round and a level
+    turning bottom-up reads its frontier from them."""
     from breadth.bfs import SearchConfig
 
     g1, g2 = graphs
@@ -130,6 +132,8 @@ def test_one_round_levels_decide_as_the_exact_levels(graphs, spec, inline, blind
     assert tally["levels"] > 0
     assert tally["taken_back"] > 0 or blind is None, tally
     assert tally["sized"] > 0 or not inline, tally
+    # both parts too large to expand blind where the searches turn bottom-up: they came listed in the round
+    assert tally["listed"] > 0 or spec or inline or blind is not None, tally
     for i, want in enumerate(ref):
         for parts in (exact, one):
             for _, rows in parts:

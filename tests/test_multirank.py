@@ -271,12 +271,15 @@ def _device_rounds(comm):
     out["sum"] = comm.allreduce(np.array([r], np.int64))
     # capped rounds: lengths vary by round and peer, sized and slot rounds between them; a round's buffers
     # are read only after the next round, which must not have touched them
-    comm.open_capped(6)
-    comm.open_capped(6)  # again: the same capacity is a no-op
+    bufs = comm.open_capped(6)
+    again = comm.open_capped(6)  # again: the same capacity is a no-op
+    # the rounds hand back the buffers that opening them returned (captured GPU steps read them in place)
+    out["own_buffers"] = all(again[q][0] is bufs[q][0] and again[q][1] is bufs[q][1] for q in peers)
     capped, last = [], None
     for i in range(4):
         got = comm.capped_round({q: np.arange(1 + (r + 2 * q + i) % 6, dtype=np.int64) + 100 * r + 10 * q + i
                                  for q in peers})
+        out["own_buffers"] = out["own_buffers"] and all(got[q] is bufs[q][(i + 1) % 2] for q in peers)
         if last is not None:
             capped.append({q: last[q][:1 + (q + 2 * r + i - 1) % 6].copy() for q in peers})
         last = got
@@ -339,6 +342,7 @@ def test_ucx_device_rounds_with_numpy_arrays(cluster, size):
             for q in peers:
                 np.testing.assert_array_equal(got[q], np.arange(1 + (q + 2 * r + i) % 6) + 100 * q + 10 * r + i)
         assert "open for 6 words, not 7" in out["reopen"]
+        assert out["own_buffers"]
 
 
 # -- BFS on P ranks ----------------------------------------------------------------------------------

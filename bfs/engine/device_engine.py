@@ -261,7 +261,8 @@ class DeviceEngine(Engine):
                 state = self.one_round.run(queue, depth, degs, edges_to_check, depth_limit, records, t0, bytes0)
                 if state is None:
                     break
-                queue, depth, counts, degs, edges_to_check, *carried = state
+                # gathered: the global frontier when the parts came listed and the level turns bottom-up
+                queue, depth, counts, degs, edges_to_check, gathered, *carried = state
                 frontier_size, qdeg, scout = int(counts.sum()), int(degs[rank]), int(degs.sum())
                 continue
             else:

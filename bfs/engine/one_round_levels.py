@@ -10,18 +10,24 @@ Here a run of top-down levels takes one round each: the counters of frontier F t
 expanded from F.  Every rank expands its part of F before it knows the others' parts, and only where the
 direction rule chooses top-down whatever they hold: its part's degree sum is at most ``limit`` = min(pair
 capacity, unexplored edges / (alpha x ranks)), so all parts together are at most unexplored edges / alpha.
-A rank whose part is larger expands nothing and says so.  After the round every rank knows F exactly: if
-every rank expanded, the level is done; else those that did take it back (one kernel: their claims and sent
-marks) and the engine runs the level its usual way from the exact counters.
+A rank whose part is larger expands nothing and says so, and sends its part's vertex list in place of pairs
+where it fits the inline rows.  After the round every rank knows F exactly: if every rank expanded, the
+level is done; else those that did take it back (one kernel: their claims and sent marks) and the engine
+runs the level its usual way from the exact counters -- where every part came listed and the level turns
+bottom-up (where a search's frontier first outgrows top-down, both parts are too large to expand blind),
+from the global frontier built from the lists, without the all-gather round of its own it took before.
 
-A level is one launch of a CUDA graph (captured once per queue buffer and prefix kind; launching its dozen
-steps from Python took most of a small level) and one wait: a parameter block copied from page-locked
-memory (depth, limit, the pairs each peer sent), the last round's pairs claimed (they append to the last
-expansion's queue and counters: F's counters are then complete on the device), the gate (the queue length
-the expansion reads: F's, or none), the expansion, which reads that length on the device, and the counters
-and each peer's first ``inline`` pair rows copied into page-locked send buffers.  Before the launch the
-last round's inline pairs are copied to the device (their host buffer alternates, so the graph cannot hold
-it).  Then one capped round
+A level is one launch of a CUDA graph (captured once per queue buffer, prefix kind and receive buffer;
+launching its dozen steps from Python took most of a small level) and one wait: a parameter block copied
+from page-locked memory (depth, limit, the pairs each peer sent), the last round's pairs claimed (they
+append to the last expansion's queue and counters: F's counters are then complete on the device), the gate
+(the queue length the expansion reads: F's, or none, and the expansion's counters zeroed), the expansion,
+which reads that length on the device, and one kernel
+that writes the counters and each peer's first ``inline`` pair rows (those it has) into page-locked send
+buffers.  The claims read the last round's inline rows where the round left them, in the communicator's
+page-locked receive buffers (which alternate: a graph per buffer); before, a copy to the device per peer
+from the host and four copies back in the graph (128 KB a peer whatever the level sent) took a small
+level's host and GPU time.  Then one capped round
 (:meth:`~breadth.bfs.transport.communicator.Communicator.capped_round`) of host words: a header (F's length
 and degree sum here, expanded or not, the pairs for the receiver, the most pairs this rank sends any peer)
 and the pairs.  Pairs past ``inline`` follow in a sized round of device rows, which every rank joins when any
@@ -46,9 +52,10 @@ import numpy as np
 from ..gpu.graph_capture import capture
 from .engine import LevelRecord
 
-#: words of a message before its pairs: F's length and degree sum on the sender, whether it expanded, the
-#: pairs it sends the receiver, the most pairs it sends any peer
+#: words of a message before its pairs: F's length and degree sum on the sender, whether it expanded (1), listed
+#: its part instead (``_LISTED``) or neither (0), the pairs it sends the receiver, the most pairs it sends any peer
 _HEAD = 5
+_LISTED = 2
 #: a limit no degree sum reaches: the first level of a run expands whatever its part (the exact counters
 #: chose top-down, and every part fits the pair capacity)
 _ANY = 1 << 62
@@ -87,41 +94,59 @@ class OneRoundLevels:
         self.pre_small = cp.empty(_SMALL_QUEUE, cp.int64)
         self.pre = cp.empty(nloc, cp.int64)
         self.tiles = cp.empty(nloc // 1024 + 2, cp.int64)
-        self.stamps = cp.zeros(2, cp.int64)
+        self.stamps = cp.zeros(1, cp.int64)  # the GPU's clock as the level's kernels start
         self.words = _HEAD + 2 * self.inline
 
         def pinned(n):
             return np.frombuffer(cp.cuda.alloc_pinned_memory(8 * n), np.int64, n)
 
-        # the parameter block: [depth, queue length (the gate's), limit, depth of the claims, pairs from each
-        # peer in peers' order]; the graphs' kernels read it on the device (prm[0] depth, prm[1] length)
-        self.blk_host = pinned(4 + len(self.peers))
+        # the parameter block: [depth, queue length (the gate's), limit, depth of the claims, then in peers'
+        # order the pairs from each peer inside its capped message, then past them (in the sized round)]; the
+        # graphs' kernels read it on the device (prm[0] depth, prm[1] length)
+        self.blk_host = pinned(4 + 2 * len(self.peers))
         self.blk = cp.zeros(self.blk_host.size, cp.int64)
         self.out = {p: pinned(self.words) for p in self.peers}
-        self.stat = pinned(2 + kc + 2)  # F's counters, the expansion's, the two stamps
+        self.stat = pinned(2 + kc + 2)  # F's counters, the expansion's, the kernels' start and end (GPU clock, ns)
         self.first = pinned(2)  # the counters of a run's first frontier, for the device
         self.stream = cp.cuda.Stream(non_blocking=True)  # captures only
         self._graphs: dict = {}
-        self._ptr: dict = {}  # id of a host buffer of the communicator -> its address
         # bottom-up: where every rank's words of the global frontier bitmap start; two such bitmaps
         self.woff = np.concatenate(([0], np.cumsum(e.rank_words))).tolist()
         self._gbits = None
         self.bu_host = pinned(3)  # this rank's bottom-up counters
         self.bu_rows = np.zeros((self.size, 3), np.int64)
-        #: levels done in one round, expansions taken back, sized rounds for pairs past the inline rows
-        self.tally = {"levels": 0, "taken_back": 0, "sized": 0}
+        #: levels done in one round, expansions taken back, sized rounds for pairs past the inline rows, levels
+        #: turned bottom-up from the parts listed in their round
+        self.tally = {"levels": 0, "taken_back": 0, "sized": 0, "listed": 0}
         #: a list to collect each top-down level's host clock (``time.perf_counter``) at its start, after the
         #: launch, after the wait, as its round starts, after the round and at its end, and whether it took a
         #: sized round for pairs past the inline rows (diagnostics; None: not collected)
         self.trace: list | None = None
-        comm.open_capped(self.words)
+        #: the communicator's two page-locked receive buffers per peer, which its capped rounds return in turn:
+        #: a level's claims read the rows of the last round in place (a graph per buffer)
+        self.rbufs = comm.open_capped(self.words)
+        self._which = {id(buf): j for bufs in self.rbufs.values() for j, buf in enumerate(bufs)}
+
+    def _frontier_from_lists(self, queue, got: dict, counts: list):
+        """The global frontier bitmap (one of the bottom-up levels' two) from this rank's part ``queue`` (local
+        ids on the device) and each peer's, listed in its last capped message (read in place)."""
+        b, woff = self.e.b, self.woff
+        self._global_bits()
+        g = self._gbits[0]
+        for r in range(self.size):
+            part = queue if r == self.rank else self._host_view(got[r], _HEAD, (counts[r],))
+            b.queue_to_bits(part, woff[r + 1] - woff[r], out=g[woff[r]:woff[r + 1]])
+        return g
+
+    def _global_bits(self) -> None:
+        if self._gbits is None:
+            cp = self.e.b.xp
+            self._gbits = [cp.zeros(max(self.woff[-1], 1), cp.uint64) for _ in range(2)]
 
     def frontier_slot(self, fbits):
         """Where a bottom-up level reading global frontier ``fbits`` writes its own words: ``(own, global)``,
         this rank's words of the global bitmap that ``fbits`` is not (uint64 device arrays)."""
-        cp = self.e.b.xp
-        if self._gbits is None:
-            self._gbits = [cp.zeros(max(self.woff[-1], 1), cp.uint64) for _ in range(2)]
+        self._global_bits()
         g = self._gbits[1 if fbits.data.ptr == self._gbits[0].data.ptr else 0]
         return g[self.woff[self.rank]:self.woff[self.rank + 1]], g
 
@@ -149,49 +174,57 @@ class OneRoundLevels:
         """The device rows of this level's pairs for peer ``p`` (its first ones)."""
         return self.rpairs if self.size == 2 else self.regions[p * self.cap:(p + 1) * self.cap]
 
-    def _graph(self, k: int, tiled: bool):
-        """The captured level for queue slot ``k`` with the one-block (``tiled`` False) or tiled prefix."""
-        g = self._graphs.get((k, tiled))
+    def _graph(self, k: int, tiled: bool, j: int):
+        """The captured level for queue slot ``k`` with the one-block (``tiled`` False) or tiled prefix,
+        claiming the rows of the peers' receive buffers ``j``."""
+        g = self._graphs.get((k, tiled, j))
         if g is None:
-            g = self._graphs[k, tiled] = self._capture(k, tiled)
+            g = self._graphs[k, tiled, j] = self._capture(k, tiled, j)
         return g
 
-    def _capture(self, k: int, tiled: bool):
+    def _host_view(self, buf: np.ndarray, at: int, shape: tuple):
+        """int64 words of page-locked host array ``buf`` from word ``at`` as a CuPy array of ``shape`` over the
+        same bytes, for kernels to read in place (over the bus; addresses are unified on 64-bit CUDA)."""
+        cp = self.e.b.xp
+        mem = cp.cuda.UnownedMemory(buf.ctypes.data + 8 * at, 8 * int(np.prod(shape)), buf, cp.cuda.Device().id)
+        return cp.ndarray(shape, cp.int64, cp.cuda.MemoryPointer(mem, 0))
+
+    def _inline_rows(self, j: int) -> dict:
+        """Each peer's inline pair rows in its receive buffer ``j`` as ``(inline, 2)`` device-readable views:
+        the claims read them where the round left them."""
+        return {p: self._host_view(self.rbufs[p][j], _HEAD, (self.inline, 2)) for p in self.peers}
+
+    def _capture(self, k: int, tiled: bool, j: int):
         e = self.e
         b, cp, s = e.b, e.b.xp, e.shard
         rt = cp.cuda.runtime
-        st, blk = self.stream, self.blk
+        st, blk, npeers, inline = self.stream, self.blk, len(self.peers), self.inline
         qbuf, fctr, nxt, ctr = self.queues[1 - k], self.ctrs[1 - k], self.queues[k], self.ctrs[k]
+        rows_in = self._inline_rows(j)
 
         def level():
             rt.memcpyAsync(blk.data.ptr, self.blk_host.ctypes.data, blk.nbytes, rt.memcpyHostToDevice, st.ptr)
             b.stamp(self.stamps, 0)
-            for i, p in enumerate(self.peers):  # depth blk[3], count blk[4 + i]: at most the rows of recv[p]
-                # (a grid for the inline rows: most levels have fewer, and idle blocks cost every level)
-                b.claim_pairs_g(self.recv[p], blk[4 + i:5 + i], s.lo, e.parent, e.level, blk[3:], qbuf, fctr,
-                                s.offsets, grid_rows=self.inline)
-            b.gate_queue(fctr, blk)
-            rt.memsetAsync(ctr.data.ptr, 0, ctr.nbytes, st.ptr)
+            for i, p in enumerate(self.peers):  # depth blk[3]; the inline rows count blk[4 + i], those past
+                # them (a sized round's, on the device) blk[4 + npeers + i]; a grid for the inline rows (most
+                # levels have fewer, and idle blocks cost every level)
+                past = 4 + npeers + i
+                b.claim_split_g(rows_in[p], blk[4 + i:5 + i], self.recv[p][inline:], blk[past:past + 1], s.lo,
+                                e.parent, e.level, blk[3:], qbuf, fctr, s.offsets, grid_rows=inline)
+            b.gate_queue(fctr, blk, ctr)
             b.top_down_g(s.offsets, s.columns, s.lo, s.hi, qbuf, self.pre if tiled else self.pre_small, blk,
                          e.parent, e.level, e.sent, nxt, self.rpairs, ctr, self.tiles if tiled else None)
             if self.size > 2:
                 b.pairs_to_regions(self.rpairs, ctr, s.block, self.size, self.cap, out=self.regions)
-            b.stamp(self.stamps, 1)
-            at = self.stat.ctypes.data
-            rt.memcpyAsync(at, fctr.data.ptr, 16, rt.memcpyDeviceToHost, st.ptr)
-            rt.memcpyAsync(at + 16, ctr.data.ptr, ctr.nbytes, rt.memcpyDeviceToHost, st.ptr)
-            rt.memcpyAsync(at + 16 + ctr.nbytes, self.stamps.data.ptr, 16, rt.memcpyDeviceToHost, st.ptr)
-            for p in self.peers:
-                rt.memcpyAsync(self.out[p].ctypes.data + 8 * _HEAD, self._rows(p).data.ptr,
-                               16 * min(self.inline, self.cap), rt.memcpyDeviceToHost, st.ptr)
+            # the counters, the clock and each peer's first rows (as many as it has) written by the GPU into
+            # page-locked memory: one node a peer instead of a stamp and four copies (the last 128 KB a peer
+            # whatever the level sent)
+            for i, p in enumerate(self.peers):
+                b.publish_level(fctr, ctr, self.stamps, self.stat.ctypes.data if i == 0 else 0, self._rows(p),
+                                2 if self.size == 2 else 4 + p, min(inline, self.cap),
+                                self.out[p].ctypes.data + 8 * _HEAD)
 
         return capture(st, level)
-
-    def _addr(self, buf) -> int:
-        a = self._ptr.get(id(buf))
-        if a is None:
-            a = self._ptr[id(buf)] = buf.ctypes.data
-        return a
 
     def run(self, queue, depth: int, degs, edges_to_check: int, depth_limit: int | None, records: list,
             t0: float, bytes0: int):
@@ -199,9 +232,10 @@ class OneRoundLevels:
         rank's degree sum (each at most ``cap``; the exact counters chose top-down), ``edges_to_check`` the
         direction rule's unexplored edges, ``t0``/``bytes0`` when this level started.  Appends a record per
         level done to ``records``.  Returns None when the search has ended, else the state the engine's own
-        level starts from: ``(queue, depth, counts, degs, edges_to_check, t0, bytes0)`` (this rank's part
-        of the frontier, every rank's lengths and degree sums; the time and bytes of the attempt are that
-        level's)."""
+        level starts from: ``(queue, depth, counts, degs, edges_to_check, fbits, t0, bytes0)`` (this rank's
+        part of the frontier, every rank's lengths and degree sums, the global frontier bitmap when every
+        part came listed and the level turns bottom-up, else None; the time and bytes of the attempt are
+        that level's)."""
         e = self.e
         b, cp, comm, s = e.b, e.b.xp, e.comm, e.shard
         rt = cp.cuda.runtime
@@ -220,15 +254,15 @@ class OneRoundLevels:
         nfrom = {p: 0 for p in peers}  # the last round's pairs from each peer (claimed at this level)
         got = None
         rec = None  # the last level done: its found is this frontier's length
+        npeers = len(peers)
         while True:
             for i, p in enumerate(peers):
                 n = nfrom[p]
-                blk[4 + i] = n
-                if n:
-                    rt.memcpyAsync(self.recv[p].data.ptr, self._addr(got[p]) + 8 * _HEAD, 16 * min(n, inline),
-                                   rt.memcpyHostToDevice, stream.ptr)
+                blk[4 + i], blk[4 + npeers + i] = (inline, n - inline) if n > inline else (n, 0)
             blk[0], blk[2], blk[3] = depth, limit, depth - 1
-            self._graph(k, bound > self.small_queue).launch(stream)
+            # the receive buffers the last round returned (none yet: no rows to read, either graph will do)
+            self._graph(k, bound > self.small_queue, 0 if got is None else self._which[id(got[peers[0]])]).launch(
+                stream)
             tl = time.perf_counter()
             stream.synchronize()  # the level's one wait
             t1 = time.perf_counter()
@@ -237,21 +271,31 @@ class OneRoundLevels:
             expanded = dg <= limit  # td_gate's test
             nfor = {p: (v[4] if size == 2 else v[6 + p]) for p in peers}
             most = max(nfor.values())
+            # a part not expanded sends no pairs: its vertex list takes their place where it fits, so that if
+            # every part is listed and the level turns bottom-up, its frontier needs no round of its own
+            listed = not expanded and limit >= 0 and c <= 2 * inline
+            if listed:
+                rt.memcpyAsync(out[peers[0]].ctypes.data + 8 * _HEAD, self.queues[1 - k].data.ptr, 8 * c,
+                               rt.memcpyDeviceToHost, stream.ptr)
+                stream.synchronize()
             msgs = {}
             for p in peers:
                 w = out[p]
-                w[:_HEAD] = (c, dg, int(expanded), nfor[p], most)
-                msgs[p] = w[:_HEAD + 2 * min(nfor[p], inline)]
+                w[:_HEAD] = (c, dg, _LISTED if listed else int(expanded), nfor[p], most)
+                if listed:
+                    w[_HEAD:_HEAD + c] = out[peers[0]][_HEAD:_HEAD + c]
+                msgs[p] = w[:_HEAD + (c if listed else 2 * min(nfor[p], inline))]
             tp = time.perf_counter()
             got = comm.capped_round(msgs)
             tr = time.perf_counter()
             counts, dsum = [0] * size, [0] * size
             counts[rank], dsum[rank] = c, dg
-            everyone, over = expanded, most > inline
+            everyone, every_list, over = expanded, listed, most > inline
             for p in peers:
                 h = got[p][:_HEAD].tolist()
                 counts[p], dsum[p], nfrom[p] = h[0], h[1], h[3]
-                everyone = everyone and bool(h[2])
+                everyone = everyone and h[2] == 1
+                every_list = every_list and h[2] == _LISTED
                 over = over or h[4] > inline
             if over:  # some sender has pairs past the inline rows for someone: all join the sized round
                 self.tally["sized"] += 1
@@ -275,8 +319,12 @@ class OneRoundLevels:
                     b.undo_top_down(self.queues[k][:lc], self.rpairs[:npairs], e.parent, e.level, e.sent)
                 queue = self.queues[1 - k][:c]
                 b.note_degree_sum(queue, s.offsets, dg)
-                return (queue, depth, np.array(counts, np.int64), np.array(dsum, np.int64), edges_to_check, t0,
-                        bytes0)
+                fbits = None  # the engine's direction rule, as it will decide: bottom-up from the lists
+                if every_list and e.alpha > 0 and sum(dsum) * e.alpha > edges_to_check:
+                    fbits = self._frontier_from_lists(queue, got, counts)
+                    self.tally["listed"] += 1
+                return (queue, depth, np.array(counts, np.int64), np.array(dsum, np.int64), edges_to_check, fbits,
+                        t0, bytes0)
             local_s = (v[2 + kc + 1] - v[2 + kc]) * 1e-9
             rec = LevelRecord(depth, "td", total, -1, local_s, t2 - t0 - local_s, comm.bytes_sent() - bytes0, t2 - t1)
             records.append(rec)

@@ -360,11 +360,30 @@ class GpuBackend:
                                                 parent, level, prm, self._visited, out, ctr, offsets, np.int32(1)))
 
     # -- one-round top-down levels (bfs/engine/one_round_levels.py) ------------------------------------
-    def gate_queue(self, fctr, prm) -> None:
+    def claim_split_g(self, host_rows, nh, dev_rows, nd, lo: int, parent, level, prm, out, ctr, offsets,
+                      grid_rows: int) -> None:
+        """:meth:`claim_pairs_g` of one peer's pairs in two parts, one node: the first ``nh[0]`` rows of
+        ``host_rows`` (a CuPy view of page-locked host memory, read in place), then the first ``nd[0]`` of
+        ``dev_rows`` (each at most its rows); the grid is sized for ``grid_rows`` rows."""
+        hf, df = host_rows.reshape(-1), dev_rows.reshape(-1)
+        self._kern(None)["claim_split_g"](_grid(int(grid_rows)), (_THREADS,),
+                                          (hf, nh, _i64(host_rows.shape[0]), df, nd, _i64(dev_rows.shape[0]),
+                                           _i64(lo), parent, level, prm, self._visited, out, ctr, offsets))
+
+    def gate_queue(self, fctr, prm, ctr) -> None:
         """Queue ``prm[1]`` = the frontier's length ``fctr[0]`` if its degree sum ``fctr[1]`` is at most the
         limit ``prm[2]``, else 0: the length :meth:`top_down_g` then expands (nothing above the limit),
-        decided on the device."""
-        self._kern(None)["td_gate"]((1,), (32,), (fctr, prm))
+        decided on the device; and the expansion's counters ``ctr`` zeroed."""
+        self._kern(None)["td_gate"]((1,), (32,), (fctr, prm, ctr, _i64(ctr.size)))
+
+    def publish_level(self, fctr, ctr, stamps, stat: int, rows, at: int, cap: int, out: int) -> None:
+        """Write a one-round top-down level's counters and pairs into page-locked host memory from the GPU: at
+        address ``stat`` (0: not this call) the int64 words ``[fctr[0], fctr[1], *ctr, stamps[0], the GPU's
+        nanosecond clock now]``, at
+        ``out`` the first ``min(ctr[at], cap)`` rows of the ``(n, 2)`` int64 ``rows``.  (Page-locked memory is
+        the GPU's to write where addresses are unified: every 64-bit CUDA platform.)"""
+        self._kern(None)["td_publish"](_grid(2 * cap), (_THREADS,), (fctr, ctr, _i64(ctr.size), stamps, np.uint64(stat),
+                                                                  rows, _i64(at), _i64(cap), np.uint64(out)))
 
     def undo_top_down(self, nxt, rpairs, parent, level, sent) -> None:
         """Take back an expansion: its claimed local ids ``nxt`` unvisited again (``parent`` and ``level``

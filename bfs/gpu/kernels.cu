@@ -613,12 +613,47 @@ extern "C" __global__ void claim_remote_g(const i64* __restrict__ v, const i64* 
                with_deg);
 }
 
-// One-round top-down levels (bfs/engine/one_round_levels.py).  td_gate: the queue length the next expansion
-// reads (prm[1]), the frontier's (fctr[0], counted by the claims that appended to it) when its degree sum
-// fctr[1] is at most the limit prm[2], else none.  td_undo: an expansion taken back -- its claimed local ids
+// One-round top-down levels (bfs/engine/one_round_levels.py).  claim_split_g: one peer's pairs, the first
+// min(*nh, hcap) rows of hv (its capped message, page-locked host memory read in place), then the first
+// min(*nd, dcap) of dv (the rows past them, a sized round's, on the device): one node, not two.  td_gate:
+// the queue length the next expansion reads (prm[1]), the frontier's (fctr[0], counted by the claims that
+// appended to it) when its degree sum fctr[1] is at most the limit prm[2], else none; and the expansion's
+// kc counters zeroed (a node less than a memset).  td_undo: an expansion taken back -- its claimed local ids
 // (nxt) unvisited again (parent and level -1), its pairs' remote vertices unmarked in `sent`.
-extern "C" __global__ void td_gate(const i64* __restrict__ fctr, i64* __restrict__ prm) {
+extern "C" __global__ void claim_split_g(const i64* __restrict__ hv, const i64* __restrict__ nh, i64 hcap,
+                                         const i64* __restrict__ dv, const i64* __restrict__ nd, i64 dcap, i64 lo,
+                                         i64* __restrict__ parent, int* __restrict__ level,
+                                         const i64* __restrict__ prm, u32* visited, i64* __restrict__ out, i64* ctr,
+                                         const i64* __restrict__ offsets) {
+    const int depth = (int)prm[0];
+    claim_body(hv, hv + 1, 2, *nh < hcap ? *nh : hcap, lo, parent, level, depth, visited, out, ctr, offsets, 1);
+    claim_body(dv, dv + 1, 2, *nd < dcap ? *nd : dcap, lo, parent, level, depth, visited, out, ctr, offsets, 1);
+}
+
+extern "C" __global__ void td_gate(const i64* __restrict__ fctr, i64* __restrict__ prm, i64* __restrict__ ctr,
+                                   i64 kc) {
     if (blockIdx.x == 0 && threadIdx.x == 0) prm[1] = fctr[1] <= prm[2] ? fctr[0] : 0;
+    if (blockIdx.x == 0)
+        for (i64 k = threadIdx.x; k < kc; k += blockDim.x) ctr[k] = 0;
+}
+
+// td_publish: what a one-round top-down level tells its host, written by the GPU straight into page-locked host
+// memory (one node instead of a copy per buffer, and only the pair rows filled): stat (unless null) = [fctr[0],
+// fctr[1], ctr[0..kc), ts[0], now (the GPU's clock, ending the level's kernels)], and the first
+// min(ctr[at], cap) (vertex, parent) rows of `rows` into out.
+extern "C" __global__ void td_publish(const i64* __restrict__ fctr, const i64* __restrict__ ctr, i64 kc,
+                                      const i64* __restrict__ ts, i64* __restrict__ stat,
+                                      const i64* __restrict__ rows, i64 at, i64 cap, i64* __restrict__ out) {
+    const i64 tid = blockIdx.x * (i64)blockDim.x + threadIdx.x, stride = (i64)gridDim.x * blockDim.x;
+    if (stat != nullptr && tid == 0) {
+        stat[0] = fctr[0];
+        stat[1] = fctr[1];
+        for (i64 k = 0; k < kc; k++) stat[2 + k] = ctr[k];
+        stat[2 + kc] = ts[0];
+        stat[3 + kc] = global_ns();
+    }
+    const i64 n = 2 * (ctr[at] < cap ? ctr[at] : cap);
+    for (i64 i = tid; i < n; i += stride) out[i] = rows[i];
 }
 
 extern "C" __global__ void td_undo(const i64* __restrict__ nxt, i64 nl, const i64* __restrict__ rpairs, i64 np,

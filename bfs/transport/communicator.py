@@ -53,8 +53,10 @@ class Communicator(ABC):
     peer_memory: bool = False
     capped_rounds: bool = False
 
-    def open_capped(self, words: int) -> None:
-        """Make :meth:`capped_round` ready for messages of at most ``words`` int64 (every rank the same)."""
+    def open_capped(self, words: int) -> dict[int, tuple[np.ndarray, ...]]:
+        """Make :meth:`capped_round` ready for messages of at most ``words`` int64 (every rank the same);
+        returns each peer's receive buffers, the arrays :meth:`capped_round` hands back in turn (so that a
+        reader of them, a captured GPU step, can hold their addresses)."""
         raise NotImplementedError(f"{type(self).__name__} has no capped rounds")
 
     def capped_round(self, sends: dict[int, np.ndarray]) -> dict[int, np.ndarray]:

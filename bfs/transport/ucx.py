@@ -639,15 +639,16 @@ class UCXCommunicator(PeerCommunicator):
         return out
 
     # -- capped rounds -------------------------------------------------------------------------------
-    def open_capped(self, words: int) -> None:
-        """Receive buffers of ``words`` int64 for :meth:`capped_round` (two per peer; page-locked on GPU
-        ranks), and the first round's receives posted.  Every rank opens the same ``words``, once."""
+    def open_capped(self, words: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Receive buffers of ``words`` int64 for :meth:`capped_round` (two per peer, returned; page-locked on
+        GPU ranks, where kernels may read them in place), and the first round's receives posted.  Every
+        rank opens the same ``words``, once."""
         words = int(words)
         if self._capped is not None:
             if words != self._capped_words:
                 raise ValueError(f"rank {self.rank}: capped rounds are open for {self._capped_words} words, "
                                  f"not {words}")
-            return
+            return self._capped_bufs()
         self._check()
         self._capped, self._capped_words = {}, words
         for p in self._peers:
@@ -657,6 +658,10 @@ class UCXCommunicator(PeerCommunicator):
                 bufs.append((buf, self._array(_flat_bytes(buf))))  # wrapped once: the receives reuse it
             self._capped[p] = tuple(bufs)
             self._post_capped(p, self._cseq + 1)
+        return self._capped_bufs()
+
+    def _capped_bufs(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        return {p: (bufs[0][0], bufs[1][0]) for p, bufs in self._capped.items()}
 
     def _post_capped(self, p: int, seq: int) -> None:
         _, wrapped = self._capped[p][seq % 2]
