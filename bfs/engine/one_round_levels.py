@@ -22,12 +22,13 @@ launching its dozen steps from Python took most of a small level) and one wait: 
 from page-locked memory (depth, limit, the pairs each peer sent), the last round's pairs claimed (they
 append to the last expansion's queue and counters: F's counters are then complete on the device), the gate
 (the queue length the expansion reads: F's, or none, and the expansion's counters zeroed), the expansion,
-which reads that length on the device, and one kernel
-that writes the counters and each peer's first ``inline`` pair rows (those it has) into page-locked send
-buffers.  The claims read the last round's inline rows where the round left them, in the communicator's
-page-locked receive buffers (which alternate: a graph per buffer); before, a copy to the device per peer
-from the host and four copies back in the graph (128 KB a peer whatever the level sent) took a small
-level's host and GPU time.  Then one capped round
+which reads that length on the device, and one kernel that writes the counters and each peer's first
+``inline`` pair rows (those it has) into page-locked send buffers.  The claims read the last round's inline
+rows where the round left them, in the communicator's page-locked receive buffers (which alternate: a graph
+per buffer).  Seven nodes with the one-block prefix, where a copy to the device per peer before the launch
+and twelve nodes (a stamp and four copies back, one of 128 KB a peer whatever the level sent) took a small
+top-down level 0.69-1.13 of a bottom-up level's time, now 0.59-0.81 (``bench_multigpu.py``, one H200,
+alternating processes, ``results/ucx_one_gpu_h200_session30_ab*``).  Then one capped round
 (:meth:`~breadth.bfs.transport.communicator.Communicator.capped_round`) of host words: a header (F's length
 and degree sum here, expanded or not, the pairs for the receiver, the most pairs this rank sends any peer)
 and the pairs.  Pairs past ``inline`` follow in a sized round of device rows, which every rank joins when any
@@ -282,7 +283,7 @@ class OneRoundLevels:
             for p in peers:
                 w = out[p]
                 w[:_HEAD] = (c, dg, _LISTED if listed else int(expanded), nfor[p], most)
-                if listed:
+                if listed and p != peers[0]:
                     w[_HEAD:_HEAD + c] = out[peers[0]][_HEAD:_HEAD + c]
                 msgs[p] = w[:_HEAD + (c if listed else 2 * min(nfor[p], inline))]
             tp = time.perf_counter()

@@ -379,11 +379,12 @@ class GpuBackend:
     def publish_level(self, fctr, ctr, stamps, stat: int, rows, at: int, cap: int, out: int) -> None:
         """Write a one-round top-down level's counters and pairs into page-locked host memory from the GPU: at
         address ``stat`` (0: not this call) the int64 words ``[fctr[0], fctr[1], *ctr, stamps[0], the GPU's
-        nanosecond clock now]``, at
-        ``out`` the first ``min(ctr[at], cap)`` rows of the ``(n, 2)`` int64 ``rows``.  (Page-locked memory is
-        the GPU's to write where addresses are unified: every 64-bit CUDA platform.)"""
-        self._kern(None)["td_publish"](_grid(2 * cap), (_THREADS,), (fctr, ctr, _i64(ctr.size), stamps, np.uint64(stat),
-                                                                  rows, _i64(at), _i64(cap), np.uint64(out)))
+        nanosecond clock now]``, at ``out`` the first ``min(ctr[at], cap)`` rows of the ``(n, 2)`` int64
+        ``rows``.  (Page-locked memory is the GPU's to write where addresses are unified: every 64-bit CUDA
+        platform.)"""
+        self._kern(None)["td_publish"](_grid(2 * cap), (_THREADS,),
+                                       (fctr, ctr, _i64(ctr.size), stamps, np.uint64(stat), rows, _i64(at), _i64(cap),
+                                        np.uint64(out)))
 
     def undo_top_down(self, nxt, rpairs, parent, level, sent) -> None:
         """Take back an expansion: its claimed local ids ``nxt`` unvisited again (``parent`` and ``level``
