@@ -10,14 +10,17 @@ blocking progress mode (as the communicator's context) -- the communicator's cap
 header (5 words) from pageable and from page-locked memory, with its usual busy poll and polling 2 ms, the
 same header posted on the communicator's endpoints with its arrays wrapped once, and a bottom-up level's
 round (counters and a 256 KB bitmap: the counters on the device, or in page-locked host memory as the
-levels send them) and the bitmap alone.
+levels send them), the bitmap alone, bitmap and counters as one device message (alone, and with the copies a
+level would then need), and the bitmap followed by a capped round of the counters.
 
 Then ``--roots`` searches: their small levels' medians (local, exchange, round) by direction and, for
 one-round top-down levels, where the host's time went (to the launch, the wait for the stream, the round's
-preparation, the round, the rest); then the same searches profiled (cProfile, the functions that took the
-most time).  Four sessions: one-round levels; the same with the workers' Dask profiler running (a session
-stops it); two-round levels (``SearchConfig(one_round_levels=False)``); one-round levels again.  Each top-down
-level's clocks go to the JSON (``trace``), so that the ranks' steps can be lined up.
+preparation, the round, the rest), for bottom-up levels the wait for their kernels and their round; then the
+same searches profiled (cProfile, the functions that took the most time).  Four sessions: one-round levels;
+the same with the workers' Dask profiler running (a session stops it); two-round levels
+(``SearchConfig(one_round_levels=False)``); one-round levels again (``--sessions`` runs only those named:
+``one_round``, ``one_round_dask_profiler_on``, ``two_rounds``, ``one_round_again``).  Each top-down level's
+clocks go to the JSON (``trace``), so that the ranks' steps can be lined up.
 """
 
 from __future__ import annotations
