@@ -71,7 +71,10 @@ def _signals_as_exceptions():
     Python drops an exception raised while a garbage-collection callback or a ``__del__`` runs (Dask has
     such callbacks) and reports it to ``sys.unraisablehook`` instead: the command would go on, its workers
     killed by the same signal.  The hook therefore sends a dropped interruption's signal again, until it
-    lands where it can end the command."""
+    lands where it can end the command.  Once the command has caught one, the hook reports nothing, also after
+    this returns: an object the signal cut short in its ``__init__`` (a Dask Future without its ``_cleared``)
+    fails in its ``__del__`` as the exception's frames go, which printed a traceback after the command's
+    one line."""
     state = {"caught": False}
 
     def on_signal(signum, frame):
@@ -86,7 +89,8 @@ def _signals_as_exceptions():
                 again.daemon = True
                 again.start()
             return
-        previous_hook(info)
+        if not state["caught"]:
+            previous_hook(info)
 
     try:
         old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -97,10 +101,17 @@ def _signals_as_exceptions():
     try:
         yield state
     finally:
-        sys.unraisablehook = previous_hook
-        if not state["caught"]:  # after an interruption the command is exiting: keep ignoring late signals
+        if state["caught"]:  # after an interruption the command is exiting: keep ignoring late signals and
+            # the finalizers of what the signal cut short (the command's one line said what happened)
+            sys.unraisablehook = _ignore
+        else:
+            sys.unraisablehook = previous_hook
             for s, h in old.items():
                 signal.signal(s, h)
+
+
+def _ignore(info) -> None:
+    """An unraisable-exception hook that reports nothing."""
 
 
 def hold_signals() -> Callable[[], None]:
