@@ -101,17 +101,11 @@ def _signals_as_exceptions():
     try:
         yield state
     finally:
-        if state["caught"]:  # after an interruption the command is exiting: keep ignoring late signals and
-            # the finalizers of what the signal cut short (the command's one line said what happened)
-            sys.unraisablehook = _ignore
-        else:
+        if not state["caught"]:  # after an interruption the command is exiting: the handlers stay (late
+            # signals ignored), and so does the hook (the finalizers of what the signal cut short unreported)
             sys.unraisablehook = previous_hook
             for s, h in old.items():
                 signal.signal(s, h)
-
-
-def _ignore(info) -> None:
-    """An unraisable-exception hook that reports nothing."""
 
 
 def hold_signals() -> Callable[[], None]:
