@@ -321,7 +321,7 @@ class OneRoundLevels:
                 queue = self.queues[1 - k][:c]
                 b.note_degree_sum(queue, s.offsets, dg)
                 fbits = None  # the engine's direction rule, as it will decide: bottom-up from the lists
-                if every_list and e.alpha > 0 and sum(dsum) * e.alpha > edges_to_check:
+                if every_list and sum(dsum) * e.alpha > edges_to_check:
                     fbits = self._frontier_from_lists(queue, got, counts)
                     self.tally["listed"] += 1
                 return (queue, depth, np.array(counts, np.int64), np.array(dsum, np.int64), edges_to_check, fbits,
