@@ -277,8 +277,15 @@ def _device_rounds(comm):
     out["own_buffers"] = all(again[q][0] is bufs[q][0] and again[q][1] is bufs[q][1] for q in peers)
     capped, last = [], None
     for i in range(4):
-        got = comm.capped_round({q: np.arange(1 + (r + 2 * q + i) % 6, dtype=np.int64) + 100 * r + 10 * q + i
-                                 for q in peers})
+        words = {q: np.arange(1 + (r + 2 * q + i) % 6, dtype=np.int64) + 100 * r + 10 * q + i for q in peers}
+        if i == 2:  # with a sized round's arrays, one small and one past the staging size, in the same round
+            with_sized = np.zeros((p, BIG + 2), np.int64)
+            got = comm.capped_round(words, device=(
+                {q: [np.full(2, -r, np.int64), np.arange(BIG, dtype=np.int64) - 3 * r - q] for q in peers},
+                {q: [with_sized[q, :2], with_sized[q, 2:]] for q in peers}))
+            out["capped_with_sized"] = with_sized
+        else:
+            got = comm.capped_round(words)
         out["own_buffers"] = out["own_buffers"] and all(got[q] is bufs[q][(i + 1) % 2] for q in peers)
         if last is not None:
             capped.append({q: last[q][:1 + (q + 2 * r + i - 1) % 6].copy() for q in peers})
@@ -341,6 +348,8 @@ def test_ucx_device_rounds_with_numpy_arrays(cluster, size):
         for i, got in enumerate(out["capped"]):
             for q in peers:
                 np.testing.assert_array_equal(got[q], np.arange(1 + (q + 2 * r + i) % 6) + 100 * q + 10 * r + i)
+        for q in peers:  # the sized round's arrays that rode with the third capped round
+            np.testing.assert_array_equal(out["capped_with_sized"][q], [-q, -q, *(np.arange(BIG) - 3 * q - r)])
         assert "open for 6 words, not 7" in out["reopen"]
         assert out["own_buffers"]
 

@@ -29,7 +29,8 @@ Three kinds of rounds:
   alternating; page-locked on GPU ranks, so that the caller's copies from them to the device are queued
   without a wait).  No header: the words say how many of them count, and UCX takes a message shorter than
   its receive.  The device engine's one-round top-down levels send their counters and pairs this way
-  (:mod:`breadth.bfs.engine.one_round_levels`).
+  (:mod:`breadth.bfs.engine.one_round_levels`), and its bottom-up levels their counters, with a sized
+  round's device arrays (the frontier bitmap) in the same round.
 
 Device rounds (:mod:`breadth.bfs.engine.device_engine`): UCX reads and writes device memory outside the
 CUDA stream, so a round that touches device arrays first waits for the stream (the round's one host wait)
@@ -474,10 +475,12 @@ class UCXCommunicator(PeerCommunicator):
         return out
 
     # -- sized rounds --------------------------------------------------------------------------------
-    def _sized_round(self, sends: dict[int, Any], recvs: dict[int, Any], what: str) -> int:
+    def _sized_round(self, sends: dict[int, Any], recvs: dict[int, Any], what: str,
+                     capped: dict[int, np.ndarray] | None = None) -> int:
         """``sends[p]``/``recvs[p]`` (an array or a list of them, matched in order, empty ones skipped: both
         sides know the sizes) to and from peer ``p``; returns once every receive has landed, with the bytes
-        sent.
+        sent.  ``capped``: a capped round's host words (:meth:`capped_round`) that travel in the same round,
+        sent after the wait for the stream (a copy queued into them has landed), waited for together.
 
         A peer's arrays of at most ``_STAGE`` bytes travel together as one message (index 0), packed in
         order into one host buffer: a small device array is copied there on the stream (pinned memory, all
@@ -531,6 +534,8 @@ class UCXCommunicator(PeerCommunicator):
             for i, b in msgs:
                 device = device or on_dev(b)
                 reqs.append((p, self._sized_post(p, b, seq, i, send=True)))
+        if capped is not None:
+            reqs += self._capped_posts(capped)
         try:
             self._wait(reqs, f"{what} (round #{seq})", (2, seq), spin=_DEVICE_SPIN_S if device else None)
         except BaseException:
@@ -667,27 +672,37 @@ class UCXCommunicator(PeerCommunicator):
         _, wrapped = self._capped[p][seq % 2]
         self._capped_reqs[p] = self._eps[p].tag_recv(wrapped, self._api.UCXXTag(_tag(_SIZED, seq, p, _CAPPED)))
 
-    def capped_round(self, sends: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+    def capped_round(self, sends: dict[int, np.ndarray], device: tuple[dict, dict] | None = None
+                     ) -> dict[int, np.ndarray]:
         """``sends[p]`` (1-D int64 host words, at most the opened ``words``; page-locked or not) to every
         peer ``p``, one message each way; returns each peer's receive buffer, whose first words are the
         ones it sent (they carry their own counts).  A buffer stays valid until the round after the next:
         this round's receives were posted a round ago, and the next round's are posted into the other
-        buffer before this returns.  Raises ``CommError`` as every round does; a message longer than the
-        receive fails the round (UCX's truncation error)."""
+        buffer before this returns.  ``device``: ``(sends, recvs)`` as :meth:`exchange_device` takes them,
+        moved in the same round (one wait for the stream, before the words go: a copy queued into them
+        has landed; one wait for every message).  Raises ``CommError`` as every round does; a message
+        longer than the receive fails the round (UCX's truncation error)."""
         self._check()
         if self._capped is None:
             raise RuntimeError("capped_round before open_capped")
+        if device is not None:
+            self._sent += self._sized_round(*device, "exchange", capped=sends)
+        else:
+            self._wait(self._capped_posts(sends), f"capped round #{self._cseq + 1}", (3, self._cseq + 1))
+        seq = self._cseq
+        for p in self._peers:
+            self._post_capped(p, seq + 1)
+            self._sent += int(sends[p].nbytes)
+        return {p: self._capped[p][seq % 2][0] for p in self._peers}
+
+    def _capped_posts(self, sends: dict[int, np.ndarray]) -> list:
+        """The next capped round's sends, posted, and its receives (posted a round ago)."""
         self._cseq = seq = self._cseq + 1
         api, eps = self._api, self._eps
         reqs = [(p, eps[p].tag_send(self._array(_flat_bytes(sends[p])), api.UCXXTag(_tag(_SIZED, seq, self.rank,
                                                                                           _CAPPED))))
                 for p in self._peers]
-        reqs += [(p, self._capped_reqs[p]) for p in self._peers]
-        self._wait(reqs, f"capped round #{seq}", (3, seq))
-        for p in self._peers:
-            self._post_capped(p, seq + 1)
-            self._sent += int(sends[p].nbytes)
-        return {p: self._capped[p][seq % 2][0] for p in self._peers}
+        return reqs + [(p, self._capped_reqs[p]) for p in self._peers]
 
     # -- device rounds (breadth.bfs.engine.device_engine) -----------------------------------------------
     def gather_device(self, vec) -> np.ndarray:
