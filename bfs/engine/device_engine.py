@@ -170,6 +170,8 @@ class DeviceEngine(Engine):
         local = r - s.lo if s.lo <= r < s.hi else -1
         if self.graphs is not None:
             buf = self.graphs.queue_buffer(0)
+        elif self.one_round is not None:
+            buf = self.one_round.entry
         else:
             if self._root_queue is None:
                 self._root_queue = self.b.xp.empty(1, np.int64)
@@ -241,7 +243,9 @@ class DeviceEngine(Engine):
             if direction == "bu":
                 if found and found < frontier_size and found < s.num_vertices / self.beta:
                     gathered = None
-                    out = graphs.queue_buffer(0) if graphs is not None else None  # idle while bottom-up ran
+                    # where the next level reads it (idle while bottom-up ran)
+                    out = graphs.queue_buffer(0) if graphs is not None else (
+                        self.one_round.entry if self.one_round is not None else None)
                     direction, queue = "td", b.bits_to_queue(bits, out=out)
                     if s.directed:  # bottom-up counted in-degrees; top-down's work is the out-degrees
                         degs = self._counters(int(b.degree_sum(s.offsets, queue)))[:, 0]

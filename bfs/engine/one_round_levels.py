@@ -19,9 +19,10 @@ from the global frontier built from the lists, without the all-gather round of i
 
 A level is one launch of a CUDA graph (captured once per queue buffer, prefix kind and receive buffer;
 launching its dozen steps from Python took most of a small level) and one wait: a parameter block copied
-from page-locked memory (depth, limit, the pairs each peer sent), the last round's pairs claimed (they
-append to the last expansion's queue and counters: F's counters are then complete on the device), the gate
-(the queue length the expansion reads: F's, or none, and the expansion's counters zeroed), the expansion,
+from page-locked memory (depth, limit, the pairs each peer sent; at a run's first level its frontier's
+counters), the last round's pairs claimed (they append to the last expansion's queue and counters: F's
+counters are then complete on the device), the gate (the queue length the expansion reads: F's, or none, and
+the expansion's counters zeroed; a run's first counters set), the expansion,
 which reads that length on the device, and one kernel that writes the counters and each peer's first
 ``inline`` pair rows (those it has) into page-locked send buffers.  The claims read the last round's inline
 rows where the round left them, in the communicator's page-locked receive buffers (which alternate: a graph
@@ -38,7 +39,13 @@ Bottom-up levels need no speculation to take one round: a level's counters (whic
 next level stays bottom-up, and whether there is one) travel with the frontier it found, as the next
 level's frontier all-gather (:meth:`OneRoundLevels.close_bottom_up`): the level writes its part straight
 into one of two global bitmaps, the round fills the peers' parts, and the next bottom-up level reads it.
-A level that turns top-down, or ends the search, sent its frontier for nothing.
+The counters go as a capped round's host words in the same round (one wait): ranks in step on one H200,
+83-172 µs against 115-178 as a sized round's host message, less in 10 of 13 processes
+(``one_round_levels_h200_session31_*.json``).  A level that turns top-down, or ends the search, sent its
+frontier for nothing.  The engine starts its searches, and turns bottom-up levels top-down, in the queue
+buffer a run reads first (:attr:`~OneRoundLevels.entry`), and a run's first counters ride in the parameter
+block, so that a run queues nothing of its own before its first launch (two calls less from Python; in the
+searches no difference beyond the noise, ``ucx_one_gpu_h200_session31_ab2_*``).
 
 A top-down level's record is complete a round late (its ``found`` is the next frontier's length); the round that
 finds every part of F empty ends the search, as the exact level's counters round did.
@@ -102,13 +109,14 @@ class OneRoundLevels:
             return np.frombuffer(cp.cuda.alloc_pinned_memory(8 * n), np.int64, n)
 
         # the parameter block: [depth, queue length (the gate's), limit, depth of the claims, then in peers'
-        # order the pairs from each peer inside its capped message, then past them (in the sized round)]; the
-        # graphs' kernels read it on the device (prm[0] depth, prm[1] length)
-        self.blk_host = pinned(4 + 2 * len(self.peers))
+        # order the pairs from each peer inside its capped message, then past them (in the sized round), then
+        # the gate's first = [a run's first level?, its frontier's length and degree sum]]; the graphs' kernels
+        # read it on the device (prm[0] depth, prm[1] length)
+        self.at_first = 4 + 2 * len(self.peers)
+        self.blk_host = pinned(self.at_first + 3)
         self.blk = cp.zeros(self.blk_host.size, cp.int64)
         self.out = {p: pinned(self.words) for p in self.peers}
         self.stat = pinned(2 + kc + 2)  # F's counters, the expansion's, the kernels' start and end (GPU clock, ns)
-        self.first = pinned(2)  # the counters of a run's first frontier, for the device
         self.stream = cp.cuda.Stream(non_blocking=True)  # captures only
         self._graphs: dict = {}
         # bottom-up: where every rank's words of the global frontier bitmap start; two such bitmaps
@@ -119,14 +127,21 @@ class OneRoundLevels:
         #: levels done in one round, expansions taken back, sized rounds for pairs past the inline rows, levels
         #: turned bottom-up from the parts listed in their round
         self.tally = {"levels": 0, "taken_back": 0, "sized": 0, "listed": 0}
-        #: a list to collect each top-down level's host clock (``time.perf_counter``) at its start, after the
-        #: launch, after the wait, as its round starts, after the round and at its end, and whether it took a
-        #: sized round for pairs past the inline rows (diagnostics; None: not collected)
+        #: a list to collect each top-down level's host clock (``time.perf_counter``) at its start, as its graph
+        #: is launched, after the launch, after the wait, as its round starts, after the round and at its end,
+        #: whether it took a sized round for pairs past the inline rows and whether it was its run's first
+        #: (diagnostics; None: not collected)
         self.trace: list | None = None
         #: the communicator's two page-locked receive buffers per peer, which its capped rounds return in turn:
         #: a level's claims read the rows of the last round in place (a graph per buffer)
         self.rbufs = comm.open_capped(self.words)
         self._which = {id(buf): j for bufs in self.rbufs.values() for j, buf in enumerate(bufs)}
+
+    @property
+    def entry(self):
+        """The queue buffer (int64, the shard's local vertices long) for a run's frontier: :meth:`run` takes a
+        queue there without a copy."""
+        return self.queues[0]
 
     def _frontier_from_lists(self, queue, got: dict, counts: list):
         """The global frontier bitmap (one of the bottom-up levels' two) from this rank's part ``queue`` (local
@@ -161,13 +176,17 @@ class OneRoundLevels:
         rt.memcpyAsync(self.bu_host.ctypes.data, ctr.data.ptr, 24, rt.memcpyDeviceToHost,
                        cp.cuda.get_current_stream().ptr)
         woff, rows = self.woff, self.bu_rows
-        # the counters go as host words (their copy lands before the round's wait for the stream ends): a
-        # device array that small is staged through the host by the round itself, which cost a 256 KB
-        # bitmap's round on an H200 117 us against 71 us for the bitmap alone.  The bitmaps stay device to
+        # the counters go as a capped round's host words (their copy lands before the round's wait for the
+        # stream ends), into receives posted a round ahead: a device array that small is staged through the
+        # host by the round itself, which cost a 256 KB bitmap's round on an H200 117 us against 71 us for the
+        # bitmap alone, and as a sized round's host message the round took 115-178 us against 83-172 (in step,
+        # less in 10 of 13 processes: one_round_levels_h200_session31_*.json).  The bitmaps stay device to
         # device: through page-locked host memory a scale-22 search's small bottom-up levels took 469 / 503 us
         # against 292 / 255 (one_round_levels_h200_session28_6_staged_bitmaps.json)
-        comm.exchange_device({p: [self.bu_host, own] for p in self.peers},
-                             {p: [rows[p], g[woff[p]:woff[p + 1]]] for p in self.peers})
+        got = comm.capped_round({p: self.bu_host for p in self.peers}, device=(
+            {p: own for p in self.peers}, {p: g[woff[p]:woff[p + 1]] for p in self.peers}))
+        for p in self.peers:
+            rows[p] = got[p][:3]
         rows[self.rank] = self.bu_host
         return rows.copy()
 
@@ -212,7 +231,7 @@ class OneRoundLevels:
                 past = 4 + npeers + i
                 b.claim_split_g(rows_in[p], blk[4 + i:5 + i], self.recv[p][inline:], blk[past:past + 1], s.lo,
                                 e.parent, e.level, blk[3:], qbuf, fctr, s.offsets, grid_rows=inline)
-            b.gate_queue(fctr, blk, ctr)
+            b.gate_queue(fctr, blk, ctr, blk[self.at_first:])
             b.top_down_g(s.offsets, s.columns, s.lo, s.hi, qbuf, self.pre if tiled else self.pre_small, blk,
                          e.parent, e.level, e.sent, nxt, self.rpairs, ctr, self.tiles if tiled else None)
             if self.size > 2:
@@ -243,14 +262,15 @@ class OneRoundLevels:
         stream = cp.cuda.get_current_stream()
         size, rank, peers, inline, cap, kc = self.size, self.rank, self.peers, self.inline, self.cap, self.kc
         blk, stat, out = self.blk_host, self.stat, self.out
-        # the frontier goes in the queue slot the first graph reads
+        # the frontier goes in the queue slot the first graph reads (the engine starts its searches and turns
+        # bottom-up levels top-down in slot 0, :attr:`entry`: no copy); its counters ride in the parameter block
         qn = int(queue.size)
         ptr = queue.data.ptr if qn else None
         k = 1 if ptr == self.queues[0].data.ptr else 0
         if qn and ptr != self.queues[1 - k].data.ptr:
             rt.memcpyAsync(self.queues[1 - k].data.ptr, ptr, 8 * qn, rt.memcpyDeviceToDevice, stream.ptr)
-        self.first[0], self.first[1] = qn, int(degs[rank])
-        rt.memcpyAsync(self.ctrs[1 - k].data.ptr, self.first.ctypes.data, 16, rt.memcpyHostToDevice, stream.ptr)
+        f = self.at_first
+        blk[f:f + 3] = (1, qn, int(degs[rank]))
         bound, limit = qn, _ANY  # the frontier's longest possible length; the gate
         nfrom = {p: 0 for p in peers}  # the last round's pairs from each peer (claimed at this level)
         got = None
@@ -262,10 +282,12 @@ class OneRoundLevels:
                 blk[4 + i], blk[4 + npeers + i] = (inline, n - inline) if n > inline else (n, 0)
             blk[0], blk[2], blk[3] = depth, limit, depth - 1
             # the receive buffers the last round returned (none yet: no rows to read, either graph will do)
-            self._graph(k, bound > self.small_queue, 0 if got is None else self._which[id(got[peers[0]])]).launch(
-                stream)
+            graph = self._graph(k, bound > self.small_queue, 0 if got is None else self._which[id(got[peers[0]])])
+            te = time.perf_counter()
+            graph.launch(stream)
             tl = time.perf_counter()
             stream.synchronize()  # the level's one wait
+            blk[f] = 0  # (after the wait: the graph's copy has read it)
             t1 = time.perf_counter()
             v = stat.tolist()
             c, dg, lc, npairs = v[0], v[1], v[2], v[4]
@@ -305,7 +327,7 @@ class OneRoundLevels:
             total = sum(counts)
             t2 = time.perf_counter()
             if self.trace is not None:
-                self.trace.append((t0, tl, t1, tp, tr, t2, int(over)))
+                self.trace.append((t0, te, tl, t1, tp, tr, t2, int(over), int(rec is None)))
             if rec is not None:
                 rec.found = total
             if total == 0 or limit < 0:  # no frontier anywhere, or past the depth limit: the search is over, and

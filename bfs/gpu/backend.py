@@ -370,11 +370,12 @@ class GpuBackend:
                                           (hf, nh, _i64(host_rows.shape[0]), df, nd, _i64(dev_rows.shape[0]),
                                            _i64(lo), parent, level, prm, self._visited, out, ctr, offsets))
 
-    def gate_queue(self, fctr, prm, ctr) -> None:
+    def gate_queue(self, fctr, prm, ctr, first) -> None:
         """Queue ``prm[1]`` = the frontier's length ``fctr[0]`` if its degree sum ``fctr[1]`` is at most the
         limit ``prm[2]``, else 0: the length :meth:`top_down_g` then expands (nothing above the limit),
-        decided on the device; and the expansion's counters ``ctr`` zeroed."""
-        self._kern(None)["td_gate"]((1,), (32,), (fctr, prm, ctr, _i64(ctr.size)))
+        decided on the device; and the expansion's counters ``ctr`` zeroed.  Where ``first[0]`` is set,
+        ``fctr[:2]`` = ``first[1:3]`` first (a run's first frontier, which no claims counted)."""
+        self._kern(None)["td_gate"]((1,), (32,), (fctr, prm, ctr, _i64(ctr.size), first))
 
     def publish_level(self, fctr, ctr, stamps, stat: int, rows, at: int, cap: int, out: int) -> None:
         """Write a one-round top-down level's counters and pairs into page-locked host memory from the GPU: at

@@ -618,8 +618,10 @@ extern "C" __global__ void claim_remote_g(const i64* __restrict__ v, const i64* 
 // min(*nd, dcap) of dv (the rows past them, a sized round's, on the device): one node, not two.  td_gate:
 // the queue length the next expansion reads (prm[1]), the frontier's (fctr[0], counted by the claims that
 // appended to it) when its degree sum fctr[1] is at most the limit prm[2], else none; and the expansion's
-// kc counters zeroed (a node less than a memset).  td_undo: an expansion taken back -- its claimed local ids
-// (nxt) unvisited again (parent and level -1), its pairs' remote vertices unmarked in `sent`.
+// kc counters zeroed (a node less than a memset).  A run's first level has no claims: first = [1, length,
+// degree sum] sets the frontier's counters (a host copy less), [0, ...] leaves them.  td_undo: an expansion
+// taken back -- its claimed local ids (nxt) unvisited again (parent and level -1), its pairs' remote vertices
+// unmarked in `sent`.
 extern "C" __global__ void claim_split_g(const i64* __restrict__ hv, const i64* __restrict__ nh, i64 hcap,
                                          const i64* __restrict__ dv, const i64* __restrict__ nd, i64 dcap, i64 lo,
                                          i64* __restrict__ parent, int* __restrict__ level,
@@ -630,9 +632,15 @@ extern "C" __global__ void claim_split_g(const i64* __restrict__ hv, const i64* 
     claim_body(dv, dv + 1, 2, *nd < dcap ? *nd : dcap, lo, parent, level, depth, visited, out, ctr, offsets, 1);
 }
 
-extern "C" __global__ void td_gate(const i64* __restrict__ fctr, i64* __restrict__ prm, i64* __restrict__ ctr,
-                                   i64 kc) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) prm[1] = fctr[1] <= prm[2] ? fctr[0] : 0;
+extern "C" __global__ void td_gate(i64* __restrict__ fctr, i64* __restrict__ prm, i64* __restrict__ ctr, i64 kc,
+                                   const i64* __restrict__ first) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        if (first[0]) {
+            fctr[0] = first[1];
+            fctr[1] = first[2];
+        }
+        prm[1] = fctr[1] <= prm[2] ? fctr[0] : 0;
+    }
     if (blockIdx.x == 0)
         for (i64 k = threadIdx.x; k < kc; k += blockDim.x) ctr[k] = 0;
 }
