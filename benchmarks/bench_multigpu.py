@@ -189,9 +189,11 @@ def summarize(out, rts, g, scale, protocol, session_s) -> dict:
               for d, lv in enumerate(rows0[med]["levels"])]
     viol = [r["violations"] for r in rows0 if r["violations"] is not None]
     # per-level exchange overhead: exchange seconds of levels that moved little data (latency-bound)
-    small = [max(o["rows"][i]["levels"][d]["exchange_s"] for o in out)
+    small = [(max(o["rows"][i]["levels"][d]["exchange_s"] for o in out), rows0[i]["levels"][d]["direction"])
              for i in range(nroot) for d in range(len(rows0[i]["levels"]))
              if sum(o["rows"][i]["levels"][d]["bytes_sent"] for o in out) < (1 << 20)]
+    by_dir = {d: [s for s, sd in small if sd == d] for d in ("td", "bu")}
+    small = [s for s, _ in small]
     return {"scale": scale, "gpus": g.nparts, "protocol": protocol,
             "roots": nroot, "validated_roots": len(viol), "valid": bool(viol) and all(not any(v.values()) for v in viol),
             "construction_s": g.construction_time, "session_s": session_s,
@@ -201,6 +203,8 @@ def summarize(out, rts, g, scale, protocol, session_s) -> dict:
             "median_reduce_s": float(np.median(red)), "median_levels": float(np.median(nlev)),
             "median_exchange_per_level_us": float(np.median(exch / nlev) * 1e6),
             "median_small_level_exchange_us": float(np.median(small) * 1e6) if small else None,
+            "median_small_level_exchange_us_by_direction": {d: float(np.median(v) * 1e6) if v else None
+                                                            for d, v in by_dir.items()},
             "exchange_share": float(np.median(exch / times)), "median_bytes_sent_total": float(np.median(nbytes)),
             "per_root": [{"root": r["root"], "time_s": r["time"], "nedge": r["nedge"], "violations": r["violations"],
                           "per_rank_levels": [o["rows"][i]["levels"] for o in out]} for i, r in enumerate(rows0)],

@@ -9,18 +9,22 @@ with the TAG feature alone (as ``bench_multigpu.py --raw-ucxx``), and with TAG a
 blocking progress mode (as the communicator's context) -- the communicator's capped round of a level's
 header (5 words) from pageable and from page-locked memory, with its usual busy poll and polling 2 ms, the
 same header posted on the communicator's endpoints with its arrays wrapped once, and a bottom-up level's
-round (counters and a 256 KB bitmap: the counters on the device, or in page-locked host memory as the
-levels send them), the bitmap alone, bitmap and counters as one device message (alone, and with the copies a
-level would then need), and the bitmap followed by a capped round of the counters.
+round (counters and a 256 KB bitmap: the counters on the device, in page-locked host memory as a sized
+round's message, or as a capped round's words riding with the bitmap, as the levels send them; the last also
+right after a small kernel and after one of about a bottom-up level's time, each beside the kernel and its wait
+alone), the bitmap alone, bitmap and counters as one device message (alone, and with the copies a level would
+then need), and the bitmap followed by a capped round of the counters.
 
 Then ``--roots`` searches: their small levels' medians (local, exchange, round) by direction and, for
-one-round top-down levels, where the host's time went (to the launch, the wait for the stream, the round's
-preparation, the round, the rest), for bottom-up levels the wait for their kernels and their round; then the
+one-round top-down levels, where the host's time went (to the graph's launch, the launch, the wait for the
+stream, the round's preparation, the round, the rest; all levels, a run's first ones, the others), for bottom-up
+levels the wait for their kernels and their round; then the
 same searches profiled (cProfile, the functions that took the most time).  Four sessions: one-round levels;
 the same with the workers' Dask profiler running (a session stops it); two-round levels
 (``SearchConfig(one_round_levels=False)``); one-round levels again (``--sessions`` runs only those named:
 ``one_round``, ``one_round_dask_profiler_on``, ``two_rounds``, ``one_round_again``).  Each top-down level's
-clocks go to the JSON (``trace``), so that the ranks' steps can be lined up.
+clocks go to the JSON (``trace``), and each bottom-up round's (``bu_trace``: called, kernels done, round done),
+so that the ranks' steps can be lined up.
 """
 
 from __future__ import annotations
@@ -122,6 +126,16 @@ def _rank(engine, setup_s, reps, roots, only_searches, spin, profiler=False):
         hc = np.frombuffer(cp.cuda.alloc_pinned_memory(24), np.int64, 3)
         timeit("bottom_up_round_256KB_host_counters", lambda: comm.exchange_device(
             {peer: [hc, own]}, {peer: [rows[peer], g[peer << 15:(peer + 1) << 15]]}))
+        timeit("bottom_up_round_256KB_capped_counters", lambda: comm.capped_round(
+            {peer: hc}, device=({peer: own}, {peer: g[peer << 15:(peer + 1) << 15]})))
+        # the same round right after kernels (both ranks' on the shared GPU): a small one, and one of about a
+        # bottom-up level's time (a 128 MB add); each also alone with the wait for it, to take off
+        heavy, capped_bu = cp.zeros(1 << 25, cp.float32), (lambda: comm.capped_round(
+            {peer: hc}, device=({peer: own}, {peer: g[peer << 15:(peer + 1) << 15]})))
+        st0 = cp.cuda.get_current_stream()
+        for name, kern in (("small", lambda: cp.add(own, 1, out=own)), ("heavy", lambda: cp.add(heavy, 1, out=heavy))):
+            timeit(f"{name}_kernel_and_wait", lambda: (kern(), st0.synchronize()))
+            timeit(f"{name}_kernel_then_bottom_up_round_capped_counters", lambda: (kern(), capped_bu()))
         timeit("bitmap_256KB_alone", lambda: comm.exchange_device({peer: own}, {peer: g[peer << 15:(peer + 1) << 15]}))
         # the same round as one device message a peer: [bitmap | counters], received whole, then its parts
         # copied where a level reads them (the bitmap into the global one, the counters to the host)
@@ -166,19 +180,25 @@ def _rank(engine, setup_s, reps, roots, only_searches, spin, profiler=False):
     for root in roots:
         recs.append(engine.search(int(root)))
     out["searches_s"] = time.perf_counter() - t0
-    if trace:  # a top-down level's host time: to the launch, the wait, the round, the rest
-        d = np.diff(np.array(trace)[:, :6], axis=1) * 1e6
-        steps = ("launch", "wait", "prepare", "round", "after")
+    if trace:  # a top-down level's host time: to its graph's launch, the launch, the wait, the round, the rest
+        d = np.diff(np.array(trace)[:, :7], axis=1) * 1e6
+        steps = ("setup", "launch", "wait", "prepare", "round", "after")
         out["top_down_level_steps_us"] = dict(zip(steps, np.round(np.median(d, axis=0), 1).tolist()))
-        inline = np.array([t[6] == 0 for t in trace])
-        if inline.any():  # the levels whose pairs all rode in the capped round
-            out["top_down_level_steps_inline_us"] = dict(zip(steps, np.round(np.median(d[inline], axis=0), 1).tolist()))
+        for name, pick in (("inline", [t[7] == 0 for t in trace]), ("first", [t[8] == 1 for t in trace]),
+                           ("later", [t[8] == 0 for t in trace])):
+            # the levels whose pairs all rode in the capped round; a run's first levels (the setup includes
+            # the engine's dispatch and the run's own), the others
+            pick = np.array(pick)
+            if pick.any():
+                out[f"top_down_level_steps_{name}_us"] = dict(zip(steps, np.round(np.median(d[pick], axis=0),
+                                                                                  1).tolist()))
         # every level's clocks (time.perf_counter: one clock for the ranks of a host), to align the ranks
         out["trace"] = [list(t) for t in trace]
         engine.one_round.trace = None
     if bu_trace:
         d = np.diff(np.array(bu_trace), axis=1) * 1e6
         out["bottom_up_round_steps_us"] = dict(zip(("wait", "round"), np.round(np.median(d, axis=0), 1).tolist()))
+        out["bu_trace"] = [list(t) for t in bu_trace]  # (as its round is called, its kernels done, round done)
         engine.one_round.close_bottom_up = close
     prof = cProfile.Profile()
     prof.enable()
