@@ -515,7 +515,7 @@ class UCXCommunicator(PeerCommunicator):
                 if xs:
                     into.append((p, *self._messages(xs)))
         touches = any(t for *_, t in out) or any(t for *_, t in into)  # a device array, sent or received
-        if touches:
+        if touches or (capped is not None and self._cp is not None):  # (capped words a copy may still write)
             stream = self._cp.cuda.get_current_stream()
             for _, packed, msgs, _ in out:
                 if packed:
