@@ -117,7 +117,8 @@ def test_one_round_levels_decide_as_the_exact_levels(graphs, spec, inline, blind
     larger frontiers the exact way; with 8 inline rows the pairs past them follow in a sized round; with
     rank 1 expanding nothing blind, rank 0 takes its blind expansions back and the level runs exactly.  Where
     no part is expanded blind and each fits the inline rows, the parts' lists ride in the round and a level
-    turning bottom-up reads its frontier from them."""
+    turning bottom-up reads its frontier from them; a search whose last level claims and sends nothing ends
+    without a round more."""
     from breadth.bfs import SearchConfig
 
     g1, g2 = graphs
@@ -134,6 +135,8 @@ def test_one_round_levels_decide_as_the_exact_levels(graphs, spec, inline, blind
     assert tally["sized"] > 0 or not inline, tally
     # both parts too large to expand blind where the searches turn bottom-up: they came listed in the round
     assert tally["listed"] > 0 or spec or inline or blind is not None, tally
+    # the last top-down levels claim and send nothing (each vertex's parent skipped): no round more to end
+    assert tally["ended"] > 0 or spec or inline or blind is not None, tally
     for i, want in enumerate(ref):
         for parts in (exact, one):
             for _, rows in parts:

@@ -330,11 +330,12 @@ class GpuBackend:
                            (offsets, bu_cols, fb, self._visited, parent, level, prm, nb, tasks, ctr))
 
     def top_down_g(self, offsets, cols, lo: int, hi: int, queue, pre, prm, parent, level, sent, nxt, rpairs,
-                   ctr, tiles=None) -> None:
+                   ctr, tiles=None, skip_parent: bool = False) -> None:
         """:meth:`top_down_async` for a queue whose length is ``prm[1]``: the prefix of its degrees in one
         block (``tiles`` None: at most ``_SMALL_QUEUE`` ids, ``pre`` holds that many) or in tiles (``pre``
         holds the longest queue, ``tiles`` one entry per ``SCAN_TILE`` of it), then the expansion over the
-        whole chip.  ``ctr`` zeroed by the caller; ``rpairs`` must hold every remote pair the level can make."""
+        whole chip.  ``ctr`` zeroed by the caller; ``rpairs`` must hold every remote pair the level can make.
+        ``skip_parent``: no pair for a frontier vertex's own parent (visited by definition)."""
         self._ensure_visited(parent.size)
         k = self._kern(cols)
         if tiles is None:
@@ -346,7 +347,7 @@ class GpuBackend:
             k["scan_add_g"](full, (_THREADS,), (prm, pre, tiles))
         k["td_expand_g"](_grid(None), (_THREADS,),
                          (offsets, cols, queue, pre, prm, _i64(lo), _i64(hi), parent, level, self._visited,
-                          sent, np.int32(1), nxt, rpairs, ctr))
+                          sent, np.int32(1), np.int32(skip_parent), nxt, rpairs, ctr))
 
     def claim_pairs_g(self, pairs, count, lo: int, parent, level, prm, out, ctr, offsets,
                       grid_rows: int | None = None) -> None:

@@ -64,12 +64,14 @@ extern "C" __global__ void degree_sum(const i64* __restrict__ offsets, const i64
 //   and level, appends the local id to nxt (ctr[0] counts them) and adds its degree to ctr[1].
 //   Remote neighbours (has_sent) go out once per search through the sent bitmap (global ids, 64-bit words):
 //   the pair (v, parent) is appended to rpairs (interleaved, the layout the exchange sends), ctr[2] counts
-//   them.  ctr[0..1] have the layout claim_remote appends to, so claimed vertices join the same queue.
+//   them; with skip_parent not the frontier vertex's own parent, visited by definition (a search's last
+//   frontier then mostly sends nothing, which lets one-round levels end it without another round).
+//   ctr[0..1] have the layout claim_remote appends to, so claimed vertices join the same queue.
 __device__ __forceinline__ void td_body(const i64* __restrict__ offsets, const i64* __restrict__ claim_offsets,
                                         const col_t* __restrict__ cols,
                                         const i64* __restrict__ queue, const i64* __restrict__ pre, i64 qn,
                                         i64 lo, i64 hi, i64* __restrict__ parent, int* __restrict__ level,
-                                        int depth, u32* visited, u64* sent, int has_sent,
+                                        int depth, u32* visited, u64* sent, int has_sent, int skip_parent,
                                         i64* __restrict__ nxt, i64* __restrict__ rpairs, i64* ctr) {
     if (qn <= 0) return;
     const int lane = threadIdx.x & 31;
@@ -108,7 +110,7 @@ __device__ __forceinline__ void td_body(const i64* __restrict__ offsets, const i
                     level[lv] = depth;
                     scout += claim_offsets[lv + 1] - claim_offsets[lv];
                 }
-            } else if (has_sent) {
+            } else if (has_sent && !(skip_parent && v == parent[u])) {
                 const u64 bit = 1ull << (v & 63);
                 u64* w = sent + (v >> 6);
                 if (!(*w & bit) && !(atomicOr(w, bit) & bit)) win_r = true;
@@ -140,7 +142,7 @@ extern "C" __global__ void td_expand(const i64* __restrict__ offsets, const i64*
                                      i64 lo, i64 hi, i64* __restrict__ parent, int* __restrict__ level, int depth,
                                      u32* visited, u64* sent, int has_sent,
                                      i64* __restrict__ nxt, i64* __restrict__ rpairs, i64* ctr) {
-    td_body(offsets, claim_offsets, cols, queue, pre, qn, lo, hi, parent, level, depth, visited, sent, has_sent,
+    td_body(offsets, claim_offsets, cols, queue, pre, qn, lo, hi, parent, level, depth, visited, sent, has_sent, 0,
             nxt, rpairs, ctr);
 }
 
@@ -151,9 +153,9 @@ extern "C" __global__ void td_expand_g(const i64* __restrict__ offsets, const co
                                        const i64* __restrict__ queue, const i64* __restrict__ pre,
                                        const i64* __restrict__ prm, i64 lo, i64 hi, i64* __restrict__ parent,
                                        int* __restrict__ level, u32* visited, u64* sent, int has_sent,
-                                       i64* __restrict__ nxt, i64* __restrict__ rpairs, i64* ctr) {
+                                       int skip_parent, i64* __restrict__ nxt, i64* __restrict__ rpairs, i64* ctr) {
     td_body(offsets, offsets, cols, queue, pre, prm[1], lo, hi, parent, level, (int)prm[0], visited, sent, has_sent,
-            nxt, rpairs, ctr);
+            skip_parent, nxt, rpairs, ctr);
 }
 
 // ts[i] = the GPU's global nanosecond clock (one thread): the local-work time of a captured level.
