@@ -52,8 +52,8 @@ finds every part of F empty ends the search, as the exact level's counters round
 made F claimed nothing and sent no pairs on any rank (its round says so: then F is empty everywhere).  Its
 expansion skips each vertex's own parent (visited by definition), so that a search's last frontier mostly sends
 nothing and the search ends without a round more: at scale 22 on two and three ranks sharing one H200, every one
-of 16 searches in each of five runs (``ucx_*_h200_session31_ended*``), whose last level's record took 80-99 µs
-against 150-185 with the round more.
+of 16 searches in each of five runs (``ucx_*_h200_session31_ended*``); on two ranks the last level's record took
+80-99 µs against 150-185 with the round more.
 """
 
 from __future__ import annotations
