@@ -41,7 +41,7 @@ level's frontier all-gather (:meth:`OneRoundLevels.close_bottom_up`): the level 
 into one of two global bitmaps, the round fills the peers' parts, and the next bottom-up level reads it.
 The counters go as a capped round's host words in the same round (one wait): ranks in step on one H200,
 83-172 µs against 115-178 as a sized round's host message, less in 10 of 13 processes
-(``one_round_levels_h200_session31_*.json``).  A level that turns top-down, or ends the search, sent its
+(``one_round_levels_h200_session31_*.json.gz``).  A level that turns top-down, or ends the search, sent its
 frontier for nothing.  The engine starts its searches, and turns bottom-up levels top-down, in the queue
 buffer a run reads first (:attr:`~OneRoundLevels.entry`), and a run's first counters ride in the parameter
 block, so that a run queues nothing of its own before its first launch (two calls less from Python; in the
@@ -187,7 +187,7 @@ class OneRoundLevels:
         # stream ends), into receives posted a round ahead: a device array that small is staged through the
         # host by the round itself, which cost a 256 KB bitmap's round on an H200 117 us against 71 us for the
         # bitmap alone, and as a sized round's host message the round took 115-178 us against 83-172 (in step,
-        # less in 10 of 13 processes: one_round_levels_h200_session31_*.json).  The bitmaps stay device to
+        # less in 10 of 13 processes: one_round_levels_h200_session31_*.json.gz).  The bitmaps stay device to
         # device: through page-locked host memory a scale-22 search's small bottom-up levels took 469 / 503 us
         # against 292 / 255 (one_round_levels_h200_session28_6_staged_bitmaps.json)
         got = comm.capped_round({p: self.bu_host for p in self.peers}, device=(
