@@ -168,11 +168,8 @@ class DeviceEngine(Engine):
         if not 0 <= r < s.num_vertices:
             raise ValueError(f"root {r} outside [0, {s.num_vertices})")
         local = r - s.lo if s.lo <= r < s.hi else -1
-        if self.graphs is not None:
-            buf = self.graphs.queue_buffer(0)
-        elif self.one_round is not None:
-            buf = self.one_round.entry
-        else:
+        buf = self._entry_queue()
+        if buf is None:
             if self._root_queue is None:
                 self._root_queue = self.b.xp.empty(1, np.int64)
             buf = self._root_queue
@@ -184,6 +181,13 @@ class DeviceEngine(Engine):
         return queue
 
     _root_queue = None
+
+    def _entry_queue(self):
+        """The queue buffer the next top-down level reads in place (the captured levels', a one-round run's), or
+        None where its levels take their queue wherever it is."""
+        if self.graphs is not None:
+            return self.graphs.queue_buffer(0)
+        return self.one_round.entry if self.one_round is not None else None
 
     def _search(self, root, depth_limit: int | None) -> list[LevelRecord]:
         s, b, xp, comm, graphs = self.shard, self.b, self.b.xp, self.comm, self.graphs
@@ -244,9 +248,7 @@ class DeviceEngine(Engine):
                 if found and found < frontier_size and found < s.num_vertices / self.beta:
                     gathered = None
                     # where the next level reads it (idle while bottom-up ran)
-                    out = graphs.queue_buffer(0) if graphs is not None else (
-                        self.one_round.entry if self.one_round is not None else None)
-                    direction, queue = "td", b.bits_to_queue(bits, out=out)
+                    direction, queue = "td", b.bits_to_queue(bits, out=self._entry_queue())
                     if s.directed:  # bottom-up counted in-degrees; top-down's work is the out-degrees
                         degs = self._counters(int(b.degree_sum(s.offsets, queue)))[:, 0]
                     else:
