@@ -278,12 +278,13 @@ def _device_rounds(comm):
     capped, last = [], None
     for i in range(4):
         words = {q: np.arange(1 + (r + 2 * q + i) % 6, dtype=np.int64) + 100 * r + 10 * q + i for q in peers}
-        if i == 2:  # with a sized round's arrays, one small and one past the staging size, in the same round
+        if i >= 2:  # with a sized round's arrays, one small and one past the staging size, in the same round
+            # (the second time with its receives posted before the wait for the stream)
             with_sized = np.zeros((p, BIG + 2), np.int64)
             got = comm.capped_round(words, device=(
-                {q: [np.full(2, -r, np.int64), np.arange(BIG, dtype=np.int64) - 3 * r - q] for q in peers},
-                {q: [with_sized[q, :2], with_sized[q, 2:]] for q in peers}))
-            out["capped_with_sized"] = with_sized
+                {q: [np.full(2, -r - i, np.int64), np.arange(BIG, dtype=np.int64) - 3 * r - q - i] for q in peers},
+                {q: [with_sized[q, :2], with_sized[q, 2:]] for q in peers}), early=i == 3)
+            out[f"capped_with_sized_{i}"] = with_sized
         else:
             got = comm.capped_round(words)
         out["own_buffers"] = out["own_buffers"] and all(got[q] is bufs[q][(i + 1) % 2] for q in peers)
@@ -349,7 +350,9 @@ def test_ucx_device_rounds_with_numpy_arrays(cluster, size):
             for q in peers:
                 np.testing.assert_array_equal(got[q], np.arange(1 + (q + 2 * r + i) % 6) + 100 * q + 10 * r + i)
         for q in peers:  # the sized round's arrays that rode with the third capped round
-            np.testing.assert_array_equal(out["capped_with_sized"][q], [-q, -q, *(np.arange(BIG) - 3 * q - r)])
+            for i in (2, 3):
+                np.testing.assert_array_equal(out[f"capped_with_sized_{i}"][q],
+                                              [-q - i, -q - i, *(np.arange(BIG) - 3 * q - r - i)])
         assert "open for 6 words, not 7" in out["reopen"]
         assert out["own_buffers"]
 

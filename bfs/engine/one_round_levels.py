@@ -41,7 +41,10 @@ level's frontier all-gather (:meth:`OneRoundLevels.close_bottom_up`): the level 
 into one of two global bitmaps, the round fills the peers' parts, and the next bottom-up level reads it.
 The counters go as a capped round's host words in the same round (one wait): ranks in step on one H200,
 83-172 µs against 115-178 as a sized round's host message, less in 10 of 13 processes
-(``one_round_levels_h200_session31_*.json.gz``).  A level that turns top-down, or ends the search, sent its
+(``one_round_levels_h200_session31_*.json.gz``).  The bitmap's receives are posted before the level's kernels
+end (the peers' words they fill were last read by the level before), and UCX is progressed while the host waits
+for the kernels, so that a peer whose kernels ended first has its words taken in meanwhile; on two ranks sharing
+one H200, in step, no difference beyond the noise (``one_round_levels_h200_session32_ab*.json.gz``).  A level that turns top-down, or ends the search, sent its
 frontier for nothing.  The engine starts its searches, and turns bottom-up levels top-down, in the queue
 buffer a run reads first (:attr:`~OneRoundLevels.entry`), and a run's first counters ride in the parameter
 block, so that a run queues nothing of its own before its first launch (two calls less from Python; in the
@@ -84,6 +87,9 @@ class OneRoundLevels:
     #: rows a quarter of the small top-down levels of a scale-22 search on two ranks took); the captured
     #: levels copy this many, so a change must come before the first search
     inline = 8192
+    #: post a bottom-up level's bitmap receives before its kernels end (the peers' words of the global bitmap it
+    #: fills were last read by the level before); False posts them after (A/B: ``diag_one_round_levels.py``)
+    early = True
 
     def __init__(self, engine, cap: int):
         from ..gpu.kernels import _SMALL_QUEUE
@@ -191,7 +197,7 @@ class OneRoundLevels:
         # device: through page-locked host memory a scale-22 search's small bottom-up levels took 469 / 503 us
         # against 292 / 255 (one_round_levels_h200_session28_6_staged_bitmaps.json)
         got = comm.capped_round({p: self.bu_host for p in self.peers}, device=(
-            {p: own for p in self.peers}, {p: g[woff[p]:woff[p + 1]] for p in self.peers}))
+            {p: own for p in self.peers}, {p: g[woff[p]:woff[p + 1]] for p in self.peers}), early=self.early)
         for p in self.peers:
             rows[p] = got[p][:3]
         rows[self.rank] = self.bu_host

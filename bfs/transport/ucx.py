@@ -30,7 +30,8 @@ Three kinds of rounds:
   without a wait).  No header: the words say how many of them count, and UCX takes a message shorter than
   its receive.  The device engine's one-round top-down levels send their counters and pairs this way
   (:mod:`breadth.bfs.engine.one_round_levels`), and its bottom-up levels their counters, with a sized
-  round's device arrays (the frontier bitmap) in the same round.
+  round's device arrays (the frontier bitmap) in the same round, whose receives the caller may have posted
+  before its kernels end (``early``).
 
 Device rounds (:mod:`breadth.bfs.engine.device_engine`): UCX reads and writes device memory outside the
 CUDA stream, so a round that touches device arrays first waits for the stream (the round's one host wait)
@@ -476,11 +477,13 @@ class UCXCommunicator(PeerCommunicator):
 
     # -- sized rounds --------------------------------------------------------------------------------
     def _sized_round(self, sends: dict[int, Any], recvs: dict[int, Any], what: str,
-                     capped: dict[int, np.ndarray] | None = None) -> int:
+                     capped: dict[int, np.ndarray] | None = None, early: bool = False) -> int:
         """``sends[p]``/``recvs[p]`` (an array or a list of them, matched in order, empty ones skipped: both
         sides know the sizes) to and from peer ``p``; returns once every receive has landed, with the bytes
         sent.  ``capped``: a capped round's host words (:meth:`capped_round`) that travel in the same round,
         sent after the wait for the stream (a copy queued into them has landed), waited for together.
+        ``early``: no queued kernel uses the receive buffers, so they are posted before the wait for the stream,
+        which then progresses the worker (a peer's message is taken in while this rank's kernels run).
 
         A peer's arrays of at most ``_STAGE`` bytes travel together as one message (index 0), packed in
         order into one host buffer: a small device array is copied there on the stream (pinned memory, all
@@ -515,28 +518,39 @@ class UCXCommunicator(PeerCommunicator):
                 if xs:
                     into.append((p, *self._messages(xs)))
         touches = any(t for *_, t in out) or any(t for *_, t in into)  # a device array, sent or received
-        if touches or (capped is not None and self._cp is not None):  # (capped words a copy may still write)
-            stream = self._cp.cuda.get_current_stream()
-            for _, packed, msgs, _ in out:
-                if packed:
-                    self._copy_packed(packed, msgs, stream, into_buffer=True, on_device=True)
-            # the kernels that write the send buffers (or read the receive ones), the copies
-            stream.synchronize()
-            self._held = []  # the last rounds' staged receives have reached the device
-        reqs, device = [], False
-        for p, packed, msgs, _ in into:
-            for i, b in msgs:
-                device = device or on_dev(b)
-                reqs.append((p, self._sized_post(p, b, seq, i, send=False)))
-        for p, packed, msgs, _ in out:
-            if packed:  # host arrays after the wait: a copy queued into one has landed
-                self._copy_packed(packed, msgs, stream, into_buffer=True, on_device=False)
-            for i, b in msgs:
-                device = device or on_dev(b)
-                reqs.append((p, self._sized_post(p, b, seq, i, send=True)))
-        if capped is not None:
-            reqs += self._capped_posts(capped)
+        reqs: list = []
+
+        def post(side: list, send: bool) -> bool:
+            device = False
+            for p, _, msgs, _ in side:
+                for i, b in msgs:
+                    device = device or on_dev(b)
+                    reqs.append((p, self._sized_post(p, b, seq, i, send=send)))
+            return device
+
         try:
+            device = post(into, False) if early else False
+            if touches or (capped is not None and self._cp is not None):  # (capped words a copy may still write)
+                stream = self._cp.cuda.get_current_stream()
+                for _, packed, msgs, _ in out:
+                    if packed:
+                        self._copy_packed(packed, msgs, stream, into_buffer=True, on_device=True)
+                # the kernels that write the send buffers (or read the receive ones), the copies
+                if early:
+                    worker = self._worker
+                    while not stream.done:
+                        worker.progress()
+                else:
+                    stream.synchronize()
+                self._held = []  # the last rounds' staged receives have reached the device
+            if not early:
+                device = post(into, False)
+            for _, packed, msgs, _ in out:
+                if packed:  # host arrays after the wait: a copy queued into one has landed
+                    self._copy_packed(packed, msgs, stream, into_buffer=True, on_device=False)
+            device = post(out, True) or device
+            if capped is not None:
+                reqs += self._capped_posts(capped)
             self._wait(reqs, f"{what} (round #{seq})", (2, seq), spin=_DEVICE_SPIN_S if device else None)
         except BaseException:
             # UCX may still write into the receives until the communicator is released: keep them alive
@@ -672,21 +686,22 @@ class UCXCommunicator(PeerCommunicator):
         _, wrapped = self._capped[p][seq % 2]
         self._capped_reqs[p] = self._eps[p].tag_recv(wrapped, self._api.UCXXTag(_tag(_SIZED, seq, p, _CAPPED)))
 
-    def capped_round(self, sends: dict[int, np.ndarray], device: tuple[dict, dict] | None = None
-                     ) -> dict[int, np.ndarray]:
+    def capped_round(self, sends: dict[int, np.ndarray], device: tuple[dict, dict] | None = None,
+                     early: bool = False) -> dict[int, np.ndarray]:
         """``sends[p]`` (1-D int64 host words, at most the opened ``words``; page-locked or not) to every
         peer ``p``, one message each way; returns each peer's receive buffer, whose first words are the
         ones it sent (they carry their own counts).  A buffer stays valid until the round after the next:
         this round's receives were posted a round ago, and the next round's are posted into the other
         buffer before this returns.  ``device``: ``(sends, recvs)`` as :meth:`exchange_device` takes them,
         moved in the same round (one wait for the stream, before the words go: a copy queued into them
-        has landed; one wait for every message).  Raises ``CommError`` as every round does; a message
+        has landed; one wait for every message); ``early``: its receive buffers are free now (see
+        :meth:`_sized_round`).  Raises ``CommError`` as every round does; a message
         longer than the receive fails the round (UCX's truncation error)."""
         self._check()
         if self._capped is None:
             raise RuntimeError("capped_round before open_capped")
         if device is not None:
-            self._sent += self._sized_round(*device, "exchange", capped=sends)
+            self._sent += self._sized_round(*device, "exchange", capped=sends, early=early)
         else:
             self._wait(self._capped_posts(sends), f"capped round #{self._cseq + 1}", (3, self._cseq + 1))
         seq = self._cseq
