@@ -18,13 +18,17 @@ then need), and the bitmap followed by a capped round of the counters.
 Then ``--roots`` searches: their small levels' medians (local, exchange, round) by direction and, for
 one-round top-down levels, where the host's time went (to the graph's launch, the launch, the wait for the
 stream, the round's preparation, the round, the rest; all levels, a run's first ones, the others), for bottom-up
-levels the wait for their kernels and their round; then the
-same searches profiled (cProfile, the functions that took the most time).  Four sessions: one-round levels;
-the same with the workers' Dask profiler running (a session stops it); two-round levels
-(``SearchConfig(one_round_levels=False)``); one-round levels again (``--sessions`` runs only those named:
-``one_round``, ``one_round_dask_profiler_on``, ``two_rounds``, ``one_round_again``).  Each top-down level's
-clocks go to the JSON (``trace``), and each bottom-up round's (``bu_trace``: called, kernels done, round done),
-so that the ranks' steps can be lined up.
+levels the wait for their kernels and their round, and within the round (its kernels waited for first, so that
+its steps are timed alone) how long each post took and when each request completed (``bu_trace``: called,
+kernels done, round done, wait started, then the device receive, device send, capped send and capped receive
+complete; one clock for the ranks of a host, so that their steps can be lined up).  Then the same searches
+untraced (``small_levels_untraced``), again for about a second with each of the process's threads' CPU time and
+the host's (``/proc``: a busy thread beside the rank's, time a hypervisor took), and profiled (cProfile, the
+functions that took the most time).  ``--sessions`` names the sessions to run, in order, repeats allowed
+(``_KINDS``; by default the first four: one-round levels with the rounds timed back to back first; the same with
+the workers' Dask profiler running (a session stops it); two-round levels
+(``SearchConfig(one_round_levels=False)``); one-round levels again).  Each top-down level's clocks go to the
+JSON (``trace``).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import io
 import os
 import pstats
 import sys
+import threading
 import time
 
 import numpy as np
@@ -65,15 +70,48 @@ def _dask_profiler(on: bool) -> None:
     time.sleep(0.1)  # the event loop runs it
 
 
-def _rank(engine, setup_s, reps, roots, only_searches, spin, profiler=False):
+def _cpu() -> int:
+    """The CPU this thread last ran on (field 39 of its /proc stat)."""
+    with open(f"/proc/self/task/{threading.get_native_id()}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[36])
+
+
+def _thread_ticks() -> dict:
+    """This process's threads: native id -> (user and system CPU time in 10 ms ticks, the thread's name)."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                head, rest = f.read().rsplit(")", 1)
+            fields = rest.split()
+            out[int(tid)] = (int(fields[11]) + int(fields[12]), head.split("(", 1)[1])
+        except OSError:  # the thread ended
+            pass
+    return out
+
+
+def _cpu_ticks() -> dict:
+    """The host's CPU time since boot in 10 ms ticks, all CPUs together, by kind (``/proc/stat``)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return dict(zip(("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"), v))
+
+
+def _rank(engine, setup_s, reps, roots, kind: dict):
+    """One rank's part of a session of ``kind`` (see ``_KINDS``)."""
     import cupy as cp
 
     comm = engine.comm
-    if spin is not None:
-        comm._spin = spin  # how long a round busy-polls before it sleeps on the worker's wakeup
+    only_searches, profiler, pin = kind.get("only_searches", True), kind.get("profiler", False), kind.get("pin")
+    if engine.one_round is not None:
+        engine.one_round.early = kind.get("early", True)
+    allowed = sorted(os.sched_getaffinity(0))
+    if pin is not None:  # this rank's thread on one CPU of its worker's: the pin-th from the end, a CPU per rank
+        os.sched_setaffinity(0, {allowed[-1 - pin - comm.rank]})
     if profiler:
         _dask_profiler(True)
-    out: dict = {"engine": type(engine).__name__, "one_round": engine.one_round is not None}
+    out: dict = {"engine": type(engine).__name__, "one_round": engine.one_round is not None, "cpus": allowed,
+                 "cpu_at_start": _cpu()}
 
     def timeit(name, fn):
         out[name] = in_step_us(comm, fn, reps)
@@ -98,8 +136,8 @@ def _rank(engine, setup_s, reps, roots, only_searches, spin, profiler=False):
         if engine.one_round is None:
             comm.open_capped(5)
         timeit("capped_round_5_words", lambda: comm.capped_round({peer: head}))
-        pin = np.frombuffer(cp.cuda.alloc_pinned_memory(40), np.int64, 5)  # as the levels send them
-        timeit("capped_round_5_words_pinned_send", lambda: comm.capped_round({peer: pin}))
+        locked = np.frombuffer(cp.cuda.alloc_pinned_memory(40), np.int64, 5)  # as the levels send them
+        timeit("capped_round_5_words_pinned_send", lambda: comm.capped_round({peer: locked}))
         spin = comm._spin
         comm._spin = 2e-3
         timeit("capped_round_5_words_polled_2ms", lambda: comm.capped_round({peer: head}))
@@ -167,12 +205,59 @@ def _rank(engine, setup_s, reps, roots, only_searches, spin, profiler=False):
         engine.one_round.trace = trace
         close = engine.one_round.close_bottom_up
 
+        wait = comm._wait
+        timeline: list = []  # the bottom-up round's requests, each as it completed (busy polled, as recorded)
+
+        def timed_wait(reqs, what, round_of, limit=None, spin=None):
+            # the requests in _sized_round's order (one peer): device receive, device send, capped send,
+            # capped receive; each one's completion time (the worker progressed in a busy loop)
+            t, done = time.perf_counter(), [None] * len(reqs)
+            while None in done:
+                comm._worker.progress()
+                now = time.perf_counter()
+                for i, (_, q) in enumerate(reqs):
+                    if done[i] is None and q.completed:
+                        done[i] = now
+                if now - t > 10:
+                    break
+            for p, q in reqs:
+                comm._done(p, q, what)
+            timeline.append([t] + done)
+
+        posts: list = []  # each post's start and end
+
+        def timed(fn):
+            def call(*a, **k):
+                t = time.perf_counter()
+                r = fn(*a, **k)
+                posts.append((t, time.perf_counter()))
+                return r
+            return call
+
+        sized_post, capped_posts = comm._sized_post, comm._capped_posts
+        post_steps: list = []  # per round: kernels done to the first post, each device post, the capped posts
+        copies: list = []
+        copy_first = kind.get("copy_first", False)
+
         def traced_close(ctr, own, g):  # a bottom-up level's round: the wait for its kernels, then the round
             ta = time.perf_counter()
             cp.cuda.get_current_stream().synchronize()
             tb = time.perf_counter()
-            rows = close(ctr, own, g)
-            bu_trace.append((ta, tb, time.perf_counter()))
+            if copy_first:  # the counters' copy to the host and a wait for it, timed alone (the round copies again)
+                rt = cp.cuda.runtime
+                rt.memcpyAsync(engine.one_round.bu_host.ctypes.data, ctr.data.ptr, 24, rt.memcpyDeviceToHost,
+                               cp.cuda.get_current_stream().ptr)
+                cp.cuda.get_current_stream().synchronize()
+                copies.append(time.perf_counter() - tb)
+                tb = time.perf_counter()
+            comm._wait, comm._sized_post, comm._capped_posts = timed_wait, timed(sized_post), timed(capped_posts)
+            try:
+                rows = close(ctr, own, g)
+            finally:
+                comm._wait, comm._sized_post, comm._capped_posts = wait, sized_post, capped_posts
+            bu_trace.append((ta, tb, time.perf_counter(), *timeline.pop()))
+            post_steps.append([round((posts[0][0] - tb) * 1e6, 1)] + [round((b - a) * 1e6, 1) for a, b in posts])
+            posts.clear()
             return rows
 
         engine.one_round.close_bottom_up = traced_close
@@ -196,16 +281,51 @@ def _rank(engine, setup_s, reps, roots, only_searches, spin, profiler=False):
         out["trace"] = [list(t) for t in trace]
         engine.one_round.trace = None
     if bu_trace:
-        d = np.diff(np.array(bu_trace), axis=1) * 1e6
+        bt = np.array(bu_trace)
+        d = np.diff(bt[:, :3], axis=1) * 1e6
         out["bottom_up_round_steps_us"] = dict(zip(("wait", "round"), np.round(np.median(d, axis=0), 1).tolist()))
-        out["bu_trace"] = [list(t) for t in bu_trace]  # (as its round is called, its kernels done, round done)
+        # from the kernels done: the round's posts done, its device receive, device send, capped send and capped
+        # receive complete (one peer)
+        names = ("posted", "device_recv", "device_send", "capped_send", "capped_recv")
+        if bt.shape[1] == 3 + len(names):
+            out["bottom_up_round_requests_us"] = dict(zip(names, np.round(np.median(
+                (bt[:, 3:] - bt[:, 1:2]) * 1e6, axis=0), 1).tolist()))
+        # how long the round's steps took: from its kernels done to its first post (the counters' copy, the wait
+        # for the stream), the device receive's post, the device send's, the capped round's posts
+        if post_steps and all(len(x) == len(post_steps[0]) for x in post_steps):
+            out["bottom_up_round_post_steps_us"] = np.median(np.array(post_steps), axis=0).round(1).tolist()
+        out["bottom_up_round_post_steps_each"] = post_steps[:12]
+        if copies:
+            out["bottom_up_counters_copy_and_wait_us"] = round(float(np.median(copies)) * 1e6, 1)
+        # (as its round is called, its kernels done, round done, then the posts done and each request complete)
+        out["bu_trace"] = [list(t) for t in bu_trace]
         engine.one_round.close_bottom_up = close
+    comm.barrier()
+    plain = [engine.search(int(root)) for root in roots]  # as the searches run (nothing traced or profiled)
+    # which of this process's threads use the CPU while the searches run (ticks of 10 ms over about a second)
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    ticks0, cpu0, t0 = _thread_ticks(), _cpu_ticks(), time.perf_counter()
+    while time.perf_counter() - t0 < 1.0:
+        for root in roots:
+            engine.search(int(root))
+    ticks = {tid: v - ticks0.get(tid, (0, ""))[0] for tid, (v, _) in _thread_ticks().items()}
+    out["thread_cpu_ms_per_s"] = sorted(((round(10 * v / (time.perf_counter() - t0)), names.get(tid, comm_name), tid)
+                                         for tid, (_, comm_name) in _thread_ticks().items()
+                                         if (v := ticks.get(tid, 0)) > 0), reverse=True)
+    out["rank_thread"] = threading.get_native_id()
+    # the host's CPUs meanwhile (/proc/stat, ms per s of all CPUs): steal is time a hypervisor gave elsewhere
+    cpu1, dt = _cpu_ticks(), time.perf_counter() - t0
+    out["host_cpu_ms_per_s"] = {k: round(10 * (cpu1[k] - cpu0[k]) / dt) for k in cpu0}
     prof = cProfile.Profile()
     prof.enable()
     for root in roots:
         engine.search(int(root))
     prof.disable()
     out["small_levels"] = _small_levels(recs)
+    out["cpu_at_end"] = _cpu()
+    if pin is not None:
+        os.sched_setaffinity(0, allowed)
+    out["small_levels_untraced"] = _small_levels(plain)
     out["levels"] = [[(r.depth, r.direction, r.frontier, r.found, round(r.local_s * 1e6), round(r.exchange_s * 1e6),
                        round(r.reduce_s * 1e6), r.bytes_sent) for r in rs] for rs in recs[:2]]
     buf = io.StringIO()
@@ -218,13 +338,29 @@ def _rank(engine, setup_s, reps, roots, only_searches, spin, profiler=False):
     return out
 
 
+#: the sessions: each times its searches; ``only_searches`` False: the rounds back to back first; ``profiler``:
+#: the workers' Dask profiler running; ``early``: a bottom-up level's receives posted before its kernels end (the
+#: default); ``pin``: each rank's thread on one CPU (the ``pin``-th from the end of its worker's, a CPU per rank);
+#: ``copy_first``: each bottom-up round's counters copied and waited for alone first (traced searches)
+_KINDS = {"one_round": {"only_searches": False},
+          "one_round_dask_profiler_on": {"profiler": True},
+          "two_rounds": {"one_round_levels": False},
+          "one_round_again": {},
+          "one_round_late_receives": {"early": False},
+          "one_round_early_receives": {},
+          "one_round_pinned": {"pin": 0},
+          "one_round_pinned_apart": {"pin": 2},
+          "one_round_copy_first": {"copy_first": True}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=int, default=20)
     ap.add_argument("--reps", type=int, default=300)
     ap.add_argument("--roots", type=int, default=16)
     ap.add_argument("--json", required=True)
-    ap.add_argument("--sessions", nargs="*", help="run only these sessions (default: all four)")
+    ap.add_argument("--sessions", nargs="*", help="run these sessions, in this order, repeats allowed (default: the "
+                    "first four: one_round, one_round_dask_profiler_on, two_rounds, one_round_again)")
     args = ap.parse_args()
     from breadth.bfs import SearchConfig, choose_roots, run_session
 
@@ -232,23 +368,29 @@ def main() -> None:
     roots = [int(r) for r in choose_roots(g, args.roots + 4, 2)]
     doc = {"benchmark": "one_round_levels", "gpu": gpu,
            "unit": "median microseconds per call, per rank", "args": vars(args), "sessions": {}}
-    for name, cfg, only, spin, prof in (("one_round", SearchConfig(), False, None, False),
-                                        ("one_round_dask_profiler_on", SearchConfig(), True, None, True),
-                                        ("two_rounds", SearchConfig(one_round_levels=False), True, None, False),
-                                        ("one_round_again", SearchConfig(), True, None, False)):
-        if args.sessions and name not in args.sessions:
-            continue
-        doc["sessions"][name] = run_session(g, _rank, args.reps, roots, only, spin, prof, protocol="ucx",
-                                            timeout=60.0, config=cfg)
+    bad = [n for n in args.sessions or () if n not in _KINDS]
+    if bad:
+        ap.error(f"--sessions: unknown {bad}; expected some of {list(_KINDS)}")
+    # in the order given, repeats allowed (alternating A/B sessions on one pair of processes)
+    for i, name in enumerate(args.sessions or list(_KINDS)[:4]):
+        kind = _KINDS[name]
+        key = name if name not in doc["sessions"] else f"{name}_{i}"
+        doc["sessions"][key] = run_session(g, _rank, args.reps, roots, kind, protocol="ucx", timeout=60.0,
+                                           config=SearchConfig(one_round_levels=kind.get("one_round_levels", True)))
         write_json(args.json, doc)
     for name, ranks in doc["sessions"].items():
         print(f"== {name}: searches {ranks[0]['searches_s']:.3f} s, small levels " +
-              " | ".join(str(r["small_levels"]) for r in ranks))
+              " | ".join(str(r["small_levels"]) for r in ranks) + "; untraced " +
+              " | ".join(str(r["small_levels_untraced"]) for r in ranks))
         for k, v in ranks[0].items():
             if isinstance(v, float) and k != "searches_s":
                 print(f"{k:44s} " + "  ".join(f"{r[k]:8.1f}" for r in ranks))
         print("top-down level steps:", [r.get("top_down_level_steps_us") for r in ranks])
         print("bottom-up round steps:", [r.get("bottom_up_round_steps_us") for r in ranks])
+        print("bottom-up round requests:", [r.get("bottom_up_round_requests_us") for r in ranks])
+        print("bottom-up round posts:", [r.get("bottom_up_round_post_steps_us") for r in ranks])
+        print("  each:", [r.get("bottom_up_round_post_steps_each") for r in ranks])
+        print("  counters' copy and wait:", [r.get("bottom_up_counters_copy_and_wait_us") for r in ranks])
         print("  pairs inline:", [r.get("top_down_level_steps_inline_us") for r in ranks])
         print("levels (rank 0, first root):", ranks[0]["levels"][0])
         print("levels (rank 1, first root):", ranks[1]["levels"][0])
