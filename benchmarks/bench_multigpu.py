@@ -15,7 +15,9 @@ to both sides) where the communicator has them (each after a barrier, and back t
 the one-element all-reduce and the engine's counters round; with it, ``--raw-ucxx`` times ucxx itself
 between the same two rank processes (its low-level API, progressed in the rank's thread: 8-byte round trips
 of host and device buffers, and device transfers of the commbench sizes), the floor the UCX communicator is
-measured against.
+measured against -- and, in UCX search sessions, its 8-byte device round trip right after every search, so that
+the small levels' exchange is set against a round trip timed in the same seconds
+(``small_level_exchange_over_raw_round_trip_beside``).
 
 ``--ranks-per-gpu 2`` puts two workers on each GPU, so that one GPU runs two ranks (NCCL refuses that;
 UCX moves the device buffers between the processes through CUDA IPC); the workers are then clients of a
@@ -45,6 +47,8 @@ from results_file import write_json  # noqa: E402
 #: 10 after 3, a 64 MB sized round back to back took 177 us where diag_ucx_sized_round.py's 200 took 139-144 on
 #: the same H200 (session 29)
 _REPS = 50
+#: raw ucxx round trips timed after each search with --raw-ucxx (their median is the root's)
+_BESIDE_REPS = 20
 
 
 def _commbench(engine, setup_s, sizes, reps):
@@ -124,6 +128,50 @@ def _commbench(engine, setup_s, sizes, reps):
     return res
 
 
+def _ping_pong(pair, a, b, rank: int, reps: int) -> list[float]:
+    """``reps`` round trips of raw ucxx's ``a`` (rank 0 sends it, rank 1 sends it back into ``b``) on ``pair``
+    (worker, endpoint, API), the worker progressed in this thread; each one's seconds."""
+    worker, ep, api = pair
+
+    def wait(q):
+        while not q.completed:
+            worker.progress()
+        q.check_error()
+
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        if rank == 0:
+            wait(ep.tag_send(a, tag=api.UCXXTag(1)))
+            wait(ep.tag_recv(b, tag=api.UCXXTag(2)))
+        else:
+            wait(ep.tag_recv(b, tag=api.UCXXTag(1)))
+            wait(ep.tag_send(a, tag=api.UCXXTag(2)))
+        ts.append(time.perf_counter() - t0)
+    return ts
+
+
+def _bench_rank_beside_raw(engine, setup_s, roots, nvalidate, nbarriers, reps):
+    """:func:`bench_multirank._bench_rank` with raw ucxx's 8-byte device round trip between ranks 0 and 1 timed
+    right after each root's search (``reps`` after 3 untimed; the root's record's ``after``: their median, µs),
+    so that a level and the round trip it is measured against are timed within a second of each other (two
+    processes sharing one H200 drifted between runs from 52 to 77 µs in that round trip)."""
+    import cupy as cp
+
+    r = engine.comm.rank
+    worker, ep, api, Array, keep = raw_pair(engine.comm)  # keep: its context and listener, alive to the end
+    a, b = Array(cp.ones(8, np.uint8)), Array(cp.zeros(8, np.uint8))
+
+    def raw_rt():
+        if r >= 2:
+            return None
+        return float(np.median(_ping_pong((worker, ep, api), a, b, r, reps + 3)[3:]) * 1e6)
+
+    out = _bench_rank(engine, setup_s, roots, nvalidate, nbarriers, after_search=raw_rt)
+    engine.comm.barrier()  # both ends done before either closes
+    return out
+
+
 def _rawbench(engine, setup_s, sizes, reps):
     """Ranks 0 and 1 ping-pong with ucxx's low-level API (their own UCX context; the listener's port goes
     through the session's communicator), progressing the worker in this thread: per size, the median
@@ -144,18 +192,7 @@ def _rawbench(engine, setup_s, sizes, reps):
     if r < 2:
         for name, xp, nbytes in [("host_8B", np, 8), ("device_8B", cp, 8)] + [(f"device_{n}B", cp, n) for n in sizes]:
             a, b = Array(xp.ones(nbytes, np.uint8)), Array(xp.zeros(nbytes, np.uint8))
-            ts = []
-            for i in range(reps + 3):
-                t0 = time.perf_counter()
-                if r == 0:
-                    wait([ep.tag_send(a, tag=ucx_api.UCXXTag(1))])
-                    wait([ep.tag_recv(b, tag=ucx_api.UCXXTag(2))])
-                else:
-                    wait([ep.tag_recv(b, tag=ucx_api.UCXXTag(1))])
-                    wait([ep.tag_send(a, tag=ucx_api.UCXXTag(2))])
-                if i >= 3:
-                    ts.append(time.perf_counter() - t0)
-            med = float(np.median(ts))
+            med = float(np.median(_ping_pong((worker, ep, ucx_api), a, b, r, reps + 3)[3:]))
             res[name] = {"bytes": nbytes, "round_trip_us": med * 1e6, "GBps_one_way": 2 * nbytes / med / 1e9}
             ts = []
             for i in range(reps + 3):  # both directions at once, as a pair round of the communicators
@@ -194,6 +231,13 @@ def summarize(out, rts, g, scale, protocol, session_s) -> dict:
              if sum(o["rows"][i]["levels"][d]["bytes_sent"] for o in out) < (1 << 20)]
     by_dir = {d: [s for s, sd in small if sd == d] for d in ("td", "bu")}
     small = [s for s, _ in small]
+    # raw ucxx's device round trip timed right after each search (_bench_rank_beside_raw), where it was
+    raw = [r["after"] for r in rows0 if r.get("after") is not None]
+    beside = {}
+    if raw and small:
+        beside = {"raw_device_8B_round_trip_us_beside_searches": float(np.median(raw)),
+                  "raw_device_8B_round_trip_us_beside_searches_range": [float(min(raw)), float(max(raw))],
+                  "small_level_exchange_over_raw_round_trip_beside": float(np.median(small) * 1e6 / np.median(raw))}
     return {"scale": scale, "gpus": g.nparts, "protocol": protocol,
             "roots": nroot, "validated_roots": len(viol), "valid": bool(viol) and all(not any(v.values()) for v in viol),
             "construction_s": g.construction_time, "session_s": session_s,
@@ -205,6 +249,7 @@ def summarize(out, rts, g, scale, protocol, session_s) -> dict:
             "median_small_level_exchange_us": float(np.median(small) * 1e6) if small else None,
             "median_small_level_exchange_us_by_direction": {d: float(np.median(v) * 1e6) if v else None
                                                             for d, v in by_dir.items()},
+            **beside,
             "exchange_share": float(np.median(exch / times)), "median_bytes_sent_total": float(np.median(nbytes)),
             "per_root": [{"root": r["root"], "time_s": r["time"], "nedge": r["nedge"], "violations": r["violations"],
                           "per_rank_levels": [o["rows"][i]["levels"] for o in out]} for i, r in enumerate(rows0)],
@@ -321,7 +366,10 @@ def main() -> None:
                     given = {k: float(env.pop(k)) for k in ("alpha", "beta") if k in env}
                     config = SearchConfig.from_env(env, **given)  # the variant's BREADTH_* alone
                     ts = time.perf_counter()
-                    res = run_session(g, _bench_rank, rts, args.validate, 200, protocol=proto if p > 1 else "tcp",
+                    body, extra = _bench_rank, ()
+                    if args.raw_ucxx and proto == "ucx" and p > 1:  # raw ucxx's round trip beside every search
+                        body, extra = _bench_rank_beside_raw, (_BESIDE_REPS,)
+                    res = run_session(g, body, rts, args.validate, 200, *extra, protocol=proto if p > 1 else "tcp",
                                       timeout=args.timeout, config=config)
                     r = summarize(res, rts, g, scale, proto, time.perf_counter() - ts)
                     r["variant"] = variant
@@ -330,6 +378,10 @@ def main() -> None:
                           f"{r['median_local_s'] * 1e3:6.2f} {r['median_exchange_s'] * 1e3:6.2f} {r['median_reduce_s'] * 1e3:5.2f} "
                           f"{r['median_levels']:3.0f} {r['median_exchange_per_level_us']:6.0f} "
                           f"{(r['median_small_level_exchange_us'] or 0):6.0f} {g.construction_time:6.1f} {r['valid']} {variant}", flush=True)
+                    if "small_level_exchange_over_raw_round_trip_beside" in r:
+                        print(f"  raw ucxx device round trip beside the searches "
+                              f"{r['raw_device_8B_round_trip_us_beside_searches']:.0f} us: small levels "
+                              f"{r['small_level_exchange_over_raw_round_trip_beside']:.2f}x", flush=True)
                 except Exception as e:
                     out["errors"].append({"config": cfg, "protocol": proto, "error": traceback.format_exc()})
                     print(f"{cfg} {proto} FAILED: {e!r}", flush=True)

@@ -28,9 +28,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from results_file import machine, versions, write_json  # noqa: E402
 
 
-def _bench_rank(engine, setup_s, roots, nvalidate, nbarriers):
+def _bench_rank(engine, setup_s, roots, nvalidate, nbarriers, after_search=None):
     """Rank body: warm-up, then each root timed between barriers, then ``nbarriers`` barriers and one-element
-    all-reduces; every rank returns its own records and its mean seconds per barrier / all-reduce."""
+    all-reduces; every rank returns its own records and its mean seconds per barrier / all-reduce.
+    ``after_search``: called on every rank after each root's search is timed (collective); what it returns
+    goes to the root's record as ``after``."""
     from breadth.bfs.graph500.driver import _search_edge_count
     from breadth.bfs.graph500.validate import validate_rank
 
@@ -43,10 +45,11 @@ def _bench_rank(engine, setup_s, roots, nvalidate, nbarriers):
         recs = engine.search(int(root))
         t = time.perf_counter() - t0
         t_max = float(comm.allreduce(np.array([t]), "max")[0])
+        after = after_search() if after_search is not None else None
         nedge, reached = _search_edge_count(engine)
         viol = validate_rank(engine, int(root)) if i < nvalidate else None
         rows.append({"root": int(root), "time": t_max, "rank_time": t, "nedge": nedge, "reached": reached,
-                     "violations": viol, "levels": [r.as_dict() for r in recs]})
+                     "violations": viol, "levels": [r.as_dict() for r in recs], "after": after})
     comm.barrier()
     t0 = time.perf_counter()
     for _ in range(nbarriers):
