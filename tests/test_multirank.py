@@ -349,7 +349,7 @@ def test_ucx_device_rounds_with_numpy_arrays(cluster, size):
         for i, got in enumerate(out["capped"]):
             for q in peers:
                 np.testing.assert_array_equal(got[q], np.arange(1 + (q + 2 * r + i) % 6) + 100 * q + 10 * r + i)
-        for q in peers:  # the sized round's arrays that rode with the third capped round
+        for q in peers:  # the sized rounds' arrays that rode with the third and fourth capped rounds
             for i in (2, 3):
                 np.testing.assert_array_equal(out[f"capped_with_sized_{i}"][q],
                                               [-q - i, -q - i, *(np.arange(BIG) - 3 * q - r - i)])

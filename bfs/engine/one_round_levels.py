@@ -44,11 +44,12 @@ The counters go as a capped round's host words in the same round (one wait): ran
 (``one_round_levels_h200_session31_*.json.gz``).  The bitmap's receives are posted before the level's kernels
 end (the peers' words they fill were last read by the level before), and UCX is progressed while the host waits
 for the kernels, so that a peer whose kernels ended first has its words taken in meanwhile; on two ranks sharing
-one H200, in step, no difference beyond the noise (``one_round_levels_h200_session32_ab*.json.gz``).  A level that turns top-down, or ends the search, sent its
-frontier for nothing.  The engine starts its searches, and turns bottom-up levels top-down, in the queue
-buffer a run reads first (:attr:`~OneRoundLevels.entry`), and a run's first counters ride in the parameter
-block, so that a run queues nothing of its own before its first launch (two calls less from Python; in the
-searches no difference beyond the noise, ``ucx_one_gpu_h200_session31_ab2_*``).
+one H200, in step, no difference beyond the noise (``one_round_levels_h200_session32_ab*.json.gz``).  A level
+that turns top-down, or ends the search, sent its frontier for nothing.  The engine starts its searches, and
+turns bottom-up levels top-down, in the queue buffer a run reads first (:attr:`~OneRoundLevels.entry`), and a
+run's first counters ride in the parameter block, so that a run queues nothing of its own before its first
+launch (two calls less from Python; in the searches no difference beyond the noise,
+``ucx_one_gpu_h200_session31_ab2_*``).
 
 A top-down level's record is complete a round late (its ``found`` is the next frontier's length); the round that
 finds every part of F empty ends the search, as the exact level's counters round did -- unless the level that
