@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_multirank import _bench_rank  # noqa: E402
-from raw_ucxx import raw_pair  # noqa: E402
+from raw_ucxx import ping_pong, raw_pair  # noqa: E402
 from results_file import write_json  # noqa: E402
 
 
@@ -128,29 +128,6 @@ def _commbench(engine, setup_s, sizes, reps):
     return res
 
 
-def _ping_pong(pair, a, b, rank: int, reps: int) -> list[float]:
-    """``reps`` round trips of raw ucxx's ``a`` (rank 0 sends it, rank 1 sends it back into ``b``) on ``pair``
-    (worker, endpoint, API), the worker progressed in this thread; each one's seconds."""
-    worker, ep, api = pair
-
-    def wait(q):
-        while not q.completed:
-            worker.progress()
-        q.check_error()
-
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        if rank == 0:
-            wait(ep.tag_send(a, tag=api.UCXXTag(1)))
-            wait(ep.tag_recv(b, tag=api.UCXXTag(2)))
-        else:
-            wait(ep.tag_recv(b, tag=api.UCXXTag(1)))
-            wait(ep.tag_send(a, tag=api.UCXXTag(2)))
-        ts.append(time.perf_counter() - t0)
-    return ts
-
-
 def _bench_rank_beside_raw(engine, setup_s, roots, nvalidate, nbarriers, reps):
     """:func:`bench_multirank._bench_rank` with raw ucxx's 8-byte device round trip between ranks 0 and 1 timed
     right after each root's search (``reps`` after 3 untimed; the root's record's ``after``: their median, µs),
@@ -165,7 +142,7 @@ def _bench_rank_beside_raw(engine, setup_s, roots, nvalidate, nbarriers, reps):
     def raw_rt():
         if r >= 2:
             return None
-        return float(np.median(_ping_pong((worker, ep, api), a, b, r, reps + 3)[3:]) * 1e6)
+        return float(np.median(ping_pong((worker, ep, api), a, b, r, reps + 3)[3:]) * 1e6)
 
     out = _bench_rank(engine, setup_s, roots, nvalidate, nbarriers, after_search=raw_rt)
     engine.comm.barrier()  # both ends done before either closes
@@ -192,7 +169,7 @@ def _rawbench(engine, setup_s, sizes, reps):
     if r < 2:
         for name, xp, nbytes in [("host_8B", np, 8), ("device_8B", cp, 8)] + [(f"device_{n}B", cp, n) for n in sizes]:
             a, b = Array(xp.ones(nbytes, np.uint8)), Array(xp.zeros(nbytes, np.uint8))
-            med = float(np.median(_ping_pong((worker, ep, ucx_api), a, b, r, reps + 3)[3:]))
+            med = float(np.median(ping_pong((worker, ep, ucx_api), a, b, r, reps + 3)[3:]))
             res[name] = {"bytes": nbytes, "round_trip_us": med * 1e6, "GBps_one_way": 2 * nbytes / med / 1e9}
             ts = []
             for i in range(reps + 3):  # both directions at once, as a pair round of the communicators

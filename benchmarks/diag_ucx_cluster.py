@@ -23,6 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from results_file import machine, versions, write_json  # noqa: E402
+from raw_ucxx import ping_pong  # noqa: E402
 
 
 def _thread_ticks() -> dict:
@@ -85,23 +86,8 @@ def _raw_round_trip(rank: int, session: str, reps: int) -> float:
         got["ep"] = ucx_api.UCXEndpoint.create(worker, host, port, endpoint_error_handling=True)
     ep = got["ep"]
 
-    def wait(req):
-        while not req.completed:
-            worker.progress()
-        req.check_error()
-
     a, b = Array(np.ones(8, np.uint8)), Array(np.zeros(8, np.uint8))
-    ts = []
-    for i in range(reps + 10):
-        t0 = time.perf_counter()
-        if rank == 0:
-            wait(ep.tag_send(a, tag=ucx_api.UCXXTag(1)))
-            wait(ep.tag_recv(b, tag=ucx_api.UCXXTag(2)))
-        else:
-            wait(ep.tag_recv(b, tag=ucx_api.UCXXTag(1)))
-            wait(ep.tag_send(a, tag=ucx_api.UCXXTag(2)))
-        if i >= 10:
-            ts.append(time.perf_counter() - t0)
+    ts = ping_pong((worker, ep, ucx_api), a, b, rank, reps + 10)[10:]
     time.sleep(0.3)  # the peer's last receive completes before this end closes
     return float(np.median(ts) * 1e6)
 

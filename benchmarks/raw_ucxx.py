@@ -50,3 +50,29 @@ def raw_pair(comm, wakeup: bool = False):
         for q in reqs:
             q.check_error()
     return worker, got.get("ep"), api, Array, (ctx, listener)
+
+
+def ping_pong(pair, a, b, rank: int, reps: int) -> list:
+    """``reps`` round trips of ucxx ``Array`` ``a`` on ``pair`` = (worker, endpoint, API): rank 0 sends it and
+    receives ``b`` back, rank 1 receives into ``b`` and sends ``a``, the worker progressed in this thread; each
+    round trip's seconds."""
+    import time
+
+    worker, ep, api = pair
+
+    def wait(q):
+        while not q.completed:
+            worker.progress()
+        q.check_error()
+
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        if rank == 0:
+            wait(ep.tag_send(a, tag=api.UCXXTag(1)))
+            wait(ep.tag_recv(b, tag=api.UCXXTag(2)))
+        else:
+            wait(ep.tag_recv(b, tag=api.UCXXTag(1)))
+            wait(ep.tag_send(a, tag=api.UCXXTag(2)))
+        ts.append(time.perf_counter() - t0)
+    return ts
