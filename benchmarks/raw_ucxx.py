@@ -1,8 +1,11 @@
 """Raw ucxx between ranks 0 and 1 of a search session, to time UCX itself beside the communicators
 (``bench_multigpu.py --raw-ucxx``, ``diag_one_round_levels.py``): a context, worker and endpoint of their own;
-the listener's address goes through the session's communicator."""
+the listener's address goes through the session's communicator; and the ping-pong those benchmarks and
+``diag_ucx_cluster.py`` time on such a pair."""
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -56,8 +59,6 @@ def ping_pong(pair, a, b, rank: int, reps: int) -> list:
     """``reps`` round trips of ucxx ``Array`` ``a`` on ``pair`` = (worker, endpoint, API): rank 0 sends it and
     receives ``b`` back, rank 1 receives into ``b`` and sends ``a``, the worker progressed in this thread; each
     round trip's seconds."""
-    import time
-
     worker, ep, api = pair
 
     def wait(q):
