@@ -283,7 +283,7 @@ def _device_rounds(comm):
             with_sized = np.zeros((p, BIG + 2), np.int64)
             got = comm.capped_round(words, device=(
                 {q: [np.full(2, -r - i, np.int64), np.arange(BIG, dtype=np.int64) - 3 * r - q - i] for q in peers},
-                {q: [with_sized[q, :2], with_sized[q, 2:]] for q in peers}), early=i == 3)
+                {q: [with_sized[q, :2], with_sized[q, 2:]] for q in peers}))
             out[f"capped_with_sized_{i}"] = with_sized
         else:
             got = comm.capped_round(words)
@@ -295,6 +295,12 @@ def _device_rounds(comm):
         comm.allgather(np.arange(i))
     capped.append({q: last[q][:1 + (q + 2 * r + 3) % 6].copy() for q in peers})
     out["capped"] = capped
+    # receives that follow the words: rank r sends arrays to the peers above it only, and its first word says so
+    follows = np.full((p, BIG + 2), -1, np.int64)
+    got = comm.capped_round({q: np.array([int(q > r), 40 + r], np.int64) for q in peers}, device=(
+        {q: [np.full(2, 9 + r, np.int64), np.arange(BIG, dtype=np.int64) + 5 * r] for q in peers if q > r},
+        lambda words: {q: [follows[q, :2], follows[q, 2:]] if words[q][0] else [] for q in peers}))
+    out["follow"] = (follows, {q: got[q][:2].copy() for q in peers})
     try:
         comm.open_capped(7)
     except ValueError as e:
@@ -353,6 +359,10 @@ def test_ucx_device_rounds_with_numpy_arrays(cluster, size):
             for i in (2, 3):
                 np.testing.assert_array_equal(out[f"capped_with_sized_{i}"][q],
                                               [-q - i, -q - i, *(np.arange(BIG) - 3 * q - r - i)])
+        follows, words = out["follow"]
+        for q in peers:  # arrays came from the peers below this rank only, as their words said
+            np.testing.assert_array_equal(words[q], [int(r > q), 40 + q])
+            np.testing.assert_array_equal(follows[q], [9 + q, 9 + q, *(np.arange(BIG) + 5 * q)] if q < r else -1)
         assert "open for 6 words, not 7" in out["reopen"]
         assert out["own_buffers"]
 

@@ -59,14 +59,14 @@ class Communicator(ABC):
         reader of them, a captured GPU step, can hold their addresses)."""
         raise NotImplementedError(f"{type(self).__name__} has no capped rounds")
 
-    def capped_round(self, sends: dict[int, np.ndarray], device: tuple[dict, dict] | None = None,
-                     early: bool = False) -> dict[int, np.ndarray]:
+    def capped_round(self, sends: dict[int, np.ndarray], device: tuple[dict, dict | Callable] | None = None
+                     ) -> dict[int, np.ndarray]:
         """``sends[p]`` (1-D int64 host words, at most the opened ``words``) to every peer ``p``; returns each
         peer's receive buffer (``words`` int64 whose first words are the ones it sent: the words say how many
         of them count).  A returned buffer stays valid until the round after the next.  ``device``:
         ``(sends, recvs)`` of :meth:`exchange_device`, moved in the same round; the words are read after
-        the round's wait for the stream.  ``early``: no queued kernel uses ``device``'s receive buffers, so
-        they may be posted before that wait."""
+        the round's wait for the stream.  ``recvs`` may be a function of the peers' words (the dict this
+        returns) giving the receives, where the words say which device arrays follow."""
         raise NotImplementedError(f"{type(self).__name__} has no capped rounds")
 
     @abstractmethod

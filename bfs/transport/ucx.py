@@ -30,8 +30,8 @@ Three kinds of rounds:
   without a wait).  No header: the words say how many of them count, and UCX takes a message shorter than
   its receive.  The device engine's one-round top-down levels send their counters and pairs this way
   (:mod:`breadth.bfs.engine.one_round_levels`), and its bottom-up levels their counters, with a sized
-  round's device arrays (the frontier bitmap) in the same round, whose receives the caller may have posted
-  before its kernels end (``early``).
+  round's device arrays (the frontier bitmap) in the same round, whose receives may follow from the words
+  (a level that found few vertices sends their list in the words instead).
 
 Device rounds (:mod:`breadth.bfs.engine.device_engine`): UCX reads and writes device memory outside the
 CUDA stream, so a round that touches device arrays first waits for the stream (the round's one host wait)
@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -476,14 +476,15 @@ class UCXCommunicator(PeerCommunicator):
         return out
 
     # -- sized rounds --------------------------------------------------------------------------------
-    def _sized_round(self, sends: dict[int, Any], recvs: dict[int, Any], what: str,
-                     capped: dict[int, np.ndarray] | None = None, early: bool = False) -> int:
+    def _sized_round(self, sends: dict[int, Any], recvs: dict[int, Any] | Callable, what: str,
+                     capped: dict[int, np.ndarray] | None = None) -> int:
         """``sends[p]``/``recvs[p]`` (an array or a list of them, matched in order, empty ones skipped: both
         sides know the sizes) to and from peer ``p``; returns once every receive has landed, with the bytes
         sent.  ``capped``: a capped round's host words (:meth:`capped_round`) that travel in the same round,
         sent after the wait for the stream (a copy queued into them has landed), waited for together.
-        ``early``: no queued kernel uses the receive buffers, so they are posted before the wait for the stream,
-        which then progresses the worker (a peer's message is taken in while this rank's kernels run).
+        ``recvs`` may be a function of the peers' capped words (``{peer: its receive buffer}``, as
+        :meth:`capped_round` returns them) where the words say what follows: its receives are posted once
+        every peer's words have landed (a device message that came first waits in UCX's unexpected queue).
 
         A peer's arrays of at most ``_STAGE`` bytes travel together as one message (index 0), packed in
         order into one host buffer: a small device array is copied there on the stream (pinned memory, all
@@ -512,12 +513,16 @@ class UCXCommunicator(PeerCommunicator):
                             xs[i] = a.copy()
                         sent += a.nbytes
                     out.append((p, *self._messages(xs)))
-        for p, x in recvs.items():
+        follow = recvs if callable(recvs) else None
+        if follow is not None and capped is None:
+            raise ValueError("receives that follow the words need a capped round's words")
+        for p, x in ({} if follow is not None else recvs).items():
             if p != me:
                 xs = _nonempty(x)
                 if xs:
                     into.append((p, *self._messages(xs)))
-        touches = any(t for *_, t in out) or any(t for *_, t in into)  # a device array, sent or received
+        # a device array sent or received (receives that follow the words may be device arrays)
+        touches = any(t for *_, t in out) or any(t for *_, t in into) or (follow is not None and self._cp is not None)
         reqs: list = []
 
         def post(side: list, send: bool) -> bool:
@@ -529,28 +534,29 @@ class UCXCommunicator(PeerCommunicator):
             return device
 
         try:
-            device = post(into, False) if early else False
             if touches or (capped is not None and self._cp is not None):  # (capped words a copy may still write)
                 stream = self._cp.cuda.get_current_stream()
                 for _, packed, msgs, _ in out:
                     if packed:
                         self._copy_packed(packed, msgs, stream, into_buffer=True, on_device=True)
-                # the kernels that write the send buffers (or read the receive ones), the copies
-                if early:
-                    worker = self._worker
-                    while not stream.done:
-                        worker.progress()
-                else:
-                    stream.synchronize()
+                stream.synchronize()  # the kernels that write the send buffers (or read the receive ones), the copies
                 self._held = []  # the last rounds' staged receives have reached the device
-            if not early:
-                device = post(into, False)
+            device = post(into, False)
             for _, packed, msgs, _ in out:
                 if packed:  # host arrays after the wait: a copy queued into one has landed
                     self._copy_packed(packed, msgs, stream, into_buffer=True, on_device=False)
+            # the capped words before the arrays: a receiver whose receives follow the words learns of them first
+            words = self._capped_posts(capped) if capped is not None else []  # sends, then receives
             device = post(out, True) or device
-            if capped is not None:
-                reqs += self._capped_posts(capped)
+            reqs += words
+            if follow is not None:  # the words first: they say which receives to post
+                cseq = self._cseq
+                self._wait(words[len(self._peers):], f"{what} (capped round #{cseq})", (3, cseq))
+                for p, x in follow({p: self._capped[p][cseq % 2][0] for p in self._peers}).items():
+                    xs = _nonempty(x) if p != me else None
+                    if xs:
+                        into.append((p, *self._messages(xs)))
+                device = post(into, False) or device
             self._wait(reqs, f"{what} (round #{seq})", (2, seq), spin=_DEVICE_SPIN_S if device else None)
         except BaseException:
             # UCX may still write into the receives until the communicator is released: keep them alive
@@ -686,22 +692,23 @@ class UCXCommunicator(PeerCommunicator):
         _, wrapped = self._capped[p][seq % 2]
         self._capped_reqs[p] = self._eps[p].tag_recv(wrapped, self._api.UCXXTag(_tag(_SIZED, seq, p, _CAPPED)))
 
-    def capped_round(self, sends: dict[int, np.ndarray], device: tuple[dict, dict] | None = None,
-                     early: bool = False) -> dict[int, np.ndarray]:
+    def capped_round(self, sends: dict[int, np.ndarray], device: tuple[dict, dict | Callable] | None = None
+                     ) -> dict[int, np.ndarray]:
         """``sends[p]`` (1-D int64 host words, at most the opened ``words``; page-locked or not) to every
         peer ``p``, one message each way; returns each peer's receive buffer, whose first words are the
         ones it sent (they carry their own counts).  A buffer stays valid until the round after the next:
         this round's receives were posted a round ago, and the next round's are posted into the other
         buffer before this returns.  ``device``: ``(sends, recvs)`` as :meth:`exchange_device` takes them,
         moved in the same round (one wait for the stream, before the words go: a copy queued into them
-        has landed; one wait for every message); ``early``: its receive buffers are free now (see
-        :meth:`_sized_round`).  Raises ``CommError`` as every round does; a message
+        has landed; one wait for every message); its receives may instead be a function of the peers' words
+        (the buffers this returns), called once they have landed, whose receives are then posted (a message
+        whose words say whether device arrays follow).  Raises ``CommError`` as every round does; a message
         longer than the receive fails the round (UCX's truncation error)."""
         self._check()
         if self._capped is None:
             raise RuntimeError("capped_round before open_capped")
         if device is not None:
-            self._sent += self._sized_round(*device, "exchange", capped=sends, early=early)
+            self._sent += self._sized_round(*device, "exchange", capped=sends)
         else:
             self._wait(self._capped_posts(sends), f"capped round #{self._cseq + 1}", (3, self._cseq + 1))
         seq = self._cseq
