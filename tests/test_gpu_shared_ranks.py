@@ -94,8 +94,10 @@ def test_shared_gpu_levels_equal_single_rank_and_valid(graphs, protocol):
             np.testing.assert_array_equal(np.concatenate([rows[i][0] for _, rows in parts]), want)
 
 
-def _records_body(engine, setup_s, roots, inline, blind):
+def _records_body(engine, setup_s, roots, inline, blind, lists=None):
     one = engine.one_round
+    if one is not None:
+        one.list_cap = lists  # bottom-up levels that found more send their bitmap
     if one is not None and inline:
         one.inline = inline  # fewer rows inside the capped round than its buffers hold: the rest go sized
     if one is not None and blind is not None and engine.comm.rank == 1:
@@ -108,9 +110,11 @@ def _records_body(engine, setup_s, roots, inline, blind):
     return (dict(one.tally) if one is not None else None), out
 
 
-@pytest.mark.parametrize("spec, inline, blind", [(None, 0, None), (64, 0, None), (None, 8, None), (None, 0, 0),
-                                                 (256, 8, 0)])
-def test_one_round_levels_decide_as_the_exact_levels(graphs, spec, inline, blind):
+@pytest.mark.parametrize("spec, inline, blind, lists", [(None, 0, None, None), (64, 0, None, None),
+                                                        (None, 8, None, None), (None, 0, 0, None),
+                                                        (256, 8, 0, None), (None, 0, None, 0),
+                                                        (None, 0, None, 300)])
+def test_one_round_levels_decide_as_the_exact_levels(graphs, spec, inline, blind, lists):
     """Over UCX the device engine's top-down levels take one round each (bfs/engine/one_round_levels.py);
     every level must go the way, and find what, the two-round levels do (the same direction rule on the same
     counters), the levels equal one rank's and every tree validates.  A pair capacity of 64 or 256 sends
@@ -118,7 +122,8 @@ def test_one_round_levels_decide_as_the_exact_levels(graphs, spec, inline, blind
     rank 1 expanding nothing blind, rank 0 takes its blind expansions back and the level runs exactly.  Where
     no part is expanded blind and each fits the inline rows, the parts' lists ride in the round and a level
     turning bottom-up reads its frontier from them; a search whose last level claims and sends nothing ends
-    without a round more."""
+    without a round more.  A bottom-up level sends the vertices it found where they fit the round's words (at
+    most ``lists``), else its bitmap: always (0), or some levels each way (300)."""
     from breadth.bfs import SearchConfig
 
     g1, g2 = graphs
@@ -126,13 +131,15 @@ def test_one_round_levels_decide_as_the_exact_levels(graphs, spec, inline, blind
     ref = [p[0] for p in run_session(g1, _levels_body, roots, protocol="tcp")[0][1]]
     exact = run_session(g2, _records_body, roots, 0, None, protocol="ucx", timeout=60.0,
                         config=SearchConfig(one_round_levels=False, spec_pairs=spec))
-    one = run_session(g2, _records_body, roots, inline, blind, protocol="ucx", timeout=60.0,
+    one = run_session(g2, _records_body, roots, inline, blind, lists, protocol="ucx", timeout=60.0,
                       config=SearchConfig(spec_pairs=spec))
     assert [tally for tally, _ in exact] == [None, None]
     tally = {k: sum(t[k] for t, _ in one) for k in one[0][0]}
     assert tally["levels"] > 0
     assert tally["taken_back"] > 0 or blind is None, tally
     assert tally["sized"] > 0 or not inline, tally
+    assert tally["bu_bitmaps"] > 0 or lists is None, tally
+    assert tally["bu_lists"] > 0 or lists == 0, tally
     # both parts too large to expand blind where the searches turn bottom-up: they came listed in the round
     assert tally["listed"] > 0 or spec or inline or blind is not None, tally
     # the last top-down levels claim and send nothing (each vertex's parent skipped): no round more to end

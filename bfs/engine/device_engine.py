@@ -225,23 +225,22 @@ class DeviceEngine(Engine):
             elif direction == "bu":
                 # over UCX the last bottom-up level's round brought this frontier with its counters
                 fbits = gathered if gathered is not None else self._gather_frontier(bits, counts)
-                if self.one_round is not None:
-                    nxt, gathered = self.one_round.frontier_slot(fbits)
+                first = frontier_size >= s.num_vertices * self.first_neighbour_fraction
+                if self.one_round is not None:  # a captured level, and its one round: counters and frontier
+                    cnt, local_s, nxt, gathered = self.one_round.bottom_up(fbits, depth, bu_off, bu_col, first)
+                    t1 = self.one_round.launched
                 else:
                     nxt = xp.empty(self.nwords, np.uint64)
-                self._ev[0].record()
-                ctr = b.bottom_up_async(bu_off, bu_col, fbits, self.parent, self.level, np.int32(depth), nxt,
-                                        frontier_size >= s.num_vertices * self.first_neighbour_fraction)
-                self._ev[1].record()
-                t1 = time.perf_counter()
-                if self.one_round is not None:  # the level's one round: counters and the next frontier
-                    cnt = self.one_round.close_bottom_up(ctr, nxt, gathered)
-                else:
+                    self._ev[0].record()
+                    ctr = b.bottom_up_async(bu_off, bu_col, fbits, self.parent, self.level, np.int32(depth), nxt,
+                                            first)
+                    self._ev[1].record()
+                    t1 = time.perf_counter()
                     cnt = comm.gather_device(ctr)  # the level's one synchronisation
+                    local_s = self._kernel_s()
                 t2 = time.perf_counter()
                 found, counts, bits = int(cnt[:, 0].sum()), cnt[:, 0], nxt
                 b.note_bits(bits, int(cnt[rank, 0]), int(cnt[rank, 1]), bu_off)
-                local_s = self._kernel_s()
                 records.append(LevelRecord(depth, "bu", frontier_size, found, local_s, t2 - t0 - local_s,
                                            comm.bytes_sent() - bytes0, t2 - t1))
             if direction == "bu":

@@ -37,15 +37,16 @@ sender's header says so.
 
 Bottom-up levels need no speculation to take one round: a level's counters (which decide whether the
 next level stays bottom-up, and whether there is one) travel with the frontier it found, as the next
-level's frontier all-gather (:meth:`OneRoundLevels.close_bottom_up`): the level writes its part straight
+level's frontier all-gather (:meth:`OneRoundLevels.bottom_up`): the level writes its part straight
 into one of two global bitmaps, the round fills the peers' parts, and the next bottom-up level reads it.
-The counters go as a capped round's host words in the same round (one wait): ranks in step on one H200,
-83-172 µs against 115-178 as a sized round's host message, less in 10 of 13 processes
-(``one_round_levels_h200_session31_*.json.gz``).  The bitmap's receives are posted before the level's kernels
-end (the peers' words they fill were last read by the level before), and UCX is progressed while the host waits
-for the kernels, so that a peer whose kernels ended first has its words taken in meanwhile; on two ranks sharing
-one H200, in step, no difference beyond the noise (``one_round_levels_h200_session32_ab*.json.gz``).  A level
-that turns top-down, or ends the search, sent its frontier for nothing.  The engine starts its searches, and
+The level is a captured graph too, whose last kernel writes the counters into page-locked memory and, where
+the level found few vertices (at most the round's words hold), their list: the counters go as a capped
+round's host words (ranks in step on one H200, 83-172 µs against 115-178 as a sized round's host message,
+``one_round_levels_h200_session31_*.json.gz``), followed by the bitmap device to device, or carrying the list
+in its place (a 256 KB bitmap's round took 86 µs alone, 136 with the counters' words after it, the words alone
+29: ``one_round_levels_h200_session32_posts.json.gz``); a receiver posts the bitmap's receive once the words say
+it follows, and sets a listed part's bits only if the next level is bottom-up.  A level that turns top-down,
+or ends the search, sent its frontier for nothing.  The engine starts its searches, and
 turns bottom-up levels top-down, in the queue buffer a run reads first (:attr:`~OneRoundLevels.entry`), and a
 run's first counters ride in the parameter block, so that a run queues nothing of its own before its first
 launch (two calls less from Python; in the searches no difference beyond the noise,
@@ -74,6 +75,9 @@ from .engine import LevelRecord
 #: the vertices its expansion claimed
 _HEAD = 6
 _LISTED = 2
+#: a bottom-up level's words: its counters (found, their degree sum, tasks), then 1 where its bitmap follows
+#: (device to device), 0 where the vertices it found follow in the words
+_BU_HEAD = 4
 #: a limit no degree sum reaches: the first level of a run expands whatever its part (the exact counters
 #: chose top-down, and every part fits the pair capacity)
 _ANY = 1 << 62
@@ -88,9 +92,9 @@ class OneRoundLevels:
     #: rows a quarter of the small top-down levels of a scale-22 search on two ranks took); the captured
     #: levels copy this many, so a change must come before the first search
     inline = 8192
-    #: post a bottom-up level's bitmap receives before its kernels end (the peers' words of the global bitmap it
-    #: fills were last read by the level before); False posts them after (A/B: ``diag_one_round_levels.py``)
-    early = True
+    #: a bottom-up level that found at most this many vertices sends their list in its round's host words in
+    #: place of its bitmap (None: the words' capacity; 0: always the bitmap, for A/B runs)
+    list_cap: int | None = None
 
     def __init__(self, engine, cap: int):
         from ..gpu.kernels import _SMALL_QUEUE
@@ -132,15 +136,22 @@ class OneRoundLevels:
         self.stat = pinned(2 + kc + 2)  # F's counters, the expansion's, the kernels' start and end (GPU clock, ns)
         self.stream = cp.cuda.Stream(non_blocking=True)  # captures only
         self._graphs: dict = {}
+        self._bu_graphs: dict = {}
         # bottom-up: where every rank's words of the global frontier bitmap start; two such bitmaps
         self.woff = np.concatenate(([0], np.cumsum(e.rank_words))).tolist()
         self._gbits = None
-        self.bu_host = pinned(3)  # this rank's bottom-up counters
+        self.bu_ctr = cp.zeros(4, cp.int64)  # a bottom-up level's counters, then bu_publish's cursor
+        self.bu_stamps = cp.zeros(2, cp.int64)
+        self.bu_stat = pinned(5)  # its counters, then the kernels' start and end (GPU clock, ns)
         self.bu_rows = np.zeros((self.size, 3), np.int64)
+        self._lists: tuple | None = None  # the peers' parts of a global bitmap that came listed, not yet set
+        self._bu_cap: int | None = None
+        self.launched = 0.0  # the host clock after the last bottom-up graph's launch
         #: levels done in one round, expansions taken back, sized rounds for pairs past the inline rows, levels
         #: turned bottom-up from the parts listed in their round, searches ended by a level that claimed and
-        #: sent nothing anywhere
-        self.tally = {"levels": 0, "taken_back": 0, "sized": 0, "listed": 0, "ended": 0}
+        #: sent nothing anywhere; bottom-up levels that sent their bitmap, and that sent the list of what they found
+        self.tally = {"levels": 0, "taken_back": 0, "sized": 0, "listed": 0, "ended": 0, "bu_bitmaps": 0,
+                      "bu_lists": 0}
         #: a list to collect each top-down level's host clock (``time.perf_counter``) at its start, as its graph
         #: is launched, after the launch, after the wait, as its round starts, after the round and at its end,
         #: whether it took a sized round for pairs past the inline rows and whether it was its run's first
@@ -162,7 +173,7 @@ class OneRoundLevels:
         ids on the device) and each peer's, listed in its last capped message (read in place)."""
         b, woff = self.e.b, self.woff
         self._global_bits()
-        g = self._gbits[0]
+        g, self._lists = self._gbits[0], None
         for r in range(self.size):
             part = queue if r == self.rank else self._host_view(got[r], _HEAD, (counts[r],))
             b.queue_to_bits(part, woff[r + 1] - woff[r], out=g[woff[r]:woff[r + 1]])
@@ -173,36 +184,108 @@ class OneRoundLevels:
             cp = self.e.b.xp
             self._gbits = [cp.zeros(max(self.woff[-1], 1), cp.uint64) for _ in range(2)]
 
-    def frontier_slot(self, fbits):
-        """Where a bottom-up level reading global frontier ``fbits`` writes its own words: ``(own, global)``,
-        this rank's words of the global bitmap that ``fbits`` is not (uint64 device arrays)."""
-        self._global_bits()
-        g = self._gbits[1 if fbits.data.ptr == self._gbits[0].data.ptr else 0]
-        return g[self.woff[self.rank]:self.woff[self.rank + 1]], g
-
-    def close_bottom_up(self, ctr, own, g) -> np.ndarray:
-        """A bottom-up level's one round: its counters ``ctr`` (device ``[found, their degree sum, tasks]``)
-        and its words ``own`` of global bitmap ``g`` to every peer, theirs into ``g``; returns every rank's
-        counters, ``(size, 3)`` on the host.  ``g`` is then the next bottom-up level's frontier."""
+    def bottom_up(self, fbits, depth: int, bu_off, bu_col, first: bool) -> tuple[np.ndarray, float, object, object]:
+        """One bottom-up level from global frontier bitmap ``fbits`` (uint64 words of every rank, on the
+        device) and its one round; ``first``: the kernel reads first neighbours from the backend's packed table.
+        Returns every rank's ``[found, their degree sum, tasks]`` (``(size, 3)`` on the host), the kernels'
+        seconds, this rank's words of the next frontier and the global bitmap holding them, which is the next
+        bottom-up level's ``fbits``."""
         e = self.e
-        cp, comm = e.b.xp, e.comm
+        cp = e.b.xp
+        self._global_bits()
+        j = next((k for k, g in enumerate(self._gbits) if g.data.ptr == fbits.data.ptr), None)
+        if j is None:  # a frontier gathered by the engine: into a bitmap the graphs read
+            j, self._lists = 0, None
+            self._gbits[0][:] = fbits
+        if self._lists is not None:
+            self._set_listed(j)
+        g = self._gbits[1 - j]
+        own = g[self.woff[self.rank]:self.woff[self.rank + 1]]
+        self.blk_host[0] = depth
+        graph = self._bu_graphs.get((j, first))
+        if graph is None:
+            graph = self._bu_graphs[j, first] = self._capture_bottom_up(self._gbits[j], own, bu_off, bu_col, first)
+        stream = cp.cuda.get_current_stream()
+        graph.launch(stream)
+        self.launched = time.perf_counter()
+        stream.synchronize()  # the level's one wait
+        rows = self.close_bottom_up(own, g)
+        st = self.bu_stat
+        return rows, float(st[4] - st[3]) * 1e-9, own, g
+
+    def _capture_bottom_up(self, fbits, own, bu_off, bu_col, first: bool):
+        """The captured bottom-up level: the depth from the parameter block, the counters zeroed, the kernels
+        between two stamps, then what the host reads (:meth:`~breadth.bfs.gpu.backend.GpuBackend.
+        publish_bottom_up`) into page-locked memory: the counters, and the vertices found where they fit the
+        round's words."""
+        e = self.e
+        b, cp = e.b, e.b.xp
         rt = cp.cuda.runtime
-        rt.memcpyAsync(self.bu_host.ctypes.data, ctr.data.ptr, 24, rt.memcpyDeviceToHost,
-                       cp.cuda.get_current_stream().ptr)
-        woff, rows = self.woff, self.bu_rows
-        # the counters go as a capped round's host words (their copy lands before the round's wait for the
-        # stream ends), into receives posted a round ahead: a device array that small is staged through the
-        # host by the round itself, which cost a 256 KB bitmap's round on an H200 117 us against 71 us for the
-        # bitmap alone, and as a sized round's host message the round took 115-178 us against 83-172 (in step,
-        # less in 10 of 13 processes: one_round_levels_h200_session31_*.json.gz).  The bitmaps stay device to
-        # device: through page-locked host memory a scale-22 search's small bottom-up levels took 469 / 503 us
-        # against 292 / 255 (one_round_levels_h200_session28_6_staged_bitmaps.json)
-        got = comm.capped_round({p: self.bu_host for p in self.peers}, device=(
-            {p: own for p in self.peers}, {p: g[woff[p]:woff[p + 1]] for p in self.peers}), early=self.early)
-        for p in self.peers:
+        st, blk, ctr = self.stream, self.blk, self.bu_ctr
+        # built outside the capture (they allocate), cached by the backend
+        b._skip_bits(bu_off), b._long_tasks(bu_off)
+        b._first_neighbours(bu_off, b._bottom_up_columns(bu_off, bu_col, False))
+        if self._bu_cap is None:  # (what the host then sends: fixed by the first capture)
+            self._bu_cap = self.words - _BU_HEAD if self.list_cap is None else min(self.list_cap,
+                                                                                   self.words - _BU_HEAD)
+        cap = self._bu_cap
+
+        def level():
+            rt.memcpyAsync(blk.data.ptr, self.blk_host.ctypes.data, blk.nbytes, rt.memcpyHostToDevice, st.ptr)
+            rt.memsetAsync(ctr.data.ptr, 0, ctr.nbytes, st.ptr)
+            b.stamp(self.bu_stamps, 0)
+            b.bottom_up_g(bu_off, bu_col, fbits, e.parent, e.level, blk, own, ctr, first_neighbours=first)
+            b.stamp(self.bu_stamps, 1)
+            b.publish_bottom_up(ctr, self.bu_stamps, self.bu_stat.ctypes.data, own, cap,
+                                self.out[self.peers[0]].ctypes.data + 8 * _BU_HEAD)
+
+        return capture(st, level)
+
+    def close_bottom_up(self, own, g) -> np.ndarray:
+        """A bottom-up level's one round, its kernels done: its counters (:attr:`bu_stat`) to every peer, with
+        its words ``own`` of global bitmap ``g`` -- as the list of the vertices found where it fits the round's
+        host words, else as the words themselves, device to device; the peers' likewise, whose words land in
+        ``g`` (the listed ones when the next bottom-up level reads ``g``).  Returns every rank's counters,
+        ``(size, 3)`` on the host."""
+        woff, rows, out, peers = self.woff, self.bu_rows, self.out, self.peers
+        c, dg, tasks = self.bu_stat[:3].tolist()
+        listed = c <= self._bu_cap  # (as the GPU decided)
+        self.tally["bu_lists" if listed else "bu_bitmaps"] += 1
+        msgs = {}
+        for p in peers:
+            w = out[p]
+            w[:_BU_HEAD] = (c, dg, tasks, 0 if listed else 1)
+            if listed and p != peers[0]:  # (the GPU wrote the list into the first peer's words)
+                w[_BU_HEAD:_BU_HEAD + c] = out[peers[0]][_BU_HEAD:_BU_HEAD + c]
+            msgs[p] = w[:_BU_HEAD + (c if listed else 0)]
+        # the counters go as a capped round's host words, into receives posted a round ahead: a device array
+        # that small is staged through the host by the round itself, which cost a 256 KB bitmap's round on an
+        # H200 117 us against 71 us for the bitmap alone, and as a sized round's host message the round took
+        # 115-178 us against 83-172 (in step, less in 10 of 13 processes: one_round_levels_h200_session31_*).
+        # The bitmaps stay device to device: through page-locked host memory a scale-22 search's small
+        # bottom-up levels took 469 / 503 us against 292 / 255 (one_round_levels_h200_session28_6_staged_bitmaps)
+        got = self.e.comm.capped_round(msgs, device=(
+            {} if listed else {p: own for p in peers},
+            lambda words: {p: g[woff[p]:woff[p + 1]] for p in peers if words[p][3]}))
+        lists = {}
+        for p in peers:
             rows[p] = got[p][:3]
-        rows[self.rank] = self.bu_host
+            if not got[p][3]:
+                lists[p] = (got[p], int(rows[p, 0]))
+        rows[self.rank] = (c, dg, tasks)
+        self._lists = (g, lists) if lists else None
         return rows.copy()
+
+    def _set_listed(self, j: int) -> None:
+        """Set the peers' parts of global bitmap ``j`` from the lists the last bottom-up round brought, if that
+        round filled it (else they are stale: the search went top-down in between)."""
+        (g, lists), self._lists = self._lists, None
+        if g.data.ptr != self._gbits[j].data.ptr:
+            return
+        woff = self.woff
+        for p, (buf, n) in lists.items():  # the receive buffer, read in place: valid until the next round ends
+            self.e.b.queue_to_bits(self._host_view(buf, _BU_HEAD, (n,)), woff[p + 1] - woff[p],
+                                   out=g[woff[p]:woff[p + 1]])
 
     def _rows(self, p: int):
         """The device rows of this level's pairs for peer ``p`` (its first ones)."""
@@ -286,6 +369,7 @@ class OneRoundLevels:
             rt.memcpyAsync(self.queues[1 - k].data.ptr, ptr, 8 * qn, rt.memcpyDeviceToDevice, stream.ptr)
         f = self.at_first
         blk[f:f + 3] = (1, qn, int(degs[rank]))
+        self._lists = None  # (the last bottom-up round's lists: stale once a level went top-down)
         bound, limit = qn, _ANY  # the frontier's longest possible length; the gate
         nfrom = {p: 0 for p in peers}  # the last round's pairs from each peer (claimed at this level)
         got = None

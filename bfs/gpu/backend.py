@@ -388,6 +388,16 @@ class GpuBackend:
                                        (fctr, ctr, _i64(ctr.size), stamps, np.uint64(stat), rows, _i64(at), _i64(cap),
                                         np.uint64(out)))
 
+    def publish_bottom_up(self, ctr, stamps, stat: int, next_bits, cap: int, out: int) -> None:
+        """Write a one-round bottom-up level's counters into page-locked host memory from the GPU: at address
+        ``stat`` the int64 words ``[ctr[0], ctr[1], ctr[2], stamps[0], stamps[1]]``; where the level found at
+        most ``cap`` vertices (``ctr[0]``), their local ids (int64, unordered) from its bitmap ``next_bits``
+        (uint64 words) at ``out``, appended at ``ctr[3]``, which must be zero."""
+        nw32 = 2 * int(next_bits.size)
+        self._kern(None)["bu_publish"](_grid(nw32), (_THREADS,), (ctr, stamps, np.uint64(stat),
+                                                                 next_bits.view(cp.uint32), _i64(nw32), _i64(cap),
+                                                                 np.uint64(out)))
+
     def undo_top_down(self, nxt, rpairs, parent, level, sent) -> None:
         """Take back an expansion: its claimed local ids ``nxt`` unvisited again (``parent`` and ``level``
         -1) and the remote vertices of its ``(k, 2)`` pairs ``rpairs`` unmarked in ``sent``."""

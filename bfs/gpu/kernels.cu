@@ -666,6 +666,29 @@ extern "C" __global__ void td_publish(const i64* __restrict__ fctr, const i64* _
     for (i64 i = tid; i < n; i += stride) out[i] = rows[i];
 }
 
+// bu_publish: what a one-round bottom-up level tells its host, written by the GPU straight into page-locked host
+// memory: stat = [ctr[0], ctr[1], ctr[2], ts[0], ts[1]] and, where the level found at most `cap` vertices
+// (ctr[0]), their local ids (in no particular order) into out, appended at ctr[3] (zero before the level): a
+// short list travels in the host words of the level's round in place of its bitmap.
+extern "C" __global__ void bu_publish(i64* __restrict__ ctr, const i64* __restrict__ ts, i64* __restrict__ stat,
+                                      const u32* __restrict__ next, i64 nwords, i64 cap, i64* __restrict__ out) {
+    const i64 tid = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (tid == 0) {
+        stat[0] = ctr[0];
+        stat[1] = ctr[1];
+        stat[2] = ctr[2];
+        stat[3] = ts[0];
+        stat[4] = ts[1];
+    }
+    if (ctr[0] > cap) return;
+    for (i64 w = tid; w < nwords; w += (i64)gridDim.x * blockDim.x) {
+        u32 b = next[w];
+        if (!b) continue;
+        i64 at = (i64)atomicAdd((u64*)&ctr[3], (u64)__popc(b));
+        for (; b; b &= b - 1) out[at++] = w * 32 + __ffs(b) - 1;
+    }
+}
+
 extern "C" __global__ void td_undo(const i64* __restrict__ nxt, i64 nl, const i64* __restrict__ rpairs, i64 np,
                                    i64* __restrict__ parent, int* __restrict__ level, u32* visited, u64* sent) {
     const i64 stride = (i64)gridDim.x * blockDim.x;

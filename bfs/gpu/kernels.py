@@ -27,7 +27,7 @@ _KERNELS = ("queue_degrees", "degree_sum", "td_expand", "bu_step", "zero_degree_
             "owner_counts", "owner_scatter", "owner_regions", "claim_remote_dn", "td_expand_g", "bu_step_g",
             "queue_prefix_small_g", "claim_remote_g", "stamp", "bu_long", "bu_long_g", "scan_tiles_g",
             "scan_tile_sums_g", "scan_add_g", "popcount_tiles", "scan_tile_sums", "tile_bits_to_ids", "td_gate",
-            "td_undo", "td_publish", "claim_split_g")
+            "td_undo", "td_publish", "bu_publish", "claim_split_g")
 _SMALL_QUEUE = 16384  # frontiers up to this many vertices get their prefix sum from one block
 
 
