@@ -10,25 +10,24 @@ blocking progress mode (as the communicator's context) -- the communicator's cap
 header (5 words) from pageable and from page-locked memory, with its usual busy poll and polling 2 ms, the
 same header posted on the communicator's endpoints with its arrays wrapped once, and a bottom-up level's
 round (counters and a 256 KB bitmap: the counters on the device, in page-locked host memory as a sized
-round's message, or as a capped round's words riding with the bitmap, as the levels send them; the last also
+round's message, or as a capped round's words riding with the bitmap, as the levels sent them in session 32; the last also
 right after a small kernel and after one of about a bottom-up level's time, each beside the kernel and its wait
 alone), the bitmap alone, bitmap and counters as one device message (alone, and with the copies a level would
 then need), and the bitmap followed by a capped round of the counters.
 
-Then ``--roots`` searches: their small levels' medians (local, exchange, round) by direction and, for
-one-round top-down levels, where the host's time went (to the graph's launch, the launch, the wait for the
-stream, the round's preparation, the round, the rest; all levels, a run's first ones, the others), for bottom-up
-levels the wait for their kernels and their round, and within the round (its kernels waited for first, so that
-its steps are timed alone) how long each post took and when each request completed (``bu_trace``: called,
-kernels done, round done, wait started, then the device receive, device send, capped send and capped receive
-complete; one clock for the ranks of a host, so that their steps can be lined up).  Then the same searches
-untraced (``small_levels_untraced``), again for about a second with each of the process's threads' CPU time and
-the host's (``/proc``: a busy thread beside the rank's, time a hypervisor took), and profiled (cProfile, the
-functions that took the most time).  ``--sessions`` names the sessions to run, in order, repeats allowed
-(``_KINDS``; by default the first four: one-round levels with the rounds timed back to back first; the same with
-the workers' Dask profiler running (a session stops it); two-round levels
-(``SearchConfig(one_round_levels=False)``); one-round levels again).  Each top-down level's clocks go to the
-JSON (``trace``).
+Then ``--roots`` searches: their small levels' medians (local, exchange, round) by direction and, for one-round
+top-down levels, where the host's time went (to the graph's launch, the launch, the wait for the stream, the
+round's preparation, the round, the rest; all levels, a run's first ones, the others), for bottom-up levels' rounds
+(their kernels done), by shape -- bitmaps both ways, or every part listed -- how long each post took and when each
+request completed (``bu_trace``: called, round done, its last wait started, then each request complete: device
+sends, capped send and receive, device receives; one clock for the ranks of a host, so that their steps can be
+lined up). Then the same searches untraced (``small_levels_untraced``), again for about a second with each of the
+process's threads' CPU time and the host's (``/proc``: a busy thread beside the rank's, time a hypervisor took),
+and profiled (cProfile, the functions that took the most time). ``--sessions`` names the sessions to run, in order,
+repeats allowed (``_KINDS``; by default the first four: one-round levels with the rounds timed back to back first;
+the same with the workers' Dask profiler running (a session stops it); two-round levels
+(``SearchConfig(one_round_levels=False)``); one-round levels again). Each top-down level's clocks go to the JSON
+(``trace``).
 """
 
 from __future__ import annotations
@@ -103,8 +102,10 @@ def _rank(engine, setup_s, reps, roots, kind: dict):
 
     comm = engine.comm
     only_searches, profiler, pin = kind.get("only_searches", True), kind.get("profiler", False), kind.get("pin")
-    if engine.one_round is not None:
-        engine.one_round.early = kind.get("early", True)
+    if engine.one_round is not None and "list_cap" in kind:
+        engine.one_round.list_cap = kind["list_cap"]
+    if "spin" in kind:
+        comm._spin = kind["spin"]
     allowed = sorted(os.sched_getaffinity(0))
     if pin is not None:  # this rank's thread on one CPU of its worker's: the pin-th from the end, a CPU per rank
         os.sched_setaffinity(0, {allowed[-1 - pin - comm.rank]})
@@ -156,7 +157,8 @@ def _rank(engine, setup_s, reps, roots, kind: dict):
                 worker.progress()
 
         timeit("header_on_comm_endpoints_prewrapped", on_comm_endpoints)
-        # a bottom-up level's round (one_round_levels.close_bottom_up): device counters and a 256 KB bitmap
+        # a bottom-up level's round (as one_round_levels.close_bottom_up's were): device counters and a 256 KB
+        # bitmap
         ctr, own, g = cp.arange(3, dtype=cp.int64), cp.ones(1 << 15, cp.uint64), cp.zeros(1 << 16, cp.uint64)
         rows = np.zeros((2, 3), np.int64)
         timeit("bottom_up_round_256KB", lambda: comm.exchange_device(
@@ -206,11 +208,11 @@ def _rank(engine, setup_s, reps, roots, kind: dict):
         close = engine.one_round.close_bottom_up
 
         wait = comm._wait
-        timeline: list = []  # the bottom-up round's requests, each as it completed (busy polled, as recorded)
+        timeline: list = []  # the round's waits: each as it started, then its requests as each completed
 
         def timed_wait(reqs, what, round_of, limit=None, spin=None):
-            # the requests in _sized_round's order (one peer): device receive, device send, capped send,
-            # capped receive; each one's completion time (the worker progressed in a busy loop)
+            # each request's completion time (the worker progressed in a busy loop); the round's last wait holds
+            # every request: capped send and receive, device sends, device receives
             t, done = time.perf_counter(), [None] * len(reqs)
             while None in done:
                 comm._worker.progress()
@@ -235,28 +237,18 @@ def _rank(engine, setup_s, reps, roots, kind: dict):
             return call
 
         sized_post, capped_posts = comm._sized_post, comm._capped_posts
-        post_steps: list = []  # per round: kernels done to the first post, each device post, the capped posts
-        copies: list = []
-        copy_first = kind.get("copy_first", False)
+        post_steps: list = []  # per round: its call to the first post, each post
 
-        def traced_close(ctr, own, g):  # a bottom-up level's round: the wait for its kernels, then the round
+        def traced_close(own, g):  # a bottom-up level's round (its kernels done)
             ta = time.perf_counter()
-            cp.cuda.get_current_stream().synchronize()
-            tb = time.perf_counter()
-            if copy_first:  # the counters' copy to the host and a wait for it, timed alone (the round copies again)
-                rt = cp.cuda.runtime
-                rt.memcpyAsync(engine.one_round.bu_host.ctypes.data, ctr.data.ptr, 24, rt.memcpyDeviceToHost,
-                               cp.cuda.get_current_stream().ptr)
-                cp.cuda.get_current_stream().synchronize()
-                copies.append(time.perf_counter() - tb)
-                tb = time.perf_counter()
             comm._wait, comm._sized_post, comm._capped_posts = timed_wait, timed(sized_post), timed(capped_posts)
             try:
-                rows = close(ctr, own, g)
+                rows = close(own, g)
             finally:
                 comm._wait, comm._sized_post, comm._capped_posts = wait, sized_post, capped_posts
-            bu_trace.append((ta, tb, time.perf_counter(), *timeline.pop()))
-            post_steps.append([round((posts[0][0] - tb) * 1e6, 1)] + [round((b - a) * 1e6, 1) for a, b in posts])
+            bu_trace.append((ta, time.perf_counter(), *timeline[-1]))
+            timeline.clear()
+            post_steps.append([round((posts[0][0] - ta) * 1e6, 1)] + [round((b - a) * 1e6, 1) for a, b in posts])
             posts.clear()
             return rows
 
@@ -281,23 +273,23 @@ def _rank(engine, setup_s, reps, roots, kind: dict):
         out["trace"] = [list(t) for t in trace]
         engine.one_round.trace = None
     if bu_trace:
-        bt = np.array(bu_trace)
-        d = np.diff(bt[:, :3], axis=1) * 1e6
-        out["bottom_up_round_steps_us"] = dict(zip(("wait", "round"), np.round(np.median(d, axis=0), 1).tolist()))
-        # from the kernels done: the round's posts done, its device receive, device send, capped send and capped
-        # receive complete (one peer)
-        names = ("posted", "device_recv", "device_send", "capped_send", "capped_recv")
-        if bt.shape[1] == 3 + len(names):
-            out["bottom_up_round_requests_us"] = dict(zip(names, np.round(np.median(
-                (bt[:, 3:] - bt[:, 1:2]) * 1e6, axis=0), 1).tolist()))
-        # how long the round's steps took: from its kernels done to its first post (the counters' copy, the wait
-        # for the stream), the device receive's post, the device send's, the capped round's posts
-        if post_steps and all(len(x) == len(post_steps[0]) for x in post_steps):
-            out["bottom_up_round_post_steps_us"] = np.median(np.array(post_steps), axis=0).round(1).tolist()
+        # by shape: a round whose bitmap went device to device both ways (device send, capped send and receive,
+        # device receive: 4 requests, 3 posts) and one whose parts all came listed (2 requests, 1 post)
+        for name, n in (("bitmaps", 4), ("listed", 2)):
+            bt = np.array([t for t in bu_trace if len(t) == 3 + n], np.float64).reshape(-1, 3 + n)
+            if not len(bt):
+                continue
+            out[f"bottom_up_round_{name}"] = {"rounds": len(bt), "round_us": round(float(np.median(
+                bt[:, 1] - bt[:, 0])) * 1e6, 1)}
+            # from the round's call: its last wait started, then each request complete (one peer)
+            names = ("wait", "capped_send", "capped_recv") + (("device_send", "device_recv") if n == 4 else ())
+            out[f"bottom_up_round_{name}"]["requests_us"] = dict(zip(names, np.round(np.median(
+                (bt[:, 2:] - bt[:, :1]) * 1e6, axis=0), 1).tolist()))
+            steps = [x for x, t in zip(post_steps, bu_trace) if len(t) == 3 + n]
+            if steps and all(len(x) == len(steps[0]) for x in steps):  # to the first post, then each post
+                out[f"bottom_up_round_{name}"]["post_steps_us"] = np.median(np.array(steps), axis=0).round(1).tolist()
         out["bottom_up_round_post_steps_each"] = post_steps[:12]
-        if copies:
-            out["bottom_up_counters_copy_and_wait_us"] = round(float(np.median(copies)) * 1e6, 1)
-        # (as its round is called, its kernels done, round done, then the posts done and each request complete)
+        # (as its round is called, round done, its last wait started, then each request complete)
         out["bu_trace"] = [list(t) for t in bu_trace]
         engine.one_round.close_bottom_up = close
     comm.barrier()
@@ -339,18 +331,17 @@ def _rank(engine, setup_s, reps, roots, kind: dict):
 
 
 #: the sessions: each times its searches; ``only_searches`` False: the rounds back to back first; ``profiler``:
-#: the workers' Dask profiler running; ``early``: a bottom-up level's receives posted before its kernels end (the
-#: default); ``pin``: each rank's thread on one CPU (the ``pin``-th from the end of its worker's, a CPU per rank);
-#: ``copy_first``: each bottom-up round's counters copied and waited for alone first (traced searches)
+#: the workers' Dask profiler running; ``pin``: each rank's thread on one CPU (the ``pin``-th from the end of its
+#: worker's, a CPU per rank); ``list_cap``: :attr:`OneRoundLevels.list_cap` (0: every bottom-up level sends its
+#: bitmap, none its list); ``spin``: how long the communicator's waits busy-poll (s) before sleeping
 _KINDS = {"one_round": {"only_searches": False},
           "one_round_dask_profiler_on": {"profiler": True},
           "two_rounds": {"one_round_levels": False},
           "one_round_again": {},
-          "one_round_late_receives": {"early": False},
-          "one_round_early_receives": {},
+          "one_round_bitmaps_only": {"list_cap": 0},
+          "one_round_spin_2ms": {"spin": 2e-3},
           "one_round_pinned": {"pin": 0},
-          "one_round_pinned_apart": {"pin": 2},
-          "one_round_copy_first": {"copy_first": True}}
+          "one_round_pinned_apart": {"pin": 2}}
 
 
 def main() -> None:
@@ -386,11 +377,9 @@ def main() -> None:
             if isinstance(v, float) and k != "searches_s":
                 print(f"{k:44s} " + "  ".join(f"{r[k]:8.1f}" for r in ranks))
         print("top-down level steps:", [r.get("top_down_level_steps_us") for r in ranks])
-        print("bottom-up round steps:", [r.get("bottom_up_round_steps_us") for r in ranks])
-        print("bottom-up round requests:", [r.get("bottom_up_round_requests_us") for r in ranks])
-        print("bottom-up round posts:", [r.get("bottom_up_round_post_steps_us") for r in ranks])
-        print("  each:", [r.get("bottom_up_round_post_steps_each") for r in ranks])
-        print("  counters' copy and wait:", [r.get("bottom_up_counters_copy_and_wait_us") for r in ranks])
+        print("bottom-up rounds, bitmaps:", [r.get("bottom_up_round_bitmaps") for r in ranks])
+        print("bottom-up rounds, listed:", [r.get("bottom_up_round_listed") for r in ranks])
+        print("  posts each:", [r.get("bottom_up_round_post_steps_each") for r in ranks])
         print("  pairs inline:", [r.get("top_down_level_steps_inline_us") for r in ranks])
         print("levels (rank 0, first root):", ranks[0]["levels"][0])
         print("levels (rank 1, first root):", ranks[1]["levels"][0])
