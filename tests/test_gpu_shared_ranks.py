@@ -152,6 +152,28 @@ def test_one_round_levels_decide_as_the_exact_levels(graphs, spec, inline, blind
         assert one[0][1][i][2] == one[1][1][i][2] == exact[0][1][i][2], (spec, inline, roots[i])
 
 
+def test_one_round_bottom_up_bitmaps_past_the_staging_size(client):
+    """A one-round bottom-up level's bitmap goes device to device where it is larger than the communicator stages
+    through the host (16 KB: at scale 20 on two ranks a rank's bitmap is 64 KB), its receive posted once the words
+    say it follows; the levels equal the two-round levels' and every tree validates."""
+    from breadth.bfs import SearchConfig
+
+    g2 = prepare(kronecker(20, seed=7, device="gpu"), client, nparts=2, device="gpu")
+    roots = choose_roots(g2, 4, 3)
+    exact = run_session(g2, _records_body, roots, 0, None, protocol="ucx", timeout=60.0,
+                        config=SearchConfig(one_round_levels=False))
+    one = run_session(g2, _records_body, roots, 0, None, protocol="ucx", timeout=60.0)
+    for i in range(len(roots)):
+        for parts in (exact, one):
+            for _, rows in parts:
+                assert all(v == 0 for v in rows[i][1].values()), rows[i][1]
+        np.testing.assert_array_equal(np.concatenate([rows[i][0] for _, rows in one]),
+                                      np.concatenate([rows[i][0] for _, rows in exact]))
+        assert one[0][1][i][2] == one[1][1][i][2] == exact[0][1][i][2], roots[i]
+        assert "bu" in {d for _, d, _, _ in one[0][1][i][2]}
+    assert all(tally["bu_bitmaps"] > 0 for tally, _ in one), one[0][0]
+
+
 def _comm_body(engine, setup_s):
     comm = engine.comm
     r, p = comm.rank, comm.size
