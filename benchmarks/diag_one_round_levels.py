@@ -143,6 +143,11 @@ def _rank(engine, setup_s, reps, roots, kind: dict):
         comm._spin = 2e-3
         timeit("capped_round_5_words_polled_2ms", lambda: comm.capped_round({peer: head}))
         comm._spin = spin
+        if engine.one_round is not None:  # page-locked words as large as the levels' (a list's worth, or less)
+            big = np.frombuffer(cp.cuda.alloc_pinned_memory(8 * engine.one_round.words), np.int64)
+            for kb in (32, 128):
+                n = min(kb << 7, big.size)
+                timeit(f"capped_round_{8 * n >> 10}KB_pinned", lambda: comm.capped_round({peer: big[:n]}))
         from breadth.bfs.transport import ucx
 
         ep, worker, api = comm._eps[peer], comm._worker, comm._api
