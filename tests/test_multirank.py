@@ -279,7 +279,6 @@ def _device_rounds(comm):
     for i in range(4):
         words = {q: np.arange(1 + (r + 2 * q + i) % 6, dtype=np.int64) + 100 * r + 10 * q + i for q in peers}
         if i >= 2:  # with a sized round's arrays, one small and one past the staging size, in the same round
-            # (the second time with its receives posted before the wait for the stream)
             with_sized = np.zeros((p, BIG + 2), np.int64)
             got = comm.capped_round(words, device=(
                 {q: [np.full(2, -r - i, np.int64), np.arange(BIG, dtype=np.int64) - 3 * r - q - i] for q in peers},
