@@ -222,9 +222,7 @@ class OneRoundLevels:
         b, cp = e.b, e.b.xp
         rt = cp.cuda.runtime
         st, blk, ctr = self.stream, self.blk, self.bu_ctr
-        # built outside the capture (they allocate), cached by the backend
-        b._skip_bits(bu_off), b._long_tasks(bu_off)
-        b._first_neighbours(bu_off, b._bottom_up_columns(bu_off, bu_col, False))
+        b.bottom_up_g_buffers(bu_off, bu_col)  # built outside the capture (they allocate), cached by the backend
         if self._bu_cap is None:  # (what the host then sends: fixed by the first capture)
             self._bu_cap = self.words - _BU_HEAD if self.list_cap is None else min(self.list_cap,
                                                                                    self.words - _BU_HEAD)

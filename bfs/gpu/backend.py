@@ -310,6 +310,13 @@ class GpuBackend:
 
     # -- steps of a captured level (bfs/gpu/level_graphs.py): what varies is read from the device block prm
     #    (prm[0] depth, prm[1] queue length), the grids are fixed, nothing is allocated ----------------
+    def bottom_up_g_buffers(self, offsets, cols) -> tuple:
+        """Build what :meth:`bottom_up_g` reads for ``(offsets, cols)`` but must not allocate while a CUDA graph
+        is captured (the zero-degree bits, the long-row tasks, the first-neighbour table; cached here); returns
+        them with the visited bits, for a caller to keep alive with its graph."""
+        return (self._skip_bits(offsets), self._long_tasks(offsets), self._visited,
+                self._first_neighbours(offsets, self._bottom_up_columns(offsets, cols, False)))
+
     def bottom_up_g(self, offsets, cols, fbits, parent, level, prm, next_bits, ctr, first_neighbours: bool = False
                     ) -> None:
         """:meth:`bottom_up_async` with the depth in ``prm[0]`` and the counters in ``ctr`` (zeroed by the

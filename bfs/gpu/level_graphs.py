@@ -273,8 +273,7 @@ class LevelGraphs:
         if key in self._graphs:
             return
         # built outside the capture (they allocate), kept alive with the graph
-        keep = (b._skip_bits(bu_off), b._long_tasks(bu_off), b._visited,
-                b._first_neighbours(bu_off, b._bottom_up_columns(bu_off, bu_col, False)))
+        keep = b.bottom_up_g_buffers(bu_off, bu_col)
         ctr = self.cp.zeros(3, self.cp.int64)  # found, their degree sum, deferred long-row tasks
         out = self._out("bu", 2)
         ts = out[0][self.size * 2:]

@@ -521,8 +521,7 @@ class UCXCommunicator(PeerCommunicator):
                 xs = _nonempty(x)
                 if xs:
                     into.append((p, *self._messages(xs)))
-        # a device array sent or received (receives that follow the words may be device arrays)
-        touches = any(t for *_, t in out) or any(t for *_, t in into) or (follow is not None and self._cp is not None)
+        touches = any(t for *_, t in out) or any(t for *_, t in into)  # a device array, sent or received
         reqs: list = []
 
         def post(side: list, send: bool) -> bool:
@@ -534,7 +533,8 @@ class UCXCommunicator(PeerCommunicator):
             return device
 
         try:
-            if touches or (capped is not None and self._cp is not None):  # (capped words a copy may still write)
+            # (capped words a copy may still write; receives that follow them may be device arrays)
+            if touches or (capped is not None and self._cp is not None):
                 stream = self._cp.cuda.get_current_stream()
                 for _, packed, msgs, _ in out:
                     if packed:
