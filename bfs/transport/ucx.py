@@ -1,9 +1,11 @@
 """UCX transport between BFS ranks, over ucxx's core API (``pip install "breadth[ucx]"``).
 
-Each communicator owns a UCX context, a worker and a listener; ranks exchange their listener addresses once
-through Dask (one ``distributed.Variable`` per rank) and every rank dials every peer, so that each rank
-sends on endpoints of its own.  UCX picks shared memory, TCP, InfiniBand or NVLink by itself, and moves
-CuPy arrays device to device when it is built with CUDA.
+Each communicator owns a UCX context, a worker and two listeners; ranks exchange their listener addresses once
+through Dask (one ``distributed.Variable`` per rank) and every rank dials every peer twice, so that each rank
+sends on endpoints of its own: the rounds go on endpoints without UCX's peer error handling, the hellos and
+goodbyes on endpoints with it.  UCX's shared-memory transports cannot report a failed peer, so an endpoint that
+asks for that gets TCP even between two processes of one host; on the rounds' endpoints UCX picks shared memory,
+TCP, InfiniBand or NVLink by itself, and moves CuPy arrays device to device when it is built with CUDA.
 
 No event loop: the rank's own thread posts sends and receives (``tag_send``/``tag_recv``, which return at
 once) and progresses the worker until its requests complete -- a busy poll (``_HOST_SPIN_S`` on CPU ranks,
@@ -39,8 +41,9 @@ and returns once its receives have landed; UCX rounds cannot be captured in CUDA
 (``capturable_rounds`` is False).  The device methods take NumPy arrays too, which is how the CPU tests
 drive them.
 
-Failure model: a peer whose process dies or whose endpoint fails cancels the requests on its endpoint
-(``CommError`` at once); a peer that closed its communicator says so in a goodbye message carrying the
+Failure model: a peer whose process dies fails its control endpoint, which cancels the goodbye receive posted
+there (``CommError`` within ``_CHECK_EVERY_S`` of a wait); a request that fails on a rounds' endpoint raises at
+once; a peer that closed its communicator says so in a goodbye message carrying the
 last rounds it completed, so a rank waiting for a round that peer never joined fails at once; a silent peer
 is given up after ``timeout`` seconds, and inside a Dask task a cancelled session stops the wait.
 ``ucxx`` is imported only when a communicator is built: ``import breadth.bfs.transport.ucx`` works without
@@ -113,6 +116,7 @@ _EVENT_MS = 2  # longest sleep in the worker's epoll wait between checks of time
 _CHECK_EVERY_S = 0.005  # how often a long wait looks at goodbyes, the timeout and the task's cancellation
 _CANCEL_EVERY_S = 0.2  # how often it asks the Dask worker whether the session was cancelled
 _BYE_S = 2.0  # how long close() waits for the peers' goodbyes (each peer's last round's data is then safe)
+_CLOSE_S = 0.1  # how long it then progresses the rounds' endpoints' closing, which a peer that answers completes
 
 
 # UCX settings for host-only ranks (a user's own UCX_* variables win).  Between two CPU processes on one host,
@@ -126,7 +130,9 @@ _HOST_UCX = {"RNDV_SCHEME": "put_zcopy", "RNDV_THRESH": "32k"}
 
 def _context_config(device: bool) -> dict[str, str]:
     """UCX settings for this rank's context: :data:`_HOST_UCX` on CPU ranks, minus what the user set."""
-    if device:  # GPU ranks keep UCX's choice for device buffers (CUDA IPC), measured in bench_multigpu
+    if device:  # GPU ranks keep UCX's choice (measured in bench_multigpu; the put protocol moved their host
+        # messages faster only while those went over TCP: benchmarks/diag_ucx_host.py --gpu,
+        # results/ucx_gpu_host_settings_h200*.json.gz)
         return {}
     return {k: v for k, v in _HOST_UCX.items() if f"UCX_{k}" not in os.environ}
 
@@ -211,13 +217,13 @@ class UCXCommunicator(PeerCommunicator):
     #: host words into receives posted a round ahead (:meth:`capped_round`)
     capped_rounds = True
 
-    def __init__(self, rank: int, size: int, api, array, ctx, worker, listener, eps: dict, accepted: list,
-                 digest: int, timeout: float, device: bool, ranks_here: int = 1):
+    def __init__(self, rank: int, size: int, api, array, ctx, worker, listeners: tuple, eps: dict, ctl: dict,
+                 accepted: tuple[list, list], digest: int, timeout: float, device: bool, ranks_here: int = 1):
         self.rank, self.size, self.timeout = rank, size, float(timeout)
         self._spin = _spin_for(ranks_here, device)
         self._api, self._array = api, array
-        self._ctx, self._worker, self._listener = ctx, worker, listener
-        self._eps, self._accepted = eps, accepted
+        self._ctx, self._worker, self._listeners = ctx, worker, listeners
+        self._eps, self._ctl, self._accepted = eps, ctl, accepted
         self._peers = sorted(eps)
         self._digest = digest
         self._cp = None  # CuPy on GPU ranks: the module of device buffers
@@ -272,36 +278,56 @@ class UCXCommunicator(PeerCommunicator):
         ctx = api.UCXContext(config_dict=_context_config(device), feature_flags=(api.Feature.TAG, api.Feature.WAKEUP))
         worker = api.UCXWorker(ctx)
         worker.init_blocking_progress_mode()
-        accepted: list = []  # the endpoints of the peers' connections to us: they send on them, we on our own
-        # (ucxx creates each endpoint itself: a callback that used the listener would keep it in a reference
-        # cycle, and its sockets open until a garbage collection)
-        listener = api.UCXListener.create(worker, 0, accepted.append, deliver_endpoint=True)
+        # two connections a peer: one for the rounds and one for the hellos and goodbyes.  UCX's shared-memory
+        # transports cannot report a peer's failure, so an endpoint asked to (ucxx's default) leaves them out
+        # and moves a host message over TCP even between two processes of one host: on the rounds' endpoints
+        # none is asked, and a peer's failure is seen on its control endpoint, whose goodbye receive it
+        # cancels.  A round both ways (benchmarks/diag_ucx_host.py, ERROR_HANDLING=n against default): two CPU
+        # processes here 40 B 18 -> 8 us, 32 KB 57 -> 14, 200 KB 171 -> 32; two GPU processes of one H200, page-
+        # locked host words 40 B 15-17 -> 10-14, 128 KB 81-83 -> 17-18, device 64 MB 512-575 -> 440-459
+        # (results/ucx_gpu_host_settings_h200_error_handling.json.gz).
+        # ``accepted``: the endpoints of the peers' connections to us, for the rounds and for control (they send
+        # on them, we on our own).  ucxx creates each control endpoint itself; the rounds' listener's callback
+        # creates its endpoints, without error handling, through ``holder``, emptied as the communicator is
+        # released: a callback that kept the listener would keep it in a reference cycle, and its sockets open
+        # until a garbage collection
+        accepted: tuple[list, list] = ([], [])
+        holder: list = []
+
+        def accept(conn_request) -> None:
+            accepted[0].append(holder[0].create_endpoint_from_conn_request(conn_request, False))
+
+        holder.append(api.UCXListener.create(worker, 0, accept))
+        listeners = (holder, api.UCXListener.create(worker, 0, accepted[1].append, deliver_endpoint=True))
         eps: dict[int, Any] = {}
+        ctl: dict[int, Any] = {}
         ranks_here = 1  # ranks on this host, this one included
         client = get_client()
         mine = Variable(f"{session}-ucx-{rank}", client=client)
         comm = None
         try:
-            mine.set([worker_host(), int(listener.port)], timeout=left())
+            mine.set([worker_host(), int(holder[0].port), int(listeners[1].port)], timeout=left())
             for j in range(size):
                 if j == rank:
                     continue
                 try:
-                    host, port = Variable(f"{session}-ucx-{j}", client=client).get(timeout=left())
+                    host, port, ctl_port = Variable(f"{session}-ucx-{j}", client=client).get(timeout=left())
                 except Exception as e:
                     raise CommError(f"rank {rank}: rank {j} did not publish its address within {timeout} s",
                                     peer=j) from e
                 ranks_here += host == worker_host()
                 try:
-                    eps[j] = api.UCXEndpoint.create(worker, host, int(port), True)
+                    eps[j] = api.UCXEndpoint.create(worker, host, int(port), False)
+                    ctl[j] = api.UCXEndpoint.create(worker, host, int(ctl_port), True)
                 except Exception as e:
                     raise CommError(f"rank {rank}: cannot reach rank {j} at {host}:{port}: {e!r}", peer=j) from e
-            comm = cls(rank, size, api, array, ctx, worker, listener, eps, accepted, digest, timeout, device,
+            comm = cls(rank, size, api, array, ctx, worker, listeners, eps, ctl, accepted, digest, timeout, device,
                        ranks_here)
             comm._hello(session, left())
         except BaseException:
             if comm is not None:
                 comm.close()
+            holder.clear()
             raise
         finally:
             try:
@@ -325,12 +351,14 @@ class UCXCommunicator(PeerCommunicator):
 
     # -- messages and waiting ----------------------------------------------------------------------
     def _send(self, p: int, buf, kind: int, seq: int, index: int = 0):
-        return self._eps[p].tag_send(self._array(self._bytes(buf)),
-                                     self._api.UCXXTag(_tag(kind, seq, self.rank, index)))
+        """Post message ``buf`` to peer ``p``: a control message (hello, goodbye) on the endpoint that sees the
+        peer fail, the rounds' on the other."""
+        ep = (self._ctl if kind == _CONTROL else self._eps)[p]
+        return ep.tag_send(self._array(self._bytes(buf)), self._api.UCXXTag(_tag(kind, seq, self.rank, index)))
 
     def _recv(self, p: int, buf, kind: int, seq: int, index: int = 0):
-        return self._eps[p].tag_recv(self._array(self._bytes(buf)),
-                                     self._api.UCXXTag(_tag(kind, seq, p, index)))
+        ep = (self._ctl if kind == _CONTROL else self._eps)[p]
+        return ep.tag_recv(self._array(self._bytes(buf)), self._api.UCXXTag(_tag(kind, seq, p, index)))
 
     def _bytes(self, buf):
         """``buf``'s bytes in the form ucxx's ``Array`` takes them (a flat view, or a device array's interface)."""
@@ -391,9 +419,15 @@ class UCXCommunicator(PeerCommunicator):
             if round_of is not None:
                 field, seq = round_of
                 for p in waiting:
-                    if self._bye_reqs[p].completed and self._bye_bufs[p][field] < seq:
-                        self._fail(CommError(f"rank {self.rank}: rank {p} closed its communicator before {what}",
-                                             peer=p))
+                    bye = self._bye_reqs[p]
+                    if bye.completed:
+                        try:
+                            bye.check_error()
+                        except Exception as e:  # its control endpoint failed: the peer is gone
+                            self._fail(CommError(f"rank {self.rank}: rank {p} failed during {what}: {e!r}", peer=p))
+                        if self._bye_bufs[p][field] < seq:
+                            self._fail(CommError(f"rank {self.rank}: rank {p} closed its communicator before "
+                                                 f"{what}", peer=p))
             if now - t0 > limit:
                 self._fail(CommError(f"rank {self.rank}: no answer from rank(s) {waiting} within {limit:g} s "
                                      f"({what})", peer=waiting[0]))
@@ -808,11 +842,28 @@ class UCXCommunicator(PeerCommunicator):
             self._worker.cancel_inflight_requests()
         except Exception:
             pass
-        for ep in list(self._eps.values()) + self._accepted:
+        # the rounds' endpoints (no error handling) close without waiting: their blocking close waits until the
+        # peer answers, and a silent peer never does (a stalled rank's kept its failed peers 60 s); the control
+        # endpoints' forced close returns at once
+        closing = []
+        for ep in list(self._eps.values()) + self._accepted[0]:
+            try:
+                closing.append(ep.close())
+            except Exception:
+                pass
+        for ep in list(self._ctl.values()) + self._accepted[1]:
             try:
                 ep.close_blocking(period=10 ** 8, max_attempts=1)
             except Exception:
                 pass
-        self._eps, self._accepted, self._slot_reqs, self._bye_reqs, self._capped_reqs = {}, [], {}, {}, {}
+        deadline = time.perf_counter() + _CLOSE_S
+        try:
+            while time.perf_counter() < deadline and not all(r is None or r.completed for r in closing):
+                self._worker.progress_worker_event(_EVENT_MS)
+        except Exception:
+            pass
+        self._eps, self._ctl, self._accepted = {}, {}, ([], [])
+        self._slot_reqs, self._bye_reqs, self._capped_reqs = {}, {}, {}
         self._wraps, self._orphans = {}, []
-        self._listener = self._worker = self._ctx = None
+        self._listeners[0].clear()  # (the rounds' listener, held by its callback's holder)
+        self._listeners = self._worker = self._ctx = None
