@@ -7,7 +7,8 @@ UCX session; then, both ranks in step, median microseconds per call over ``--rep
 and a barrier): an 8-byte host exchange in raw ucxx on contexts of its own between the two ranks -- with the TAG
 feature alone (as ``bench_multigpu.py --raw-ucxx``), and with TAG and WAKEUP and the worker in blocking progress
 mode (as the communicator's context) -- the communicator's capped round of a level's header (5 words) from pageable
-and from page-locked memory, with its usual busy poll and polling 2 ms, the same header posted on the
+and from page-locked memory, right after a small kernel (waited for by the stream's synchronize, by polling an
+event, not at all) or 20 us of the host's own work, with its usual busy poll and polling 2 ms, the same header posted on the
 communicator's endpoints with its arrays wrapped once, and a bottom-up level's round (counters and a 256 KB bitmap:
 the counters on the device, in page-locked host memory as a sized round's message, or as a capped round's words
 riding with the bitmap, as the levels sent them in session 32; the last also right after a small kernel and after
@@ -139,6 +140,30 @@ def _rank(engine, setup_s, reps, roots, kind: dict):
         timeit("capped_round_5_words", lambda: comm.capped_round({peer: head}))
         locked = np.frombuffer(cp.cuda.alloc_pinned_memory(40), np.int64, 5)  # as the levels send them
         timeit("capped_round_5_words_pinned_send", lambda: comm.capped_round({peer: locked}))
+        # the same words right after a small kernel: waited for with the stream's synchronize (as the levels do),
+        # by polling an event, not at all; and after 20 us of the host's own busy time instead of a kernel
+        one, st0 = cp.zeros(1, cp.int64), cp.cuda.get_current_stream()
+        ev = cp.cuda.Event(block=False, disable_timing=True)
+
+        def polled():
+            cp.add(one, 1, out=one)
+            ev.record(st0)
+            while not ev.done:
+                pass
+            comm.capped_round({peer: locked})
+
+        def busy():
+            t = time.perf_counter() + 2e-5
+            while time.perf_counter() < t:
+                pass
+            comm.capped_round({peer: locked})
+
+        timeit("small_kernel_synchronized_then_capped_round_5_words",
+               lambda: (cp.add(one, 1, out=one), st0.synchronize(), comm.capped_round({peer: locked})))
+        timeit("small_kernel_event_polled_then_capped_round_5_words", polled)
+        timeit("small_kernel_not_waited_then_capped_round_5_words",
+               lambda: (cp.add(one, 1, out=one), comm.capped_round({peer: locked})))
+        timeit("host_busy_20us_then_capped_round_5_words", busy)
         spin = comm._spin
         comm._spin = 2e-3
         timeit("capped_round_5_words_polled_2ms", lambda: comm.capped_round({peer: head}))

@@ -154,8 +154,8 @@ class OneRoundLevels:
                       "bu_lists": 0}
         #: a list to collect each top-down level's host clock (``time.perf_counter``) at its start, as its graph
         #: is launched, after the launch, after the wait, as its round starts, after the round and at its end,
-        #: whether it took a sized round for pairs past the inline rows and whether it was its run's first
-        #: (diagnostics; None: not collected)
+        #: whether it took a sized round for pairs past the inline rows, whether it was its run's first and the
+        #: words it sent (diagnostics; None: not collected)
         self.trace: list | None = None
         #: the communicator's two page-locked receive buffers per peer, which its capped rounds return in turn:
         #: a level's claims read the rows of the last round in place (a graph per buffer)
@@ -426,7 +426,7 @@ class OneRoundLevels:
             total = sum(counts)
             t2 = time.perf_counter()
             if self.trace is not None:
-                self.trace.append((t0, te, tl, t1, tp, tr, t2, int(over), int(rec is None)))
+                self.trace.append((t0, te, tl, t1, tp, tr, t2, int(over), int(rec is None), sum(int(m.size) for m in msgs.values())))
             if rec is not None:
                 rec.found = total
             if total == 0 or limit < 0:  # no frontier anywhere, or past the depth limit: the search is over, and
