@@ -17,7 +17,7 @@ as ``UCXCommunicator.connect`` does, the host buffers are page-locked (as the ca
 host messages is seen beside what it does to the device ones:
 
     python benchmarks/diag_ucx_host.py --gpu --sizes 40 32768 131072 --device-sizes 8 262144 67108864 \
-        --configs default RNDV_THRESH=256k --json $OUT/ucx_gpu_host_settings.json
+        --configs default ERROR_HANDLING=n --json $OUT/ucx_gpu_host_settings.json
 """
 
 from __future__ import annotations
@@ -135,8 +135,8 @@ def run_pair(kind: str, config: dict, sizes: list[int], reps: int, gpu: bool = F
     ctx = mp.get_context("spawn")
     ports, results = [ctx.Queue(), ctx.Queue()], ctx.Queue()
     target = _tcp_side if kind == "tcp" else _ucx_side
-    procs = [ctx.Process(target=target, args=(r, ports, results, config, sizes, reps, gpu,
-                                                              device_sizes)) for r in range(2)]
+    procs = [ctx.Process(target=target, args=(r, ports, results, config, sizes, reps, gpu, device_sizes))
+             for r in range(2)]
     for p in procs:
         p.start()
     got = dict([results.get(timeout=300), results.get(timeout=300)])
