@@ -8,13 +8,13 @@ and a barrier): an 8-byte host exchange in raw ucxx on contexts of its own betwe
 feature alone (as ``bench_multigpu.py --raw-ucxx``), and with TAG and WAKEUP and the worker in blocking progress
 mode (as the communicator's context) -- the communicator's capped round of a level's header (5 words) from pageable
 and from page-locked memory, right after a small kernel (waited for by the stream's synchronize, by polling an
-event, not at all) or 20 us of the host's own work, with its usual busy poll and polling 2 ms, the same header posted on the
-communicator's endpoints with its arrays wrapped once, and a bottom-up level's round (counters and a 256 KB bitmap:
-the counters on the device, in page-locked host memory as a sized round's message, or as a capped round's words
-riding with the bitmap, as the levels sent them in session 32; the last also right after a small kernel and after
-one of about a bottom-up level's time, each beside the kernel and its wait alone), the bitmap alone, bitmap and
-counters as one device message (alone, and with the copies a level would then need), and the bitmap followed by a
-capped round of the counters.
+event, not at all) or 20 us of the host's own work, with its usual busy poll and polling 2 ms, the same header
+posted on the communicator's endpoints with its arrays wrapped once, and a bottom-up level's round (counters and a
+256 KB bitmap: the counters on the device, in page-locked host memory as a sized round's message, or as a capped
+round's words riding with the bitmap, as the levels sent them in session 32; the last also right after a small
+kernel and after one of about a bottom-up level's time, each beside the kernel and its wait alone), the bitmap
+alone, bitmap and counters as one device message (alone, and with the copies a level would then need), and the
+bitmap followed by a capped round of the counters.
 
 Then ``--roots`` searches: their small levels' medians (local, exchange, round) by direction and, for one-round
 top-down levels, where the host's time went (to the graph's launch, the launch, the wait for the stream, the

@@ -2,10 +2,11 @@
 
 Each communicator owns a UCX context, a worker and two listeners; ranks exchange their listener addresses once
 through Dask (one ``distributed.Variable`` per rank) and every rank dials every peer twice, so that each rank
-sends on endpoints of its own: the rounds go on endpoints without UCX's peer error handling, the hellos and
-goodbyes on endpoints with it.  UCX's shared-memory transports cannot report a failed peer, so an endpoint that
-asks for that gets TCP even between two processes of one host; on the rounds' endpoints UCX picks shared memory,
-TCP, InfiniBand or NVLink by itself, and moves CuPy arrays device to device when it is built with CUDA.
+sends on endpoints of its own: the rounds with a peer of the same host go on endpoints without UCX's peer error
+handling, the hellos and goodbyes (and the rounds with peers elsewhere) on endpoints with it.  UCX's shared-memory
+transports cannot report a failed peer, so an endpoint that asks for that gets TCP even between two processes of
+one host.  UCX picks shared memory, TCP, InfiniBand or NVLink by itself, and moves CuPy arrays device to device
+when it is built with CUDA.
 
 No event loop: the rank's own thread posts sends and receives (``tag_send``/``tag_recv``, which return at
 once) and progresses the worker until its requests complete -- a busy poll (``_HOST_SPIN_S`` on CPU ranks,
@@ -218,12 +219,13 @@ class UCXCommunicator(PeerCommunicator):
     capped_rounds = True
 
     def __init__(self, rank: int, size: int, api, array, ctx, worker, listeners: tuple, eps: dict, ctl: dict,
-                 accepted: tuple[list, list], digest: int, timeout: float, device: bool, ranks_here: int = 1):
+                 accepted: tuple[list, list], local: set, digest: int, timeout: float, device: bool):
         self.rank, self.size, self.timeout = rank, size, float(timeout)
-        self._spin = _spin_for(ranks_here, device)
+        self._spin = _spin_for(1 + len(local), device)
         self._api, self._array = api, array
         self._ctx, self._worker, self._listeners = ctx, worker, listeners
         self._eps, self._ctl, self._accepted = eps, ctl, accepted
+        self._local = local  # the peers on this host: their rounds' endpoints have no error handling
         self._peers = sorted(eps)
         self._digest = digest
         self._cp = None  # CuPy on GPU ranks: the module of device buffers
@@ -280,17 +282,17 @@ class UCXCommunicator(PeerCommunicator):
         worker.init_blocking_progress_mode()
         # two connections a peer: one for the rounds and one for the hellos and goodbyes.  UCX's shared-memory
         # transports cannot report a peer's failure, so an endpoint asked to (ucxx's default) leaves them out
-        # and moves a host message over TCP even between two processes of one host: on the rounds' endpoints
-        # none is asked, and a peer's failure is seen on its control endpoint, whose goodbye receive it
-        # cancels.  A round both ways (benchmarks/diag_ucx_host.py, ERROR_HANDLING=n against default): two CPU
-        # processes here 40 B 18 -> 8 us, 32 KB 57 -> 14, 200 KB 171 -> 32; two GPU processes of one H200, page-
-        # locked host words 40 B 15-17 -> 10-14, 128 KB 81-83 -> 17-18, device 64 MB 512-575 -> 440-459
-        # (results/ucx_gpu_host_settings_h200_error_handling.json.gz).
-        # ``accepted``: the endpoints of the peers' connections to us, for the rounds and for control (they send
-        # on them, we on our own).  ucxx creates each control endpoint itself; the rounds' listener's callback
-        # creates its endpoints, without error handling, through ``holder``, emptied as the communicator is
-        # released: a callback that kept the listener would keep it in a reference cycle, and its sockets open
-        # until a garbage collection
+        # and moves a host message over TCP even between two processes of one host: on the rounds' endpoints to
+        # a peer of this host none is asked, and a peer's failure is seen on its control endpoint, whose goodbye
+        # receive it cancels.  A round both ways (benchmarks/diag_ucx_host.py, ERROR_HANDLING=n against
+        # default): two CPU processes here 40 B 18 -> 8 us, 32 KB 57 -> 14, 200 KB 171 -> 32; two GPU processes
+        # of one H200, page-locked host words 40 B 15-17 -> 10-14, 128 KB 81-83 -> 17-18, device 64 MB 512-575
+        # -> 440-459 (results/ucx_gpu_host_settings_h200_error_handling.json.gz).
+        # ``accepted``: the endpoints of the peers' connections to us, for the rounds of peers on this host and
+        # for the others' and control (they send on them, we on our own).  ucxx creates each endpoint of the
+        # second listener itself; the first's callback creates its endpoints, without error handling, through
+        # ``holder``, emptied as the communicator is released: a callback that kept the listener would keep it in
+        # a reference cycle, and its sockets open until a garbage collection
         accepted: tuple[list, list] = ([], [])
         holder: list = []
 
@@ -301,7 +303,7 @@ class UCXCommunicator(PeerCommunicator):
         listeners = (holder, api.UCXListener.create(worker, 0, accepted[1].append, deliver_endpoint=True))
         eps: dict[int, Any] = {}
         ctl: dict[int, Any] = {}
-        ranks_here = 1  # ranks on this host, this one included
+        local: set[int] = set()  # the peers on this host
         client = get_client()
         mine = Variable(f"{session}-ucx-{rank}", client=client)
         comm = None
@@ -315,14 +317,17 @@ class UCXCommunicator(PeerCommunicator):
                 except Exception as e:
                     raise CommError(f"rank {rank}: rank {j} did not publish its address within {timeout} s",
                                     peer=j) from e
-                ranks_here += host == worker_host()
-                try:
-                    eps[j] = api.UCXEndpoint.create(worker, host, int(port), False)
+                here = host == worker_host()
+                if here:
+                    local.add(j)
+                try:  # (a peer on another host: no shared memory to gain, and a transport error there, on an
+                    # endpoint without error handling, may end this process -- its rounds keep error handling)
+                    eps[j] = api.UCXEndpoint.create(worker, host, int(port if here else ctl_port), not here)
                     ctl[j] = api.UCXEndpoint.create(worker, host, int(ctl_port), True)
                 except Exception as e:
                     raise CommError(f"rank {rank}: cannot reach rank {j} at {host}:{port}: {e!r}", peer=j) from e
-            comm = cls(rank, size, api, array, ctx, worker, listeners, eps, ctl, accepted, digest, timeout, device,
-                       ranks_here)
+            comm = cls(rank, size, api, array, ctx, worker, listeners, eps, ctl, accepted, local, digest, timeout,
+                       device)
             comm._hello(session, left())
         except BaseException:
             if comm is not None:
@@ -842,16 +847,18 @@ class UCXCommunicator(PeerCommunicator):
             self._worker.cancel_inflight_requests()
         except Exception:
             pass
-        # the rounds' endpoints (no error handling) close without waiting: their blocking close waits until the
-        # peer answers, and a silent peer never does (a stalled rank's kept its failed peers 60 s); the control
-        # endpoints' forced close returns at once
+        # the endpoints without error handling close without waiting: their blocking close waits until the peer
+        # answers, and a silent peer never does (a stalled rank's kept its failed peers 60 s); the others' forced
+        # close returns at once
+        unhandled = [ep for p, ep in self._eps.items() if p in self._local] + self._accepted[0]
+        handled = [ep for p, ep in self._eps.items() if p not in self._local] + list(self._ctl.values())
         closing = []
-        for ep in list(self._eps.values()) + self._accepted[0]:
+        for ep in unhandled:
             try:
                 closing.append(ep.close())
             except Exception:
                 pass
-        for ep in list(self._ctl.values()) + self._accepted[1]:
+        for ep in handled + self._accepted[1]:
             try:
                 ep.close_blocking(period=10 ** 8, max_attempts=1)
             except Exception:
