@@ -121,11 +121,12 @@ _CLOSE_S = 0.1  # how long it then progresses the rounds' endpoints' closing, wh
 
 
 # UCX settings for host-only ranks (a user's own UCX_* variables win).  Between two CPU processes on one host,
-# UCX's defaults moved 16 KB-800 KB messages by rendezvous over the shared-memory FIFO or CMA reads, slower
-# than a TCP socket; its put protocol (process_vm_writev) and eager messages up to 32 KB were faster at every
-# size (a round both ways, 3 alternating runs, benchmarks/diag_ucx_host.py -> results/ucx_cpu_settings.json):
-# 16 KB 44-58 -> 20 us, 64 KB 83-114 -> 58-61, 200 KB 168-284 -> 85, 800 KB 584-639 -> 159-179 (TCP sockets:
-# 24-51, 22-50, 46-127, 228-490 us).
+# on endpoints with error handling (UCX then moves host messages over TCP), UCX's defaults moved 16 KB-800 KB
+# messages slower than a TCP socket; its put protocol and eager messages up to 32 KB were faster at every size (a
+# round both ways, 3 alternating runs, benchmarks/diag_ucx_host.py -> results/ucx_cpu_settings.json): 16 KB 44-58
+# -> 20 us, 64 KB 83-114 -> 58-61, 200 KB 168-284 -> 85, 800 KB 584-639 -> 159-179 (TCP sockets: 24-51, 22-50,
+# 46-127, 228-490 us).  On the rounds' endpoints without error handling (shared memory) they make no difference:
+# 40 B 8, 32 KB 16, 200 KB 34 us against 8, 14, 32 (session 34).
 _HOST_UCX = {"RNDV_SCHEME": "put_zcopy", "RNDV_THRESH": "32k"}
 
 
