@@ -245,17 +245,13 @@ class OneRoundLevels:
         host words, else as the words themselves, device to device; the peers' likewise, whose words land in
         ``g`` (the listed ones when the next bottom-up level reads ``g``).  Returns every rank's counters,
         ``(size, 3)`` on the host."""
-        woff, rows, out, peers = self.woff, self.bu_rows, self.out, self.peers
+        woff, rows, peers = self.woff, self.bu_rows, self.peers
         c, dg, tasks = self.bu_stat[:3].tolist()
         listed = c <= self._bu_cap  # (as the GPU decided)
         self.tally["bu_lists" if listed else "bu_bitmaps"] += 1
-        msgs = {}
-        for p in peers:
-            w = out[p]
-            w[:_BU_HEAD] = (c, dg, tasks, 0 if listed else 1)
-            if listed and p != peers[0]:  # (the GPU wrote the list into the first peer's words)
-                w[_BU_HEAD:_BU_HEAD + c] = out[peers[0]][_BU_HEAD:_BU_HEAD + c]
-            msgs[p] = w[:_BU_HEAD + (c if listed else 0)]
+        w = self.out[peers[0]]  # (the GPU wrote the list there; every peer is sent the same words)
+        w[:_BU_HEAD] = (c, dg, tasks, 0 if listed else 1)
+        msgs = dict.fromkeys(peers, w[:_BU_HEAD + (c if listed else 0)])
         # the counters go as a capped round's host words, into receives posted a round ahead: a device array
         # that small is staged through the host by the round itself, which cost a 256 KB bitmap's round on an
         # H200 117 us against 71 us for the bitmap alone, and as a sized round's host message the round took
@@ -426,7 +422,8 @@ class OneRoundLevels:
             total = sum(counts)
             t2 = time.perf_counter()
             if self.trace is not None:
-                self.trace.append((t0, te, tl, t1, tp, tr, t2, int(over), int(rec is None), sum(int(m.size) for m in msgs.values())))
+                self.trace.append((t0, te, tl, t1, tp, tr, t2, int(over), int(rec is None),
+                                   sum(int(m.size) for m in msgs.values())))
             if rec is not None:
                 rec.found = total
             if total == 0 or limit < 0:  # no frontier anywhere, or past the depth limit: the search is over, and
