@@ -122,8 +122,10 @@ def test_one_round_levels_decide_as_the_exact_levels(graphs, spec, inline, blind
     rank 1 expanding nothing blind, rank 0 takes its blind expansions back and the level runs exactly.  Where
     no part is expanded blind and each fits the inline rows, the parts' lists ride in the round and a level
     turning bottom-up reads its frontier from them; a search whose last level claims and sends nothing ends
-    without a round more.  A bottom-up level sends the vertices it found where they fit the round's words (at
-    most ``lists``), else its bitmap: always (0), or some levels each way (300)."""
+    without a round more.  The ranks write their bottom-up levels' bitmaps, and the frontier where a search
+    turns bottom-up, into each other's (``lists`` None: CUDA IPC); else (``peer_memory=False``) a bottom-up
+    level sends the vertices it found where they fit the round's words (at most ``lists``), else its bitmap:
+    always (0), or some levels each way (300)."""
     from breadth.bfs import SearchConfig
 
     g1, g2 = graphs
@@ -132,14 +134,16 @@ def test_one_round_levels_decide_as_the_exact_levels(graphs, spec, inline, blind
     exact = run_session(g2, _records_body, roots, 0, None, protocol="ucx", timeout=60.0,
                         config=SearchConfig(one_round_levels=False, spec_pairs=spec))
     one = run_session(g2, _records_body, roots, inline, blind, lists, protocol="ucx", timeout=60.0,
-                      config=SearchConfig(spec_pairs=spec))
+                      config=SearchConfig(spec_pairs=spec, peer_memory=lists is None))
     assert [tally for tally, _ in exact] == [None, None]
     tally = {k: sum(t[k] for t, _ in one) for k in one[0][0]}
     assert tally["levels"] > 0
     assert tally["taken_back"] > 0 or blind is None, tally
     assert tally["sized"] > 0 or not inline, tally
     assert tally["bu_bitmaps"] > 0 or lists is None, tally
-    assert tally["bu_lists"] > 0 or lists == 0, tally
+    assert tally["bu_lists"] > 0 or lists in (0, None), tally
+    assert (tally["bu_written"] > 0) == (lists is None), tally
+    assert tally["bu_bitmaps"] + tally["bu_lists"] == 0 or lists is not None, tally
     # both parts too large to expand blind where the searches turn bottom-up: they came listed in the round
     assert tally["listed"] > 0 or spec or inline or blind is not None, tally
     # the last top-down levels claim and send nothing (each vertex's parent skipped): no round more to end
@@ -152,17 +156,20 @@ def test_one_round_levels_decide_as_the_exact_levels(graphs, spec, inline, blind
         assert one[0][1][i][2] == one[1][1][i][2] == exact[0][1][i][2], (spec, inline, roots[i])
 
 
-def test_one_round_bottom_up_bitmaps_past_the_staging_size(client):
+@pytest.mark.parametrize("peer_memory", [False, True])
+def test_one_round_bottom_up_bitmaps_past_the_staging_size(client, peer_memory):
     """A one-round bottom-up level's bitmap goes device to device where it is larger than the communicator stages
     through the host (16 KB: at scale 20 on two ranks a rank's bitmap is 64 KB), its receive posted once the words
-    say it follows; the levels equal the two-round levels' and every tree validates."""
+    say it follows, or (``peer_memory``) written into the peer's bitmap by the level itself; the levels equal the
+    two-round levels' and every tree validates."""
     from breadth.bfs import SearchConfig
 
     g2 = prepare(kronecker(20, seed=7, device="gpu"), client, nparts=2, device="gpu")
     roots = choose_roots(g2, 4, 3)
     exact = run_session(g2, _records_body, roots, 0, None, protocol="ucx", timeout=60.0,
                         config=SearchConfig(one_round_levels=False))
-    one = run_session(g2, _records_body, roots, 0, None, protocol="ucx", timeout=60.0)
+    one = run_session(g2, _records_body, roots, 0, None, protocol="ucx", timeout=60.0,
+                      config=SearchConfig(peer_memory=peer_memory))
     for i in range(len(roots)):
         for parts in (exact, one):
             for _, rows in parts:
@@ -171,7 +178,7 @@ def test_one_round_bottom_up_bitmaps_past_the_staging_size(client):
                                       np.concatenate([rows[i][0] for _, rows in exact]))
         assert one[0][1][i][2] == one[1][1][i][2] == exact[0][1][i][2], roots[i]
         assert "bu" in {d for _, d, _, _ in one[0][1][i][2]}
-    assert all(tally["bu_bitmaps"] > 0 for tally, _ in one), one[0][0]
+    assert all(tally["bu_written" if peer_memory else "bu_bitmaps"] > 0 for tally, _ in one), one[0][0]
 
 
 def _comm_body(engine, setup_s):

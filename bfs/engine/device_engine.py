@@ -211,7 +211,8 @@ class DeviceEngine(Engine):
                 (t0, bytes0), carried = carried, None
             if direction == "td" and scout * self.alpha > edges_to_check:
                 # straight into the bitmap the captured level reads (no copy into its slot)
-                out = graphs.bits_buffer(0)[:self.nwords] if graphs is not None else None
+                out = (graphs.bits_buffer(0)[:self.nwords] if graphs is not None
+                       else self.one_round.turn_bits() if self.one_round is not None else None)
                 direction, bits = "bu", b.queue_to_bits(queue, self.nwords, out=out)
                 b.note_bits(bits, int(queue.size), qdeg, s.offsets)
             if direction == "bu" and graphs is not None:
@@ -224,7 +225,11 @@ class DeviceEngine(Engine):
                                            comm.bytes_sent() - bytes0, t2 - graphs.launched))
             elif direction == "bu":
                 # over UCX the last bottom-up level's round brought this frontier with its counters
-                fbits = gathered if gathered is not None else self._gather_frontier(bits, counts)
+                fbits = gathered
+                if fbits is None and self.one_round is not None:  # (None where the ranks cannot write each other's)
+                    fbits = self.one_round.gather(bits)
+                if fbits is None:
+                    fbits = self._gather_frontier(bits, counts)
                 first = frontier_size >= s.num_vertices * self.first_neighbour_fraction
                 if self.one_round is not None:  # a captured level, and its one round: counters and frontier
                     cnt, local_s, nxt, gathered = self.one_round.bottom_up(fbits, depth, bu_off, bu_col, first)

@@ -46,7 +46,14 @@ round's host words (ranks in step on one H200, 83-172 µs against 115-178 as a s
 in its place (a 256 KB bitmap's round took 86 µs alone, 136 with the counters' words after it, the words alone
 29: ``one_round_levels_h200_session32_posts.json.gz``); a receiver posts the bitmap's receive once the words say
 it follows, and sets a listed part's bits only if the next level is bottom-up.  A level that turns top-down,
-or ends the search, sent its frontier for nothing.  The engine starts its searches, and
+or ends the search, sent its frontier for nothing.  Where the ranks map each other's global bitmaps (GPUs of one
+host, :meth:`~breadth.bfs.transport.communicator.Communicator.open_shared`; ``SearchConfig(peer_memory=False)``
+declines), the level's graph ends with a copy of its words into each peer's bitmap and the round carries the
+counters alone, and a frontier turning bottom-up is gathered the same way (:meth:`OneRoundLevels.gather`): no
+device message, whose CUDA IPC rendezvous took a round trip of UCX control messages first.  Two ranks sharing
+one H200, scale 22, alternating with the bitmaps sent over UCX in the same processes (``bench_multigpu.py
+--env-variants "" BREADTH_PEER_MEMORY=0``, ``ucx_one_gpu_h200_session35_*``): small bottom-up levels 84-153 µs
+against 195-313.  The engine starts its searches, and
 turns bottom-up levels top-down, in the queue buffer a run reads first (:attr:`~OneRoundLevels.entry`), and a
 run's first counters ride in the parameter block, so that a run queues nothing of its own before its first
 launch (two calls less from Python; in the searches no difference beyond the noise,
@@ -140,6 +147,16 @@ class OneRoundLevels:
         # bottom-up: where every rank's words of the global frontier bitmap start; two such bitmaps
         self.woff = np.concatenate(([0], np.cumsum(e.rank_words))).tolist()
         self._gbits = None
+        #: each global bitmap's address in every peer's process where the ranks map each other's
+        #: (:meth:`~breadth.bfs.transport.communicator.Communicator.open_shared`): a bottom-up level then copies
+        #: its words into the peers' bitmaps itself, and its round carries the counters alone; else None
+        self.peer_bits: list[dict[int, int]] | None = None
+        if e.config.peer_memory:
+            first = comm.open_shared((max(self.woff[-1], 1),), np.uint64)
+            second = comm.open_shared((max(self.woff[-1], 1),), np.uint64) if first is not None else None
+            if second is not None:
+                self._gbits = [first[0], second[0]]
+                self.peer_bits = [first[1], second[1]]
         self.bu_ctr = cp.zeros(4, cp.int64)  # a bottom-up level's counters, then bu_publish's cursor
         self.bu_stamps = cp.zeros(2, cp.int64)
         self.bu_stat = pinned(5)  # its counters, then the kernels' start and end (GPU clock, ns)
@@ -149,9 +166,10 @@ class OneRoundLevels:
         self.launched = 0.0  # the host clock after the last bottom-up graph's launch
         #: levels done in one round, expansions taken back, sized rounds for pairs past the inline rows, levels
         #: turned bottom-up from the parts listed in their round, searches ended by a level that claimed and
-        #: sent nothing anywhere; bottom-up levels that sent their bitmap, and that sent the list of what they found
+        #: sent nothing anywhere; bottom-up levels that sent their bitmap, that sent the list of what they found,
+        #: and that wrote their bitmap into the peers' own; frontiers gathered that way
         self.tally = {"levels": 0, "taken_back": 0, "sized": 0, "listed": 0, "ended": 0, "bu_bitmaps": 0,
-                      "bu_lists": 0}
+                      "bu_lists": 0, "bu_written": 0, "gathered": 0}
         #: a list to collect each top-down level's host clock (``time.perf_counter``) at its start, as its graph
         #: is launched, after the launch, after the wait, as its round starts, after the round and at its end,
         #: whether it took a sized round for pairs past the inline rows, whether it was its run's first and the
@@ -179,6 +197,37 @@ class OneRoundLevels:
             b.queue_to_bits(part, woff[r + 1] - woff[r], out=g[woff[r]:woff[r + 1]])
         return g
 
+    def turn_bits(self):
+        """Where the engine writes this rank's words of a frontier that turns bottom-up (uint64, on the device):
+        its part of the global bitmap the next bottom-up level reads, where the ranks map each other's
+        bitmaps; else None (anywhere: :meth:`gather` then declines)."""
+        if self.peer_bits is None:
+            return None
+        return self._gbits[0][self.woff[self.rank]:self.woff[self.rank + 1]]
+
+    def gather(self, bits):
+        """The global frontier bitmap from every rank's words ``bits``, where the ranks map each other's
+        bitmaps (else None: the engine gathers it its own way): this rank's words copied into the peers'
+        bitmap and its own (none where ``bits`` is :meth:`turn_bits`), the stream waited for, then a capped
+        round of one word, which tells each peer that they have landed.  Returns that global bitmap."""
+        if self.peer_bits is None:
+            return None
+        cp = self.e.b.xp
+        rt, stream, comm = cp.cuda.runtime, cp.cuda.get_current_stream(), self.e.comm
+        g, self._lists = self._gbits[0], None
+        own = g[self.woff[self.rank]:self.woff[self.rank + 1]]
+        if bits.data.ptr != own.data.ptr:
+            own[:] = bits
+        for ptr in self._to_peers(0):
+            rt.memcpyAsync(ptr, own.data.ptr, own.nbytes, rt.memcpyDefault, stream.ptr)
+        stream.synchronize()
+        w = self.out[self.peers[0]]
+        w[0] = 1
+        comm.capped_round(dict.fromkeys(self.peers, w[:1]))
+        comm.note_sent(own.nbytes * len(self.peers))
+        self.tally["gathered"] += 1
+        return g
+
     def _global_bits(self) -> None:
         if self._gbits is None:
             cp = self.e.b.xp
@@ -204,7 +253,8 @@ class OneRoundLevels:
         self.blk_host[0] = depth
         graph = self._bu_graphs.get((j, first))
         if graph is None:
-            graph = self._bu_graphs[j, first] = self._capture_bottom_up(self._gbits[j], own, bu_off, bu_col, first)
+            graph = self._bu_graphs[j, first] = self._capture_bottom_up(self._gbits[j], own, bu_off, bu_col, first,
+                                                                        self._to_peers(1 - j))
         stream = cp.cuda.get_current_stream()
         graph.launch(stream)
         self.launched = time.perf_counter()
@@ -213,19 +263,28 @@ class OneRoundLevels:
         st = self.bu_stat
         return rows, float(st[4] - st[3]) * 1e-9, own, g
 
-    def _capture_bottom_up(self, fbits, own, bu_off, bu_col, first: bool):
+    def _to_peers(self, k: int) -> list[int]:
+        """Where this rank's words of global bitmap ``k`` go in each peer's process (empty where the ranks do
+        not map each other's bitmaps)."""
+        if self.peer_bits is None:
+            return []
+        return [self.peer_bits[k][p] + 8 * self.woff[self.rank] for p in self.peers]
+
+    def _capture_bottom_up(self, fbits, own, bu_off, bu_col, first: bool, to_peers: list[int]):
         """The captured bottom-up level: the depth from the parameter block, the counters zeroed, the kernels
         between two stamps, then what the host reads (:meth:`~breadth.bfs.gpu.backend.GpuBackend.
         publish_bottom_up`) into page-locked memory: the counters, and the vertices found where they fit the
-        round's words."""
+        round's words; then, where the ranks map each other's bitmaps, a copy of ``own`` to each address of
+        ``to_peers``."""
         e = self.e
         b, cp = e.b, e.b.xp
         rt = cp.cuda.runtime
         st, blk, ctr = self.stream, self.blk, self.bu_ctr
         b.bottom_up_g_buffers(bu_off, bu_col)  # built outside the capture (they allocate), cached by the backend
-        if self._bu_cap is None:  # (what the host then sends: fixed by the first capture)
-            self._bu_cap = self.words - _BU_HEAD if self.list_cap is None else min(self.list_cap,
-                                                                                   self.words - _BU_HEAD)
+        if self._bu_cap is None:  # (what the host then sends: fixed by the first capture; never a list where the
+            # bitmap is written into the peers' own)
+            self._bu_cap = (-1 if self.peer_bits is not None else self.words - _BU_HEAD if self.list_cap is None
+                            else min(self.list_cap, self.words - _BU_HEAD))
         cap = self._bu_cap
 
         def level():
@@ -236,6 +295,8 @@ class OneRoundLevels:
             b.stamp(self.bu_stamps, 1)
             b.publish_bottom_up(ctr, self.bu_stamps, self.bu_stat.ctypes.data, own, cap,
                                 self.out[self.peers[0]].ctypes.data + 8 * _BU_HEAD)
+            for ptr in to_peers:  # (the peer reads it after this level's round: the host waits for the graph first)
+                rt.memcpyAsync(ptr, own.data.ptr, own.nbytes, rt.memcpyDefault, st.ptr)
 
         return capture(st, level)
 
@@ -245,11 +306,20 @@ class OneRoundLevels:
         host words, else as the words themselves, device to device; the peers' likewise, whose words land in
         ``g`` (the listed ones when the next bottom-up level reads ``g``).  Returns every rank's counters,
         ``(size, 3)`` on the host."""
-        woff, rows, peers = self.woff, self.bu_rows, self.peers
+        woff, rows, peers, comm = self.woff, self.bu_rows, self.peers, self.e.comm
         c, dg, tasks = self.bu_stat[:3].tolist()
+        w = self.out[peers[0]]  # (the GPU wrote the list there; every peer is sent the same words)
+        if self.peer_bits is not None:  # the graph wrote the bitmap into the peers' own: the counters alone
+            self.tally["bu_written"] += 1
+            w[:_BU_HEAD] = (c, dg, tasks, 2)
+            got = comm.capped_round(dict.fromkeys(peers, w[:_BU_HEAD]))
+            comm.note_sent(own.nbytes * len(peers))
+            for p in peers:
+                rows[p] = got[p][:3]
+            rows[self.rank] = (c, dg, tasks)
+            return rows.copy()
         listed = c <= self._bu_cap  # (as the GPU decided)
         self.tally["bu_lists" if listed else "bu_bitmaps"] += 1
-        w = self.out[peers[0]]  # (the GPU wrote the list there; every peer is sent the same words)
         w[:_BU_HEAD] = (c, dg, tasks, 0 if listed else 1)
         msgs = dict.fromkeys(peers, w[:_BU_HEAD + (c if listed else 0)])
         # the counters go as a capped round's host words, into receives posted a round ahead: a device array
@@ -258,7 +328,7 @@ class OneRoundLevels:
         # 115-178 us against 83-172 (in step, less in 10 of 13 processes: one_round_levels_h200_session31_*).
         # The bitmaps stay device to device: through page-locked host memory a scale-22 search's small
         # bottom-up levels took 469 / 503 us against 292 / 255 (one_round_levels_h200_session28_6_staged_bitmaps)
-        got = self.e.comm.capped_round(msgs, device=(
+        got = comm.capped_round(msgs, device=(
             {} if listed else {p: own for p in peers},
             lambda words: {p: g[woff[p]:woff[p + 1]] for p in peers if words[p][3]}))
         lists = {}

@@ -44,7 +44,9 @@ class Communicator(ABC):
     (:mod:`breadth.bfs.transport.peer_memory`);
     ``capped_rounds`` -- :meth:`open_capped` / :meth:`capped_round`: host words into receives of a fixed
     capacity posted a round ahead, whose counts travel in the words themselves (UCX: the device engine's
-    one-round top-down levels, :mod:`breadth.bfs.engine.one_round_levels`)."""
+    one-round top-down levels, :mod:`breadth.bfs.engine.one_round_levels`);
+    :meth:`open_shared` -- device buffers the peers write into directly (UCX between GPU ranks of one host),
+    None where a transport has none."""
 
     rank: int
     size: int
@@ -68,6 +70,15 @@ class Communicator(ABC):
         the round's wait for the stream.  ``recvs`` may be a function of the peers' words (the dict this
         returns) giving the receives, where the words say which device arrays follow."""
         raise NotImplementedError(f"{type(self).__name__} has no capped rounds")
+
+    def open_shared(self, shape, dtype) -> tuple[Any, dict[int, int]] | None:
+        """A zeroed device array that every peer maps into its own process, and this process's device
+        address of each peer's (``{peer: address}``), for kernels and copies that write straight into a
+        peer's array; None where the ranks cannot (collective: every rank calls it with the same shape and
+        dtype, in the same order, and all get arrays or all get None).  The writer orders its writes
+        against the owner's reads through its rounds: its stream waited for before its next message, the
+        owner's reads done before the owner's message that lets the writer go on."""
+        return None
 
     @abstractmethod
     def alltoallv(self, send: list[Any]) -> list[Any]:

@@ -42,6 +42,7 @@ import numpy as np
 
 from ..gpu.cuda_source import read
 from .communicator import CommError
+from .ipc_buffers import share, unmap
 
 _SOURCE = read("peer_push.cu")
 
@@ -145,16 +146,12 @@ class PeerMemory:
         shape and dtype, in the same order)."""
         cp = self._cp
         dtype = np.dtype(dtype)
-        nbytes = max(int(np.prod(shape)) * dtype.itemsize, 8)
-        mem = cp.cuda.Memory(nbytes)  # cudaMalloc: IPC handles need an allocation of its own
-        cp.cuda.runtime.memset(mem.ptr, 0, nbytes)
-        handle = np.frombuffer(bytes(cp.cuda.runtime.ipcGetMemHandle(mem.ptr)), np.uint8)
-        handles = self._tcp.allgather(handle)
-        for p in self._bases:
-            ptr = cp.cuda.runtime.ipcOpenMemHandle(bytes(handles[p]))
+        mem, opened = share(self._tcp, int(np.prod(shape)) * dtype.itemsize)
+        for p, ptr in opened.items():
             self._opened.append(ptr)
             self._bases[p].append(ptr)
         self._own.append(mem)
+        nbytes = mem.size
         self._regs.append((mem.ptr, nbytes))
         return cp.ndarray(shape, dtype, cp.cuda.MemoryPointer(mem, 0))
 
@@ -245,12 +242,7 @@ class PeerMemory:
         self._closed = True
         if failed:
             return
-        cp = self._cp
-        cp.cuda.Device().synchronize()
-        for ptr in self._opened:
-            try:
-                cp.cuda.runtime.ipcCloseMemHandle(ptr)
-            except Exception:
-                pass
+        self._cp.cuda.Device().synchronize()
+        unmap(self._opened)
         self._opened.clear()
         self._keep.clear()

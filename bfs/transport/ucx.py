@@ -236,6 +236,8 @@ class UCXCommunicator(PeerCommunicator):
             self._cp = cupy
         self._held: list = []  # pinned buffers whose copies to the device may still be queued on the stream
         self._wraps: dict[tuple[int, int], Any] = {}  # (address, bytes) -> ucxx Array, device buffers
+        self._shared: list[tuple[Any, list[int]]] = []  # open_shared's allocations and this rank's mappings of
+        # the peers' (unmapped before the goodbye; the allocations freed after the peers' goodbyes)
         self._orphans: list = []  # the arrays of failed sized rounds, alive until the communicator is released
         self._seq = 0  # slot rounds completed (both sides count the same collectives)
         self._dseq = 0  # sized rounds
@@ -803,6 +805,22 @@ class UCXCommunicator(PeerCommunicator):
         if payload:
             self._sent += sent
 
+    def open_shared(self, shape, dtype) -> tuple[Any, dict[int, int]] | None:
+        """:meth:`Communicator.open_shared`: on GPU ranks whose peers are all on this host, through CUDA IPC
+        (:mod:`.ipc_buffers`); a device round then needs no UCX message of its own, where UCX's CUDA IPC
+        rendezvous costs each one a round trip of control messages first."""
+        if self._cp is None or len(self._local) < self.size - 1:  # (alike on every rank: a host is a host)
+            return None
+        from .ipc_buffers import share
+
+        dtype = np.dtype(dtype)
+        got = share(self, int(np.prod(shape)) * dtype.itemsize, agree=True)
+        if got is None:
+            return None
+        mem, peers = got
+        self._shared.append((mem, list(peers.values())))
+        return self._cp.ndarray(shape, dtype, self._cp.cuda.MemoryPointer(mem, 0)), peers
+
     def wait(self, what: str) -> None:
         """Wait for the work queued on the current stream (UCX's own rounds have landed already)."""
         self._check()
@@ -826,6 +844,11 @@ class UCXCommunicator(PeerCommunicator):
             return
         self._closed = True
         try:
+            if self._shared and self._failed is None:  # (after a failure a peer may still write: left mapped)
+                from .ipc_buffers import unmap
+
+                self._cp.cuda.Device().synchronize()
+                unmap(ptr for _, ptrs in self._shared for ptr in ptrs)
             bye = np.array([self._digest, self._seq, self._dseq, self._cseq], np.int64)
             reqs = []
             for p in self._peers:
@@ -872,6 +895,6 @@ class UCXCommunicator(PeerCommunicator):
             pass
         self._eps, self._ctl, self._accepted = {}, {}, ([], [])
         self._slot_reqs, self._bye_reqs, self._capped_reqs = {}, {}, {}
-        self._wraps, self._orphans = {}, []
+        self._wraps, self._orphans, self._shared = {}, [], []
         self._listeners[0].clear()  # (the rounds' listener, held by its callback's holder)
         self._listeners = self._worker = self._ctx = None

@@ -1,0 +1,65 @@
+"""Device buffers that the ranks of one host map into each other's processes (CUDA IPC).
+
+A shared buffer is an allocation of its own (``cudaMalloc``: an IPC handle names a whole allocation, so not
+CuPy's pool), whose handle goes to every peer over the ranks' host rounds; each peer opens it
+(``cudaIpcOpenMemHandle``) and gets a device pointer of its own process, which its kernels and copies write
+through -- over NVLink between two GPUs, in the device's own memory where the ranks share one.  Nothing here
+orders a writer against the owner's reads: the callers' rounds do (a writer waits for its stream before its next
+message), as :mod:`.peer_memory`'s flags do for its kernels.
+
+The owner frees a buffer only after every peer has closed its mapping (CUDA leaves freeing it earlier
+undefined): a communicator keeps its buffers until the peers' goodbyes, which they send after :func:`unmap`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def share(mesh, nbytes: int, agree: bool = False) -> tuple[Any, dict[int, int]] | None:
+    """A zeroed device allocation of ``nbytes`` (a ``cupy.cuda.Memory``) and this process's pointer to every
+    peer's (``{peer: address}``); collective over ``mesh`` (a communicator's ``allgather``/``allreduce``):
+    every rank calls it with the same ``nbytes``, in the same order.  ``agree``: where some rank cannot open
+    a peer's handle (processes that may not share device memory: containers apart, MIG), every rank gets
+    None instead of the error, at the cost of one all-reduce."""
+    import cupy as cp
+
+    rt = cp.cuda.runtime
+    nbytes = max(int(nbytes), 8)
+    mem = cp.cuda.Memory(nbytes)
+    rt.memset(mem.ptr, 0, nbytes)
+    opened: dict[int, int] = {}
+    failed = False
+    try:
+        handle = np.frombuffer(bytes(rt.ipcGetMemHandle(mem.ptr)), np.uint8)
+    except Exception:
+        if not agree:
+            raise
+        handle, failed = np.zeros(64, np.uint8), True
+    handles = mesh.allgather(handle)
+    try:
+        for p in range(mesh.size):
+            if p != mesh.rank and not failed:
+                opened[p] = rt.ipcOpenMemHandle(bytes(handles[p]))
+    except Exception:
+        if not agree:
+            unmap(opened.values())
+            raise
+        failed = True
+    if agree and int(mesh.allreduce(np.array([int(failed)], np.int64))[0]):
+        unmap(opened.values())
+        return None
+    return mem, opened
+
+
+def unmap(ptrs) -> None:
+    """Close this process's mappings ``ptrs`` of peers' buffers (after the work that writes them is done)."""
+    import cupy as cp
+
+    for ptr in list(ptrs):
+        try:
+            cp.cuda.runtime.ipcCloseMemHandle(ptr)
+        except Exception:
+            pass
