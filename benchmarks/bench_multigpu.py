@@ -17,7 +17,10 @@ between the same two rank processes (its low-level API, progressed in the rank's
 of host and device buffers, and device transfers of the commbench sizes), the floor the UCX communicator is
 measured against -- and, in UCX search sessions, its 8-byte device round trip right after every search, so that
 the small levels' exchange is set against a round trip timed in the same seconds
-(``small_level_exchange_over_raw_round_trip_beside``).
+(``small_level_exchange_over_raw_round_trip_beside``).  Raw ucxx runs twice: on ucxx's default endpoints (peer
+error handling, with which UCX moves host bytes and CUDA IPC's control messages between two processes of one
+host over TCP) and on endpoints without it (``raw-ucxx-no-error-handling``, ``..._beside_no_error_handling``:
+shared memory, as the UCX communicator's rounds with a peer of its host).
 
 ``--ranks-per-gpu 2`` puts two workers on each GPU, so that one GPU runs two ranks (NCCL refuses that;
 UCX moves the device buffers between the processes through CUDA IPC); the workers are then clients of a
@@ -39,7 +42,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_multirank import _bench_rank  # noqa: E402
-from raw_ucxx import ping_pong, raw_pair  # noqa: E402
+from raw_ucxx import ping_pong, raw_pair, release  # noqa: E402
 from results_file import write_json  # noqa: E402
 
 
@@ -132,32 +135,41 @@ def _bench_rank_beside_raw(engine, setup_s, roots, nvalidate, nbarriers, reps):
     """:func:`bench_multirank._bench_rank` with raw ucxx's 8-byte device round trip between ranks 0 and 1 timed
     right after each root's search (``reps`` after 3 untimed; the root's record's ``after``: their median, µs),
     so that a level and the round trip it is measured against are timed within a second of each other (two
-    processes sharing one H200 drifted between runs from 52 to 77 µs in that round trip)."""
+    processes sharing one H200 drifted between runs from 52 to 77 µs in that round trip).  Two pairs: ucxx's
+    default endpoints (with peer error handling: TCP carries their control messages) and endpoints without it
+    (shared memory, as the UCX communicator's rounds with a peer of its host); ``after`` is ``[with, without]``."""
     import cupy as cp
 
     r = engine.comm.rank
-    worker, ep, api, Array, keep = raw_pair(engine.comm)  # keep: its context and listener, alive to the end
+    # keep: their contexts and listeners, alive to the end
+    pairs = [raw_pair(engine.comm, error_handling=eh) for eh in (True, False)]
+    Array = pairs[0][3]
     a, b = Array(cp.ones(8, np.uint8)), Array(cp.zeros(8, np.uint8))
 
     def raw_rt():
         if r >= 2:
             return None
-        return float(np.median(ping_pong((worker, ep, api), a, b, r, reps + 3)[3:]) * 1e6)
+        return [float(np.median(ping_pong((worker, ep, api), a, b, r, reps + 3)[3:]) * 1e6)
+                for worker, ep, api, _, _ in pairs]
 
     out = _bench_rank(engine, setup_s, roots, nvalidate, nbarriers, after_search=raw_rt)
     engine.comm.barrier()  # both ends done before either closes
+    for pair in pairs:
+        release(pair)
     return out
 
 
-def _rawbench(engine, setup_s, sizes, reps):
+def _rawbench(engine, setup_s, sizes, reps, error_handling=True):
     """Ranks 0 and 1 ping-pong with ucxx's low-level API (their own UCX context; the listener's port goes
-    through the session's communicator), progressing the worker in this thread: per size, the median
+    through the session's communicator; ``error_handling``: ucxx's default endpoints, else without peer error
+    handling, see :func:`raw_ucxx.raw_pair`), progressing the worker in this thread: per size, the median
     round trip and the one-way rate (two transfers per round trip)."""
     import cupy as cp
 
     comm = engine.comm
     r = comm.rank
-    worker, ep, ucx_api, Array, keep = raw_pair(comm)  # keep: its context and listener, alive to the end
+    # keep: its context and listener, alive to the end
+    worker, ep, ucx_api, Array, keep = raw_pair(comm, error_handling=error_handling)
     res = {"rank": r}
 
     def wait(reqs):
@@ -180,6 +192,7 @@ def _rawbench(engine, setup_s, sizes, reps):
             med = float(np.median(ts))
             res[name].update(exchange_us=med * 1e6, exchange_GBps_per_direction=nbytes / med / 1e9)
     comm.barrier()  # both ends done before either closes
+    release((worker, ep))
     return res
 
 
@@ -208,13 +221,18 @@ def summarize(out, rts, g, scale, protocol, session_s) -> dict:
              if sum(o["rows"][i]["levels"][d]["bytes_sent"] for o in out) < (1 << 20)]
     by_dir = {d: [s for s, sd in small if sd == d] for d in ("td", "bu")}
     small = [s for s, _ in small]
-    # raw ucxx's device round trip timed right after each search (_bench_rank_beside_raw), where it was
-    raw = [r["after"] for r in rows0 if r.get("after") is not None]
+    # raw ucxx's device round trip timed right after each search (_bench_rank_beside_raw), where it was: ucxx's
+    # default endpoints, and (since session 35) endpoints without peer error handling
+    after = [r["after"] if isinstance(r.get("after"), list) else [r.get("after"), None] for r in rows0]
     beside = {}
-    if raw and small:
-        beside = {"raw_device_8B_round_trip_us_beside_searches": float(np.median(raw)),
-                  "raw_device_8B_round_trip_us_beside_searches_range": [float(min(raw)), float(max(raw))],
-                  "small_level_exchange_over_raw_round_trip_beside": float(np.median(small) * 1e6 / np.median(raw))}
+    for i, suffix in enumerate(("", "_no_error_handling")):
+        raw = [a[i] for a in after if a[i] is not None]
+        if raw and small:
+            beside.update({f"raw_device_8B_round_trip_us_beside_searches{suffix}": float(np.median(raw)),
+                           f"raw_device_8B_round_trip_us_beside_searches{suffix}_range": [float(min(raw)),
+                                                                                          float(max(raw))],
+                           f"small_level_exchange_over_raw_round_trip_beside{suffix}":
+                               float(np.median(small) * 1e6 / np.median(raw))})
     return {"scale": scale, "gpus": g.nparts, "protocol": protocol,
             "roots": nroot, "validated_roots": len(viol), "valid": bool(viol) and all(not any(v.values()) for v in viol),
             "construction_s": g.construction_time, "session_s": session_s,
@@ -304,18 +322,18 @@ def main() -> None:
                 cache[(scale, p)] = g
             g = cache[(scale, p)]
             if args.commbench and p > 1 and not any(c["gpus"] == p for c in out["comm"]):
-                if args.raw_ucxx:
+                for eh, name in ((True, "raw-ucxx"), (False, "raw-ucxx-no-error-handling")) if args.raw_ucxx else ():
                     try:
-                        res = run_session(g, _rawbench, [1 << 20, 1 << 24, 1 << 26], _REPS, protocol="tcp",
+                        res = run_session(g, _rawbench, [1 << 20, 1 << 24, 1 << 26], _REPS, eh, protocol="tcp",
                                           timeout=120.0)
-                        out["comm"].append({"gpus": p, "protocol": "raw-ucxx", "ranks": res})
-                        print("raw ucxx: " + ", ".join(f"{k} {v['round_trip_us']:.0f} us {v['GBps_one_way']:.1f} GB/s "
+                        out["comm"].append({"gpus": p, "protocol": name, "ranks": res})
+                        print(f"{name}: " + ", ".join(f"{k} {v['round_trip_us']:.0f} us {v['GBps_one_way']:.1f} GB/s "
                                                        f"(exchange {v['exchange_us']:.0f} us "
                                                        f"{v['exchange_GBps_per_direction']:.1f} GB/s)"
                                                        for k, v in res[0].items() if k != "rank"), flush=True)
                     except Exception as e:
-                        out["errors"].append({"comm": "raw-ucxx", "gpus": p, "error": traceback.format_exc()})
-                        print(f"raw ucxx x{p} FAILED: {e!r}", flush=True)
+                        out["errors"].append({"comm": name, "gpus": p, "error": traceback.format_exc()})
+                        print(f"{name} x{p} FAILED: {e!r}", flush=True)
                 for proto in args.protocols:
                     try:
                         res = run_session(g, _commbench, [1 << 20, 1 << 24, 1 << 26], _REPS, protocol=proto,
@@ -359,6 +377,11 @@ def main() -> None:
                         print(f"  raw ucxx device round trip beside the searches "
                               f"{r['raw_device_8B_round_trip_us_beside_searches']:.0f} us: small levels "
                               f"{r['small_level_exchange_over_raw_round_trip_beside']:.2f}x", flush=True)
+                    if "small_level_exchange_over_raw_round_trip_beside_no_error_handling" in r:
+                        print(f"  (without peer error handling "
+                              f"{r['raw_device_8B_round_trip_us_beside_searches_no_error_handling']:.0f} us: "
+                              f"{r['small_level_exchange_over_raw_round_trip_beside_no_error_handling']:.2f}x)",
+                              flush=True)
                 except Exception as e:
                     out["errors"].append({"config": cfg, "protocol": proto, "error": traceback.format_exc()})
                     print(f"{cfg} {proto} FAILED: {e!r}", flush=True)

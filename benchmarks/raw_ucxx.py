@@ -12,10 +12,12 @@ import numpy as np
 _HANDSHAKE = 1 << 62  # tags of the handshake's messages (the callers' own tags stay below it)
 
 
-def raw_pair(comm, wakeup: bool = False):
+def raw_pair(comm, wakeup: bool = False, error_handling: bool = True):
     """Collective over ``comm``'s ranks: an endpoint between ranks 0 and 1 on a ucxx context of its own (the
     TAG feature; ``wakeup``: TAG and WAKEUP with the worker in blocking progress mode, as the UCX
-    communicator's).  Returns ``(worker, endpoint, api, Array, keep)``: the endpoint is None on ranks past 1,
+    communicator's; ``error_handling``: ucxx's default, with which UCX leaves out its shared-memory transports,
+    so that host messages and CUDA IPC's control messages between two processes of one host go over TCP; the
+    UCX communicator's rounds with a peer of its host go without it).  Returns ``(worker, endpoint, api, Array, keep)``: the endpoint is None on ranks past 1,
     ``keep`` holds the context and listener alive."""
     import ucxx._lib.libucxx as api
     from ucxx._lib.arr import Array
@@ -31,7 +33,8 @@ def raw_pair(comm, wakeup: bool = False):
     got, listener = {}, None
     if r == 0:
         def accept(conn_request):
-            got["ep"] = listener.create_endpoint_from_conn_request(conn_request, endpoint_error_handling=True)
+            got["ep"] = listener.create_endpoint_from_conn_request(conn_request,
+                                                                   endpoint_error_handling=error_handling)
 
         listener = api.UCXListener.create(worker=worker, port=0, cb_func=accept)
     host = np.frombuffer(worker_host().encode().ljust(64, b"\0"), np.uint8)
@@ -39,7 +42,7 @@ def raw_pair(comm, wakeup: bool = False):
     addr = comm.allgather(np.concatenate([host, port.view(np.uint8)]))[0]
     if r == 1:
         got["ep"] = api.UCXEndpoint.create(worker, bytes(addr[:64]).rstrip(b"\0").decode(),
-                                           int(addr[64:].view(np.int64)[0]), endpoint_error_handling=True)
+                                           int(addr[64:].view(np.int64)[0]), endpoint_error_handling=error_handling)
     elif r == 0:
         while "ep" not in got:
             worker.progress()
@@ -77,3 +80,21 @@ def ping_pong(pair, a, b, rank: int, reps: int) -> list:
             wait(ep.tag_send(a, tag=api.UCXXTag(2)))
         ts.append(time.perf_counter() - t0)
     return ts
+
+
+def release(pair, within: float = 0.1) -> None:
+    """Close ``pair``'s endpoint (``raw_pair``'s tuple) without waiting for the peer beyond ``within`` seconds of
+    progress: an endpoint without peer error handling is otherwise closed, as it is dropped, by a blocking close
+    that waits until the peer answers, which a peer that closed first never does (as in the UCX communicator's
+    release).  Call it on both ranks, after a collective that ends their use of the pair."""
+    worker, ep = pair[0], pair[1]
+    if ep is None:
+        return
+    try:
+        req = ep.close()
+    except Exception:
+        return
+    deadline = time.perf_counter() + within
+    while req is not None and not req.completed and time.perf_counter() < deadline:
+        worker.progress()
+
