@@ -300,6 +300,20 @@ def _device_rounds(comm):
         {q: [np.full(2, 9 + r, np.int64), np.arange(BIG, dtype=np.int64) + 5 * r] for q in peers if q > r},
         lambda words: {q: [follows[q, :2], follows[q, 2:]] if words[q][0] else [] for q in peers}))
     out["follow"] = (follows, {q: got[q][:2].copy() for q in peers})
+    # one array sent round after round, rewritten in between (as the engine's page-locked words): each round
+    # carries what it holds then, and counts its bytes
+    same, again_got = np.zeros(3, np.int64), []
+    b0 = comm.bytes_sent()
+    for i in range(3):
+        same[:] = (r, i, 7)
+        got = comm.capped_round(dict.fromkeys(peers, same))
+        again_got.append({q: got[q][:3].copy() for q in peers})
+    out["same_array"] = (again_got, comm.bytes_sent() - b0)
+    try:
+        comm.capped_round(dict.fromkeys(peers, np.zeros(6, np.int64)[::2]))
+    except ValueError as e:
+        out["strided"] = str(e)
+    out["after_strided"] = comm.capped_round(dict.fromkeys(peers, np.array([r], np.int64)))[peers[0]][0]  # in step
     try:
         comm.open_capped(7)
     except ValueError as e:
@@ -362,6 +376,10 @@ def test_ucx_device_rounds_with_numpy_arrays(cluster, size):
         for q in peers:  # arrays came from the peers below this rank only, as their words said
             np.testing.assert_array_equal(words[q], [int(r > q), 40 + q])
             np.testing.assert_array_equal(follows[q], [9 + q, 9 + q, *(np.arange(BIG) + 5 * q)] if q < r else -1)
+        again_got, sent = out["same_array"]
+        assert [{q: list(g[q]) for q in peers} for g in again_got] == [{q: [q, i, 7] for q in peers} for i in range(3)]
+        assert sent == 3 * 24 * (size - 1)
+        assert "1-D C-contiguous words" in out["strided"] and out["after_strided"] == peers[0]
         assert "open for 6 words, not 7" in out["reopen"]
         assert out["own_buffers"]
 

@@ -85,6 +85,9 @@ _LISTED = 2
 #: a bottom-up level's words: its counters (found, their degree sum, tasks), then 1 where its bitmap follows
 #: (device to device), 0 where the vertices it found follow in the words
 _BU_HEAD = 4
+#: sends are whole multiples of this many words (the receiver reads the counts in them), so that a few lengths
+#: recur and each is wrapped for UCX once (:meth:`OneRoundLevels._words`)
+_WORDS_STEP = 16
 #: a limit no degree sum reaches: the first level of a run expands whatever its part (the exact counters
 #: chose top-down, and every part fits the pair capacity)
 _ANY = 1 << 62
@@ -140,6 +143,7 @@ class OneRoundLevels:
         self.blk_host = pinned(self.at_first + 3)
         self.blk = cp.zeros(self.blk_host.size, cp.int64)
         self.out = {p: pinned(self.words) for p in self.peers}
+        self._sends: dict[tuple[int, int], np.ndarray] = {}  # (peer, words) -> out[peer][:words] (see _words)
         self.stat = pinned(2 + kc + 2)  # F's counters, the expansion's, the kernels' start and end (GPU clock, ns)
         self.stream = cp.cuda.Stream(non_blocking=True)  # captures only
         self._graphs: dict = {}
@@ -223,7 +227,7 @@ class OneRoundLevels:
         stream.synchronize()
         w = self.out[self.peers[0]]
         w[0] = 1
-        comm.capped_round(dict.fromkeys(self.peers, w[:1]))
+        comm.capped_round(dict.fromkeys(self.peers, self._words(self.peers[0], 1)))
         comm.note_sent(own.nbytes * len(self.peers))
         self.tally["gathered"] += 1
         return g
@@ -262,6 +266,16 @@ class OneRoundLevels:
         rows = self.close_bottom_up(own, g)
         st = self.bu_stat
         return rows, float(st[4] - st[3]) * 1e-9, own, g
+
+    def _words(self, p: int, n: int) -> np.ndarray:
+        """The first ``n`` words of ``out[p]`` to send, rounded up to a multiple of :data:`_WORDS_STEP` (the
+        receiver reads the counts in them), the same array object for the same length: the communicator wraps
+        an array for UCX once, which costs microseconds each time between a level's other steps."""
+        n = min(self.words, -(-n // _WORDS_STEP) * _WORDS_STEP)
+        a = self._sends.get((p, n))
+        if a is None:
+            a = self._sends[p, n] = self.out[p][:n]
+        return a
 
     def _to_peers(self, k: int) -> list[int]:
         """Where this rank's words of global bitmap ``k`` go in each peer's process (empty where the ranks do
@@ -312,7 +326,7 @@ class OneRoundLevels:
         if self.peer_bits is not None:  # the graph wrote the bitmap into the peers' own: the counters alone
             self.tally["bu_written"] += 1
             w[:_BU_HEAD] = (c, dg, tasks, 2)
-            got = comm.capped_round(dict.fromkeys(peers, w[:_BU_HEAD]))
+            got = comm.capped_round(dict.fromkeys(peers, self._words(peers[0], _BU_HEAD)))
             comm.note_sent(own.nbytes * len(peers))
             for p in peers:
                 rows[p] = got[p][:3]
@@ -321,7 +335,7 @@ class OneRoundLevels:
         listed = c <= self._bu_cap  # (as the GPU decided)
         self.tally["bu_lists" if listed else "bu_bitmaps"] += 1
         w[:_BU_HEAD] = (c, dg, tasks, 0 if listed else 1)
-        msgs = dict.fromkeys(peers, w[:_BU_HEAD + (c if listed else 0)])
+        msgs = dict.fromkeys(peers, self._words(peers[0], _BU_HEAD + (c if listed else 0)))
         # the counters go as a capped round's host words, into receives posted a round ahead: a device array
         # that small is staged through the host by the round itself, which cost a 256 KB bitmap's round on an
         # H200 117 us against 71 us for the bitmap alone, and as a sized round's host message the round took
@@ -470,7 +484,7 @@ class OneRoundLevels:
                 w[:_HEAD] = (c, dg, _LISTED if listed else int(expanded), nfor[p], most, lc)
                 if listed and p != peers[0]:
                     w[_HEAD:_HEAD + c] = out[peers[0]][_HEAD:_HEAD + c]
-                msgs[p] = w[:_HEAD + (c if listed else 2 * min(nfor[p], inline))]
+                msgs[p] = self._words(p, _HEAD + (c if listed else 2 * min(nfor[p], inline)))
             tp = time.perf_counter()
             got = comm.capped_round(msgs)
             tr = time.perf_counter()

@@ -118,6 +118,7 @@ _CHECK_EVERY_S = 0.005  # how often a long wait looks at goodbyes, the timeout a
 _CANCEL_EVERY_S = 0.2  # how often it asks the Dask worker whether the session was cancelled
 _BYE_S = 2.0  # how long close() waits for the peers' goodbyes (each peer's last round's data is then safe)
 _CLOSE_S = 0.1  # how long it then progresses the rounds' endpoints' closing, which a peer that answers completes
+_SEND_WRAPS = 64  # capped rounds' send arrays kept wrapped for ucxx (at most this many, of at most the opened words)
 
 
 # UCX settings for host-only ranks (a user's own UCX_* variables win).  Between two CPU processes on one host,
@@ -244,6 +245,8 @@ class UCXCommunicator(PeerCommunicator):
         self._cseq = 0  # capped rounds
         self._capped: dict[int, tuple] | None = None  # peer -> two (receive buffer, its ucxx wrapper)
         self._capped_reqs: dict[int, Any] = {}
+        self._capped_got: tuple[dict, dict] = ({}, {})  # what capped_round returns, by sequence parity
+        self._send_wraps: dict[int, tuple] = {}  # id -> (array, wrapper, bytes): capped rounds' send buffers
         self._sent = 0
         self._closed = False
         self._failed: CommError | None = None
@@ -725,6 +728,7 @@ class UCXCommunicator(PeerCommunicator):
                 bufs.append((buf, self._array(_flat_bytes(buf))))  # wrapped once: the receives reuse it
             self._capped[p] = tuple(bufs)
             self._post_capped(p, self._cseq + 1)
+        self._capped_got = tuple({p: self._capped[p][k][0] for p in self._peers} for k in range(2))
         return self._capped_bufs()
 
     def _capped_bufs(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
@@ -736,37 +740,58 @@ class UCXCommunicator(PeerCommunicator):
 
     def capped_round(self, sends: dict[int, np.ndarray], device: tuple[dict, dict | Callable] | None = None
                      ) -> dict[int, np.ndarray]:
-        """``sends[p]`` (1-D int64 host words, at most the opened ``words``; page-locked or not) to every
-        peer ``p``, one message each way; returns each peer's receive buffer, whose first words are the
-        ones it sent (they carry their own counts).  A buffer stays valid until the round after the next:
-        this round's receives were posted a round ago, and the next round's are posted into the other
-        buffer before this returns.  ``device``: ``(sends, recvs)`` as :meth:`exchange_device` takes them,
-        moved in the same round (one wait for the stream, before the words go: a copy queued into them
-        has landed; one wait for every message); its receives may instead be a function of the peers' words
-        (the buffers this returns), called once they have landed, whose receives are then posted (a message
-        whose words say whether device arrays follow).  Raises ``CommError`` as every round does; a message
-        longer than the receive fails the round (UCX's truncation error)."""
-        self._check()
+        """``sends[p]`` (1-D int64 host words, at most the opened ``words``; page-locked or not) to every peer ``p``,
+        one message each way; returns ``{peer: its receive buffer}`` (the same dict every other round), whose first
+        words are the ones it sent (they carry their own counts).  The words' wrapper for UCX is kept with the array
+        object (:meth:`_wrap_words`): send from the same arrays each round.  A buffer stays valid until the round after
+        the next: this round's receives were posted a round ago, and the next round's are posted into the other buffer
+        before this returns.  ``device``: ``(sends, recvs)`` as :meth:`exchange_device` takes them, moved in the same
+        round (one wait for the stream, before the words go: a copy queued into them has landed; one wait for every
+        message); its receives may instead be a function of the peers' words (the buffers this returns), called once
+        they have landed, whose receives are then posted (a message whose words say whether device arrays follow).
+        Raises ``CommError`` as every round does; a message longer than the receive fails the round (UCX's truncation
+        error)."""
+        if self._closed or self._failed is not None:
+            self._check()
         if self._capped is None:
             raise RuntimeError("capped_round before open_capped")
         if device is not None:
             self._sent += self._sized_round(*device, "exchange", capped=sends)
         else:
-            self._wait(self._capped_posts(sends), f"capped round #{self._cseq + 1}", (3, self._cseq + 1))
+            self._wait(self._capped_posts(sends), "capped round", (3, self._cseq + 1))
         seq = self._cseq
         for p in self._peers:
             self._post_capped(p, seq + 1)
-            self._sent += int(sends[p].nbytes)
-        return {p: self._capped[p][seq % 2][0] for p in self._peers}
+        return self._capped_got[seq % 2]
 
     def _capped_posts(self, sends: dict[int, np.ndarray]) -> list:
         """The next capped round's sends, posted, and its receives (posted a round ago)."""
+        wraps, ws = self._send_wraps, []
+        for p in self._peers:  # (all wrapped before anything is posted: a bad array fails no round)
+            a = sends[p]
+            w = wraps.get(id(a))
+            ws.append(w if w is not None and w[0] is a else self._wrap_words(a))
         self._cseq = seq = self._cseq + 1
-        api, eps = self._api, self._eps
-        reqs = [(p, eps[p].tag_send(self._array(_flat_bytes(sends[p])), api.UCXXTag(_tag(_SIZED, seq, self.rank,
-                                                                                          _CAPPED))))
-                for p in self._peers]
+        eps, tag = self._eps, self._api.UCXXTag(_tag(_SIZED, seq, self.rank, _CAPPED))
+        reqs = []
+        for p, w in zip(self._peers, ws):
+            reqs.append((p, eps[p].tag_send(w[1], tag)))
+            self._sent += w[2]
         return reqs + [(p, self._capped_reqs[p]) for p in self._peers]
+
+    def _wrap_words(self, a: np.ndarray) -> tuple:
+        """``(a, ucxx's wrapper of a, its bytes)``, kept for the next capped rounds that send the same array
+        object (the callers send from a few buffers).  Making one takes 1.5 us in a loop but 5 or more
+        between a level's other steps: two CPU ranks here starting their rounds 0-40 us apart, as in a search,
+        the later rank's round took 53-63 us wrapping at every round, 39-45 with the wrapper kept, raw ucxx on
+        the same endpoint 33-39 (``benchmarks/diag_capped_round.py``)."""
+        if a.ndim != 1 or not a.flags.c_contiguous:
+            raise ValueError(f"rank {self.rank}: a capped round sends 1-D C-contiguous words, got shape {a.shape} "
+                             f"and strides {a.strides}")
+        if len(self._send_wraps) >= _SEND_WRAPS:
+            self._send_wraps.clear()
+        w = self._send_wraps[id(a)] = (a, self._array(a), int(a.nbytes))
+        return w
 
     # -- device rounds (breadth.bfs.engine.device_engine) -----------------------------------------------
     def gather_device(self, vec) -> np.ndarray:
@@ -895,6 +920,6 @@ class UCXCommunicator(PeerCommunicator):
             pass
         self._eps, self._ctl, self._accepted = {}, {}, ([], [])
         self._slot_reqs, self._bye_reqs, self._capped_reqs = {}, {}, {}
-        self._wraps, self._orphans, self._shared = {}, [], []
+        self._wraps, self._orphans, self._shared, self._send_wraps = {}, [], [], {}
         self._listeners[0].clear()  # (the rounds' listener, held by its callback's holder)
         self._listeners = self._worker = self._ctx = None
