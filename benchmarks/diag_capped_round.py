@@ -14,9 +14,9 @@ interleaved call by call in one session:
 
 Figures per mode (median µs over ``--reps`` calls): when the later rank's call ends after the later start, and
 when the earlier rank's does.  A round that wrapped its words for ucxx at every call (a byte view and ucxx's
-``Array``: 1.5 µs in a loop) measured 53-63 µs for the later rank here where the round that keeps the wrapper took
-39-45 and raw 33-39 (two sessions of 1,500 calls, 2 cores; the machine's speed varies between runs, so compare
-modes within one run only).
+``Array``: 1.5 µs in a loop) measured 34-41 µs for the later rank here where the round that keeps the wrapper took
+24-32 and raw 20-26 (two sessions of 1,500 calls, 2 cores; 53-63, 39-45 and 33-39 with CI's tests running beside:
+the machine's speed varies between runs, so compare modes within one run only).
 """
 
 from __future__ import annotations
