@@ -10,13 +10,11 @@ interleaved call by call in one session:
 * ``raw``: ucxx on the communicator's own rounds endpoint and worker -- the receive posted a round ahead, the
   send's buffer wrapped once, a plain progress loop: the floor for one message each way;
 * ``capped``: ``UCXCommunicator.capped_round`` of the same 6 words (one array object, as the device engine's
-  one-round levels send from a few page-locked buffers).
+  one-round levels send from a few page-locked buffers);
+* ``fresh``: the same words as a new view each call, which the round wraps for ucxx each time.
 
 Figures per mode (median µs over ``--reps`` calls): when the later rank's call ends after the later start, and
-when the earlier rank's does.  A round that wrapped its words for ucxx at every call (a byte view and ucxx's
-``Array``: 1.5 µs in a loop) measured 34-41 µs for the later rank here where the round that keeps the wrapper took
-24-32 and raw 20-26 (two sessions of 1,500 calls, 2 cores; 53-63, 39-45 and 33-39 with CI's tests running beside:
-the machine's speed varies between runs, so compare modes within one run only).
+when the earlier rank's does.  The machine's speed varies between runs (2 cores): compare modes within one run.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from results_file import machine, versions, write_json  # noqa: E402
 
-MODES = ("raw", "capped")
+MODES = ("raw", "capped", "fresh")
 
 
 def _busy(us: float) -> None:
@@ -60,7 +58,8 @@ def _rank(engine, setup_s, reps: int, apart_us: float, seed: int) -> dict:
             worker.progress()
         posted.append(ep.tag_recv(into, api.UCXXTag(((n[0] + 1) << 8) + peer)))
 
-    calls = {"raw": raw, "capped": lambda: comm.capped_round({peer: words})}
+    calls = {"raw": raw, "capped": lambda: comm.capped_round({peer: words}),
+             "fresh": lambda: comm.capped_round({peer: words[:]})}
     for _ in range(50):  # warm-up
         for fn in calls.values():
             fn()

@@ -783,9 +783,9 @@ class UCXCommunicator(PeerCommunicator):
         """``(a, ucxx's wrapper of a, its bytes)``, kept for the next capped rounds that send the same array
         object (the callers send from a few buffers).  Making one takes 1.5 us in a loop but 5 or more
         between a level's other steps: two CPU ranks here starting their rounds 0-40 us apart, as in a search,
-        the later rank's round took 34-41 us wrapping at every round, 24-32 with the wrapper kept, raw ucxx on
-        the same endpoint 20-26 (53-63, 39-45 and 33-39 with CI's tests running beside; ``benchmarks/
-        diag_capped_round.py``)."""
+        the later rank's round took 31-53 us sending a new array (wrapped) each time, 24-42 the same array,
+        raw ucxx on the same endpoint 20-33, in three sessions whose speeds differ; 7-12 us more than the kept
+        wrapper in each (``benchmarks/diag_capped_round.py``, ``results/capped_round_cpu_session36_quiet``)."""
         if a.ndim != 1 or not a.flags.c_contiguous:
             raise ValueError(f"rank {self.rank}: a capped round sends 1-D C-contiguous words, got shape {a.shape} "
                              f"and strides {a.strides}")
