@@ -766,11 +766,9 @@ class UCXCommunicator(PeerCommunicator):
 
     def _capped_posts(self, sends: dict[int, np.ndarray]) -> list:
         """The next capped round's sends, posted, and its receives (posted a round ago)."""
-        wraps, ws = self._send_wraps, []
-        for p in self._peers:  # (all wrapped before anything is posted: a bad array fails no round)
-            a = sends[p]
-            w = wraps.get(id(a))
-            ws.append(w if w is not None and w[0] is a else self._wrap_words(a))
+        wraps = self._send_wraps  # (an entry keeps its array alive: its id names no other array meanwhile)
+        # all wrapped before anything is posted: a bad array fails no round
+        ws = [wraps.get(id(sends[p])) or self._wrap_words(sends[p]) for p in self._peers]
         self._cseq = seq = self._cseq + 1
         eps, tag = self._eps, self._api.UCXXTag(_tag(_SIZED, seq, self.rank, _CAPPED))
         reqs = []
