@@ -217,13 +217,12 @@ class OneRoundLevels:
         if self.peer_bits is None:
             return None
         cp = self.e.b.xp
-        rt, stream, comm = cp.cuda.runtime, cp.cuda.get_current_stream(), self.e.comm
+        stream, comm = cp.cuda.get_current_stream(), self.e.comm
         g, self._lists = self._gbits[0], None
         own = g[self.woff[self.rank]:self.woff[self.rank + 1]]
         if bits.data.ptr != own.data.ptr:
             own[:] = bits
-        for ptr in self._to_peers(0):
-            rt.memcpyAsync(ptr, own.data.ptr, own.nbytes, rt.memcpyDefault, stream.ptr)
+        self._copy_to_peers(own, self._to_peers(0), stream)
         stream.synchronize()
         w = self.out[self.peers[0]]
         w[0] = 1
@@ -284,6 +283,12 @@ class OneRoundLevels:
             return []
         return [self.peer_bits[k][p] + 8 * self.woff[self.rank] for p in self.peers]
 
+    def _copy_to_peers(self, own, ptrs: list[int], stream) -> None:
+        """Queue copies of this rank's words ``own`` to addresses ``ptrs`` of the peers' bitmaps on ``stream``."""
+        rt = self.e.b.xp.cuda.runtime
+        for ptr in ptrs:
+            rt.memcpyAsync(ptr, own.data.ptr, own.nbytes, rt.memcpyDefault, stream.ptr)
+
     def _capture_bottom_up(self, fbits, own, bu_off, bu_col, first: bool, to_peers: list[int]):
         """The captured bottom-up level: the depth from the parameter block, the counters zeroed, the kernels
         between two stamps, then what the host reads (:meth:`~breadth.bfs.gpu.backend.GpuBackend.
@@ -309,8 +314,8 @@ class OneRoundLevels:
             b.stamp(self.bu_stamps, 1)
             b.publish_bottom_up(ctr, self.bu_stamps, self.bu_stat.ctypes.data, own, cap,
                                 self.out[self.peers[0]].ctypes.data + 8 * _BU_HEAD)
-            for ptr in to_peers:  # (the peer reads it after this level's round: the host waits for the graph first)
-                rt.memcpyAsync(ptr, own.data.ptr, own.nbytes, rt.memcpyDefault, st.ptr)
+            self._copy_to_peers(own, to_peers, st)  # (read by the peers after this level's round: the host
+            # waits for the graph first)
 
         return capture(st, level)
 
@@ -322,19 +327,12 @@ class OneRoundLevels:
         ``(size, 3)`` on the host."""
         woff, rows, peers, comm = self.woff, self.bu_rows, self.peers, self.e.comm
         c, dg, tasks = self.bu_stat[:3].tolist()
+        written = self.peer_bits is not None  # the graph wrote the bitmap into the peers' own (on every rank)
+        listed = not written and c <= self._bu_cap  # (as the GPU decided)
+        how = 2 if written else 0 if listed else 1  # what follows the counters: a list, a device bitmap, nothing
+        self.tally[("bu_lists", "bu_bitmaps", "bu_written")[how]] += 1
         w = self.out[peers[0]]  # (the GPU wrote the list there; every peer is sent the same words)
-        if self.peer_bits is not None:  # the graph wrote the bitmap into the peers' own: the counters alone
-            self.tally["bu_written"] += 1
-            w[:_BU_HEAD] = (c, dg, tasks, 2)
-            got = comm.capped_round(dict.fromkeys(peers, self._words(peers[0], _BU_HEAD)))
-            comm.note_sent(own.nbytes * len(peers))
-            for p in peers:
-                rows[p] = got[p][:3]
-            rows[self.rank] = (c, dg, tasks)
-            return rows.copy()
-        listed = c <= self._bu_cap  # (as the GPU decided)
-        self.tally["bu_lists" if listed else "bu_bitmaps"] += 1
-        w[:_BU_HEAD] = (c, dg, tasks, 0 if listed else 1)
+        w[:_BU_HEAD] = (c, dg, tasks, how)
         msgs = dict.fromkeys(peers, self._words(peers[0], _BU_HEAD + (c if listed else 0)))
         # the counters go as a capped round's host words, into receives posted a round ahead: a device array
         # that small is staged through the host by the round itself, which cost a 256 KB bitmap's round on an
@@ -342,9 +340,11 @@ class OneRoundLevels:
         # 115-178 us against 83-172 (in step, less in 10 of 13 processes: one_round_levels_h200_session31_*).
         # The bitmaps stay device to device: through page-locked host memory a scale-22 search's small
         # bottom-up levels took 469 / 503 us against 292 / 255 (one_round_levels_h200_session28_6_staged_bitmaps)
-        got = comm.capped_round(msgs, device=(
+        got = comm.capped_round(msgs, device=None if written else (
             {} if listed else {p: own for p in peers},
-            lambda words: {p: g[woff[p]:woff[p + 1]] for p in peers if words[p][3]}))
+            lambda words: {p: g[woff[p]:woff[p + 1]] for p in peers if words[p][3] == 1}))
+        if written:
+            comm.note_sent(own.nbytes * len(peers))
         lists = {}
         for p in peers:
             rows[p] = got[p][:3]

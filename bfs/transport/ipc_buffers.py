@@ -18,16 +18,18 @@ from typing import Any
 import numpy as np
 
 
-def share(mesh, nbytes: int, agree: bool = False) -> tuple[Any, dict[int, int]] | None:
-    """A zeroed device allocation of ``nbytes`` (a ``cupy.cuda.Memory``) and this process's pointer to every
-    peer's (``{peer: address}``); collective over ``mesh`` (a communicator's ``allgather``/``allreduce``):
-    every rank calls it with the same ``nbytes``, in the same order.  ``agree``: where some rank cannot open
-    a peer's handle (processes that may not share device memory: containers apart, MIG), every rank gets
-    None instead of the error, at the cost of one all-reduce."""
+def share(mesh, shape: tuple[int, ...], dtype, agree: bool = False) -> tuple[Any, dict[int, int]] | None:
+    """A zeroed CuPy array of ``shape`` and ``dtype`` in an allocation of its own (``.data.mem``, which the
+    caller keeps until the peers have unmapped it) and this process's pointer to every peer's
+    (``{peer: address}``); collective over ``mesh`` (a communicator's ``allgather``/``allreduce``): every rank
+    calls it with the same shape and dtype, in the same order.  ``agree``: where some rank cannot open a
+    peer's handle (processes that may not share device memory: containers apart, MIG), every rank gets None
+    instead of the error, at the cost of one all-reduce."""
     import cupy as cp
 
     rt = cp.cuda.runtime
-    nbytes = max(int(nbytes), 8)
+    dtype = np.dtype(dtype)
+    nbytes = max(int(np.prod(shape)) * dtype.itemsize, 8)
     mem = cp.cuda.Memory(nbytes)
     rt.memset(mem.ptr, 0, nbytes)
     opened: dict[int, int] = {}
@@ -51,7 +53,7 @@ def share(mesh, nbytes: int, agree: bool = False) -> tuple[Any, dict[int, int]] 
     if agree and int(mesh.allreduce(np.array([int(failed)], np.int64))[0]):
         unmap(opened.values())
         return None
-    return mem, opened
+    return cp.ndarray(shape, dtype, cp.cuda.MemoryPointer(mem, 0)), opened
 
 
 def unmap(ptrs) -> None:

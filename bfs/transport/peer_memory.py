@@ -144,16 +144,14 @@ class PeerMemory:
     def alloc(self, shape, dtype):
         """A zeroed CuPy array that every peer can write (collective: every rank calls it with the same
         shape and dtype, in the same order)."""
-        cp = self._cp
-        dtype = np.dtype(dtype)
-        mem, opened = share(self._tcp, int(np.prod(shape)) * dtype.itemsize)
+        arr, opened = share(self._tcp, shape, dtype)
         for p, ptr in opened.items():
             self._opened.append(ptr)
             self._bases[p].append(ptr)
+        mem = arr.data.mem
         self._own.append(mem)
-        nbytes = mem.size
-        self._regs.append((mem.ptr, nbytes))
-        return cp.ndarray(shape, dtype, cp.cuda.MemoryPointer(mem, 0))
+        self._regs.append((mem.ptr, mem.size))
+        return arr
 
     def find(self, arr) -> tuple[int, int] | None:
         """``(buffer index, byte offset)`` of device array ``arr`` inside a registered buffer, or None (an

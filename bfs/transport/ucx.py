@@ -837,13 +837,10 @@ class UCXCommunicator(PeerCommunicator):
             return None
         from .ipc_buffers import share
 
-        dtype = np.dtype(dtype)
-        got = share(self, int(np.prod(shape)) * dtype.itemsize, agree=True)
-        if got is None:
-            return None
-        mem, peers = got
-        self._shared.append((mem, list(peers.values())))
-        return self._cp.ndarray(shape, dtype, self._cp.cuda.MemoryPointer(mem, 0)), peers
+        got = share(self, shape, dtype, agree=True)
+        if got is not None:
+            self._shared.append((got[0].data.mem, list(got[1].values())))
+        return got
 
     def wait(self, what: str) -> None:
         """Wait for the work queued on the current stream (UCX's own rounds have landed already)."""
