@@ -1,11 +1,12 @@
 """UCX transport between BFS ranks, over ucxx's core API (``pip install "breadth[ucx]"``).
 
-Each communicator owns a UCX context, a worker and two listeners; ranks exchange their listener addresses once
-through Dask (one ``distributed.Variable`` per rank) and every rank dials every peer twice, so that each rank
-sends on endpoints of its own: the rounds with a peer of the same host go on endpoints without UCX's peer error
-handling, the hellos and goodbyes (and the rounds with peers elsewhere) on endpoints with it.  UCX's shared-memory
-transports cannot report a failed peer, so an endpoint that asks for that gets TCP even between two processes of
-one host.  UCX picks shared memory, TCP, InfiniBand or NVLink by itself, and moves CuPy arrays device to device
+Each communicator owns a UCX context, a worker and a listener; ranks exchange their listener and worker
+addresses once through Dask (one ``distributed.Variable`` per rank) and every rank opens two endpoints to every
+peer, so that each rank sends on endpoints of its own: the rounds with a peer of the same host go on an endpoint
+to its worker address without UCX's peer error handling, the hellos and goodbyes (and the rounds with peers
+elsewhere) on connections to its listener with it.  UCX's shared-memory transports cannot report a failed peer,
+so an endpoint that asks for that gets TCP even between two processes of one host.  UCX picks shared memory,
+TCP, InfiniBand or NVLink by itself, and moves CuPy arrays device to device
 when it is built with CUDA.
 
 No event loop: the rank's own thread posts sends and receives (``tag_send``/``tag_recv``, which return at
@@ -220,12 +221,12 @@ class UCXCommunicator(PeerCommunicator):
     #: host words into receives posted a round ahead (:meth:`capped_round`)
     capped_rounds = True
 
-    def __init__(self, rank: int, size: int, api, array, ctx, worker, listeners: tuple, eps: dict, ctl: dict,
-                 accepted: tuple[list, list], local: set, digest: int, timeout: float, device: bool):
+    def __init__(self, rank: int, size: int, api, array, ctx, worker, listener, eps: dict, ctl: dict,
+                 accepted: list, local: set, digest: int, timeout: float, device: bool):
         self.rank, self.size, self.timeout = rank, size, float(timeout)
         self._spin = _spin_for(1 + len(local), device)
         self._api, self._array = api, array
-        self._ctx, self._worker, self._listeners = ctx, worker, listeners
+        self._ctx, self._worker, self._listener = ctx, worker, listener
         self._eps, self._ctl, self._accepted = eps, ctl, accepted
         self._local = local  # the peers on this host: their rounds' endpoints have no error handling
         self._peers = sorted(eps)
@@ -286,27 +287,23 @@ class UCXCommunicator(PeerCommunicator):
         ctx = api.UCXContext(config_dict=_context_config(device), feature_flags=(api.Feature.TAG, api.Feature.WAKEUP))
         worker = api.UCXWorker(ctx)
         worker.init_blocking_progress_mode()
-        # two connections a peer: one for the rounds and one for the hellos and goodbyes.  UCX's shared-memory
+        # two endpoints a peer: one for the rounds and one for the hellos and goodbyes.  UCX's shared-memory
         # transports cannot report a peer's failure, so an endpoint asked to (ucxx's default) leaves them out
         # and moves a host message over TCP even between two processes of one host: on the rounds' endpoints to
         # a peer of this host none is asked, and a peer's failure is seen on its control endpoint, whose goodbye
         # receive it cancels.  A round both ways (benchmarks/diag_ucx_host.py, ERROR_HANDLING=n against
         # default): two CPU processes here 40 B 18 -> 8 us, 32 KB 57 -> 14, 200 KB 171 -> 32; two GPU processes
         # of one H200, page-locked host words 40 B 15-17 -> 10-14, 128 KB 81-83 -> 17-18, device 64 MB 512-575
-        # -> 440-459 (results/ucx_gpu_host_settings_h200_error_handling.json.gz).
-        # ``accepted``: the endpoints of the peers' connections to us, for the rounds of peers on this host and
-        # for the others' and control (they send on them, we on our own).  ucxx creates each endpoint of the
-        # second listener itself; the first's callback creates its endpoints, without error handling, through
-        # ``holder``, emptied as the communicator is released: a callback that kept the listener would keep it in
-        # a reference cycle, and its sockets open until a garbage collection
-        accepted: tuple[list, list] = ([], [])
-        holder: list = []
-
-        def accept(conn_request) -> None:
-            accepted[0].append(holder[0].create_endpoint_from_conn_request(conn_request, False))
-
-        holder.append(api.UCXListener.create(worker, 0, accept))
-        listeners = (holder, api.UCXListener.create(worker, 0, accepted[1].append, deliver_endpoint=True))
+        # -> 440-459 (results/ucx_gpu_host_settings_h200_error_handling.json.gz).  The rounds' endpoint to a peer
+        # of this host goes to its worker address, not through its listener: closing a listener's connection
+        # without error handling flushes it, and where the peer had closed its end first UCX printed "error during
+        # flush: Connection reset by remote peer" at about one close in ten (tests/test_multirank.py).  The same
+        # shared-memory lanes, no slower: alternating sessions in one pair of GPU processes, small top-down
+        # levels 49-99 us against 50-118 (results/one_round_levels_h200_session37_endpoints_ab.json.gz).
+        # ``accepted``: the endpoints of the peers' connections to our listener (their hellos, goodbyes and the
+        # rounds of peers elsewhere: they send on them, we on our own)
+        accepted: list = []
+        listener = api.UCXListener.create(worker, 0, accepted.append, deliver_endpoint=True)
         eps: dict[int, Any] = {}
         ctl: dict[int, Any] = {}
         local: set[int] = set()  # the peers on this host
@@ -314,12 +311,12 @@ class UCXCommunicator(PeerCommunicator):
         mine = Variable(f"{session}-ucx-{rank}", client=client)
         comm = None
         try:
-            mine.set([worker_host(), int(holder[0].port), int(listeners[1].port)], timeout=left())
+            mine.set([worker_host(), int(listener.port), worker.address.tobytes()], timeout=left())
             for j in range(size):
                 if j == rank:
                     continue
                 try:
-                    host, port, ctl_port = Variable(f"{session}-ucx-{j}", client=client).get(timeout=left())
+                    host, port, address = Variable(f"{session}-ucx-{j}", client=client).get(timeout=left())
                 except Exception as e:
                     raise CommError(f"rank {rank}: rank {j} did not publish its address within {timeout} s",
                                     peer=j) from e
@@ -328,17 +325,18 @@ class UCXCommunicator(PeerCommunicator):
                     local.add(j)
                 try:  # (a peer on another host: no shared memory to gain, and a transport error there, on an
                     # endpoint without error handling, may end this process -- its rounds keep error handling)
-                    eps[j] = api.UCXEndpoint.create(worker, host, int(port if here else ctl_port), not here)
-                    ctl[j] = api.UCXEndpoint.create(worker, host, int(ctl_port), True)
+                    eps[j] = (api.UCXEndpoint.create_from_worker_address(
+                        worker, api.UCXAddress.create_from_buffer(address), False) if here
+                        else api.UCXEndpoint.create(worker, host, int(port), True))
+                    ctl[j] = api.UCXEndpoint.create(worker, host, int(port), True)
                 except Exception as e:
                     raise CommError(f"rank {rank}: cannot reach rank {j} at {host}:{port}: {e!r}", peer=j) from e
-            comm = cls(rank, size, api, array, ctx, worker, listeners, eps, ctl, accepted, local, digest, timeout,
+            comm = cls(rank, size, api, array, ctx, worker, listener, eps, ctl, accepted, local, digest, timeout,
                        device)
             comm._hello(session, left())
         except BaseException:
             if comm is not None:
                 comm.close()
-            holder.clear()
             raise
         finally:
             try:
@@ -895,7 +893,7 @@ class UCXCommunicator(PeerCommunicator):
         # the endpoints without error handling close without waiting: their blocking close waits until the peer
         # answers, and a silent peer never does (a stalled rank's kept its failed peers 60 s); the others' forced
         # close returns at once
-        unhandled = [ep for p, ep in self._eps.items() if p in self._local] + self._accepted[0]
+        unhandled = [ep for p, ep in self._eps.items() if p in self._local]
         handled = [ep for p, ep in self._eps.items() if p not in self._local] + list(self._ctl.values())
         closing = []
         for ep in unhandled:
@@ -903,7 +901,7 @@ class UCXCommunicator(PeerCommunicator):
                 closing.append(ep.close())
             except Exception:
                 pass
-        for ep in handled + self._accepted[1]:
+        for ep in handled + self._accepted:
             try:
                 ep.close_blocking(period=10 ** 8, max_attempts=1)
             except Exception:
@@ -914,8 +912,7 @@ class UCXCommunicator(PeerCommunicator):
                 self._worker.progress_worker_event(_EVENT_MS)
         except Exception:
             pass
-        self._eps, self._ctl, self._accepted = {}, {}, ([], [])
+        self._eps, self._ctl, self._accepted = {}, {}, []
         self._slot_reqs, self._bye_reqs, self._capped_reqs = {}, {}, {}
         self._wraps, self._orphans, self._shared, self._send_wraps = {}, [], [], {}
-        self._listeners[0].clear()  # (the rounds' listener, held by its callback's holder)
-        self._listeners = self._worker = self._ctx = None
+        self._listener = self._worker = self._ctx = None
