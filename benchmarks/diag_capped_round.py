@@ -38,9 +38,12 @@ def _busy(us: float) -> None:
         pass
 
 
-def _rank(engine, setup_s, reps: int, apart_us: float, seed: int) -> dict:
-    """One rank's calls: ``{mode: (reps, 2) array of (start, end) on the host's clock}``."""
+def _rank(engine, setup_s, reps: int, apart_us: float, seed: int, spin_us: float | None) -> dict:
+    """One rank's calls: ``{mode: (reps, 2) array of (start, end) on the host's clock}``; ``spin_us``: the
+    communicator's busy poll before it sleeps on the worker's wakeup (None: its own)."""
     comm = engine.comm
+    if spin_us is not None:
+        comm._spin = spin_us * 1e-6
     peer = 1 - comm.rank
     delays = np.random.default_rng(seed).uniform(0, apart_us, size=(reps, 2))
     api, wrap, ep, worker = comm._api, comm._array, comm._eps[peer], comm._worker
@@ -91,6 +94,9 @@ def main(argv=None) -> int:
     ap.add_argument("--sessions", type=int, default=2)
     ap.add_argument("--apart", type=float, default=40.0, help="largest busy wait before a call, µs")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--spin", type=float, default=None,
+                    help="the rounds' busy poll, µs, before sleeping on UCX's wakeup (default: the communicator's; "
+                         "GPU ranks poll 50)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
 
@@ -102,7 +108,7 @@ def main(argv=None) -> int:
     with local_cluster(workers=2) as client:
         graph = prepare(kronecker(12, 16), client)
         for s in range(args.sessions):
-            a, b = run_session(graph, _rank, args.reps, args.apart, args.seed, protocol="ucx")
+            a, b = run_session(graph, _rank, args.reps, args.apart, args.seed, args.spin, protocol="ucx")
             figs = {m: _figures(a[m], b[m]) for m in MODES}
             doc["sessions"].append(figs)
             print(f"session {s}: " + "; ".join(
