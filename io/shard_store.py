@@ -651,13 +651,13 @@ def _id_map_file_header(p: str) -> tuple[str, list[int]]:
         raise CorruptStoreError(f"{p}: cannot be read as Parquet: {e}") from None
 
 
-def _load_shard(store: str, manifest: dict, rank: int, nparts: int, verify: bool):
+def _load_shard(store: str, manifest: dict, rank: int, nparts: int, verify: bool, device: str = "cpu"):
     """Runs on a worker: build shard ``rank`` of ``nparts`` from the stored shards' rows.
 
     Every array is allocated once at its final size and the stored rows are read straight into it
     (:func:`~breadth.io.store_files.read_npy_into`): the worker holds the shard's bytes and no more, where
     a memory map of the files plus a copy of their rows held them twice (2^30 web-crawl tuples: 9.5 GB
-    per worker for a 4.7 GB shard)."""
+    per worker for a 4.7 GB shard).  ``device="gpu"``: the shard is moved to the worker's GPU."""
     from breadth.bfs.shard import Shard, block_size
 
     n = manifest["num_vertices"]
@@ -697,27 +697,80 @@ def _load_shard(store: str, manifest: dict, rank: int, nparts: int, verify: bool
             read(rec, col_name, col[int(off[k]):int(off[k + r1 - r0])], int(first[0]))
             k += r1 - r0
         out[off_name], out[col_name] = off, col
-    return Shard(rank, nparts, n, lo, hi, out["offsets"], out["columns"], out["tuple_degree"], out["self_loops"],
-                 out.get("in_offsets"), out.get("in_columns"))
+    shard = Shard(rank, nparts, n, lo, hi, out["offsets"], out["columns"], out["tuple_degree"], out["self_loops"],
+                  out.get("in_offsets"), out.get("in_columns"))
+    if device == "gpu":
+        import cupy
+
+        shard = shard.to(cupy)
+    return shard
 
 
-def load_store(path: str, client=None, *, nparts: int | None = None, verify: bool = True):
-    """Load store ``path`` onto the workers of ``client`` as a :class:`ShardedGraph`.
+def _order_dropped(shard) -> str | None:
+    from breadth.bfs.search_order import ORDER_DROPPED
 
-    ``nparts`` defaults to the number of workers; when it differs from the stored shard count the
-    shards are re-cut (see the module docstring).  ``verify`` checks every file's sha256.  A store written
-    with a 2D or delegates partitioning (the manifest's ``partitioning``) is loaded with it: a 2D store's
-    shard count is its grid's (``nparts`` defaults to it, and another is a :class:`StoreError`).
+    return shard.meta.get(ORDER_DROPPED)
 
-    >>> from breadth.io.shard_store import load_store
-    >>> g = load_store("/data/wiki.store", client)     # doctest: +SKIP
+
+def load_store(path: str, client=None, *, nparts: int | None = None, verify: bool = True, device: str = "cpu",
+               search_order: bool = True):
+    """Load a shard store onto the workers of a Dask cluster, ready to search.
+
+    Each rank's shard is read by the worker that will search it (the path must be visible to the workers,
+    as it is on one machine or on a shared file system), checked against the manifest, and given what a
+    search uses beyond the stored CSR -- bottom-up's degree-ordered rows
+    (:mod:`breadth.bfs.search_order`), built on the worker's device -- so that a loaded graph searches
+    exactly as the same graph prepared in memory.
+
+    Parameters
+    ----------
+    path : str
+        A store directory written by :func:`write_store` (``breadth generate``, ``breadth ingest``).
+    client : distributed.Client, optional
+        Default: the current client.
+    nparts : int, optional
+        Ranks to load onto (default: the number of workers).  When it differs from the stored shard count
+        each rank's shard is assembled from the rows of the stored shards that overlap its vertex block.  A
+        store written with a 2D partitioning loads onto its grid's shard count only.
+    verify : bool
+        Check every file's sha256 while reading it.
+    device : {"cpu", "gpu", "auto"}
+        ``"gpu"``: shards in the workers' GPU memory (dask-cuda workers,
+        :func:`~breadth.pipeline.cluster.local_cuda_cluster`), searched by the GPU engine; ``"auto"``: GPU
+        when CuPy sees a device here.
+    search_order : bool
+        Build bottom-up's degree-ordered rows (4 bytes an adjacency entry); ``False`` for a graph that is
+        only written again or inspected, not searched.
+
+    Returns
+    -------
+    ShardedGraph
+        Shards held by the workers; ``graph.source["load_time"]`` is the load's wall time in seconds.
+
+    Raises
+    ------
+    IncompleteStoreError
+        The store has no manifest (a write that did not finish); the message names the missing shards.
+    CorruptStoreError
+        A file is missing, resized, or its checksum differs from the manifest.
+    StoreError
+        Any other reason the store cannot be loaded as asked.
+
+    Examples
+    --------
+    >>> from breadth.io import load_store
+    >>> from breadth.bfs import bfs
+    >>> g = load_store("/data/wiki.store", client)      # doctest: +SKIP
     >>> bfs(g, 30).to_pandas()                          # doctest: +SKIP
     """
     from distributed import default_client, wait
 
-    from breadth.bfs.sharded_graph import ShardedGraph
     from breadth.bfs.dask_workers import worker_addresses
+    from breadth.bfs.device_choice import resolve_device
+    from breadth.bfs.search_order import add_bottom_up_order, warn_dropped_order
+    from breadth.bfs.sharded_graph import ShardedGraph
 
+    device = resolve_device(device)
     path = os.path.abspath(path)
     m = read_manifest(path)
     client = client or default_client()
@@ -735,18 +788,24 @@ def load_store(path: str, client=None, *, nparts: int | None = None, verify: boo
     id_map = load_id_map_parts(path, m.get("id_map"), client, workers, verify)
     t0 = time.perf_counter()
     token = uuid.uuid4().hex[:8]
-    shards = [client.submit(_load_shard, path, m, r, nparts, verify, key=f"shard-load-{token}-{r}",
-                            workers=[workers[r % len(workers)]], allow_other_workers=False, pure=False)
+    where = [workers[r % len(workers)] for r in range(nparts)]
+    shards = [client.submit(_load_shard, path, m, r, nparts, verify, device, key=f"shard-load-{token}-{r}",
+                            workers=[where[r]], allow_other_workers=False, pure=False)
               for r in range(nparts)]
     wait(shards)
     for f in shards:
         if f.status == "error":
             f.result()  # raises the worker's error (e.g. CorruptStoreError) here
-    graph = ShardedGraph(client=client, shards=shards, workers=[workers[r % len(workers)] for r in range(nparts)],
+    if search_order:
+        shards = add_bottom_up_order(client, shards, where, token)
+        reasons = client.gather([client.submit(_order_dropped, s, workers=[w], pure=False)
+                                 for s, w in zip(shards, where)])
+        warn_dropped_order(reasons, stacklevel=2)  # the caller of load_store()
+    graph = ShardedGraph(client=client, shards=shards, workers=where,
                          num_vertices=m["num_vertices"], num_input_edges=m["num_input_edges"],
                          num_edges=m["num_edges"], num_self_loops=m["num_self_loops"], directed=m["directed"],
                          construction_time=m.get("construction_time", 0.0),
-                         source=dict(m.get("source", {}), store=path), id_map=id_map)
+                         source=dict(m.get("source", {}), store=path), id_map=id_map, backend=device)
     graph = partition_graph(graph, layout)  # the same graph for 1D
     graph.source["load_time"] = time.perf_counter() - t0
     return graph

@@ -115,7 +115,7 @@ def _gpu_bottom_up_order(shard):
     degree-ordered rows, built with the shard so that construction time counts them (several ranks get
     theirs from :func:`~breadth.pipeline.prepare`, which gathers every owner's degrees)."""
     if shard.nparts == 1:
-        from .build_csr_gpu import attach_bottom_up_order
+        from breadth.bfs.search_order import with_bottom_up_order
 
-        attach_bottom_up_order(shard)
+        return with_bottom_up_order(shard)
     return shard

@@ -13,9 +13,9 @@ from __future__ import annotations
 import cupy as cp
 import numpy as np
 
+from breadth.bfs.search_order import with_bottom_up_order
 from breadth.bfs.shard import Shard, block_size
 
-from .bottom_up_order import ORDER_DROPPED
 from .build_csr_numpy import packed_csr, split_pieces
 from .piece import Piece
 
@@ -87,67 +87,5 @@ def build_shard_gpu(rank: int, nparts: int, num_vertices: int, pieces: list[Piec
     if nparts == 1:
         # Bottom-up's degree-ordered copy of its rows is part of the structure a search uses, so it is
         # built here and counted in construction time (one rank: every neighbour's degree is local).
-        attach_bottom_up_order(shard)
-    return shard
-
-
-#: bytes of a device memory limit per entry of one sort of the degree order (keys, scratch and headroom)
-ORDER_BYTES_PER_ENTRY = 32
-
-
-def order_sort_entries() -> int | None:
-    """Entries per sort of bottom-up's degree order on this worker
-    (:func:`~breadth.bfs.gpu.kernels.degree_ordered_columns`): ranges sized to the worker's device memory
-    limit (8 GB: 250 M entries, 2 GB of keys), or to the device's free memory where less is free (the
-    shuffle's pairs may still wait in device memory beside the new shard), so that a limited worker's build
-    peaks near its shard instead of three times its columns; one sort where the worker has no limit, or
-    where the limit holds it (dask-cuda's default, 80 % of an H200: up to 3.8 G entries, a scale-27
-    graph's).  Scale 26 on one H200: construction 0.63-0.70 s with one sort, 0.75-0.78 s in ranges of 2^27.
-    (Sized to the limit alone, the sort ran out of memory beside 17 GB of pairs on an 80 GB H100, and the
-    shard went without its degree order: bottom-up's third level at scale 26 took 3.1 ms instead of 1.7.)"""
-    from breadth.bfs.gpu.kernels import free_device_bytes
-
-    from .device_memory import worker_device_memory_limit
-
-    limit = worker_device_memory_limit()
-    if limit is None:
-        return None
-    return max(1 << 20, min(limit, free_device_bytes()) // ORDER_BYTES_PER_ENTRY)
-
-
-def _bottom_up_rows(shard: Shard):
-    # bottom-up looks for parents among in-neighbours: the CSC rows of a directed graph
-    return (shard.in_offsets, shard.in_columns) if shard.directed else (shard.offsets, shard.columns)
-
-
-def shard_degree_buckets(shard: Shard) -> np.ndarray:
-    """Host uint8 ``(num_local,)``: the degree bucket of each owned vertex in bottom-up's rows
-    (:func:`breadth.bfs.gpu.kernels.degree_buckets`), to be gathered by every owner."""
-    from breadth.bfs.gpu.kernels import degree_buckets
-
-    return cp.asnumpy(degree_buckets(_bottom_up_rows(shard)[0]))
-
-
-def with_bottom_up_order(shard: Shard, buckets: list[np.ndarray]) -> Shard:
-    """Add bottom-up's degree-ordered rows to a shard of a several-rank graph: ``buckets`` are every
-    owner's :func:`shard_degree_buckets` in rank order (one byte per vertex of the graph).  Built during
-    preparation, as for one rank, so that Graph500's construction time includes it."""
-    return attach_bottom_up_order(shard, cp.asarray(np.concatenate(buckets)))
-
-
-def attach_bottom_up_order(shard: Shard, buckets=None) -> Shard:
-    """``shard.meta["bu_columns"]``: bottom-up's rows by decreasing neighbour degree
-    (:func:`~breadth.bfs.gpu.kernels.degree_ordered_columns`; ``buckets`` of every global id, ``None`` for a
-    one-rank shard).  Where it cannot be built -- the device lacks memory for its sort, or ids are too wide
-    for the sort keys -- the shard goes without it (searches stay right, bottom-up levels slower: 3.1 ms
-    against 1.7 for scale 26's third level on an H100) and ``meta[ORDER_DROPPED]`` says why, so that
-    :func:`~breadth.pipeline.prepare.prepare` can warn the user instead of leaving it unsaid."""
-    from breadth.bfs.gpu.kernels import degree_ordered_columns
-
-    off, col = _bottom_up_rows(shard)
-    ordered = degree_ordered_columns(off, col, buckets, sort_entries=order_sort_entries())
-    if ordered is not None:
-        shard.meta["bu_columns"] = ordered
-    else:
-        shard.meta[ORDER_DROPPED] = "device memory short or ids too wide for its sort keys"
+        shard = with_bottom_up_order(shard)
     return shard

@@ -57,19 +57,18 @@ def _memory_limit(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _memory_args(p: argparse.ArgumentParser, gpu: bool = True) -> None:
-    """``--memory-limit`` and ``--spill-dir`` of the commands that prepare a graph (generate, ingest, bench),
-    and ``--device-memory-limit`` of those that run on GPUs (``gpu``: ingest, bench)."""
+def _memory_args(p: argparse.ArgumentParser) -> None:
+    """``--memory-limit``, ``--spill-dir`` and ``--device-memory-limit`` of the commands that prepare a graph
+    (generate, ingest, bench)."""
     p.add_argument("--memory-limit", type=_memory_limit, default=None,
                    help="RSS limit per local worker, e.g. 300MB: chunk and batch sizes and where the shuffle keeps "
                         "its pieces (memory, host batches, disk) follow from it, and a limit below the graph's "
                         "minimum is refused at once")
-    if gpu:
-        p.add_argument("--device-memory-limit", type=_memory_limit, default=None,
-                       help="with --device gpu: GPU memory per local worker, e.g. 8GB, past which the worker "
-                            "moves task outputs to host memory (dask-cuda's device_memory_limit; default 80%% of "
-                            "the GPU); the shuffle keeps its pieces in host batches when the graph does not fit "
-                            "under it")
+    p.add_argument("--device-memory-limit", type=_memory_limit, default=None,
+                   help="with --device gpu: GPU memory per local worker, e.g. 8GB, past which the worker "
+                        "moves task outputs to host memory (dask-cuda's device_memory_limit; default 80%% of "
+                        "the GPU); the shuffle keeps its pieces in host batches when the graph does not fit "
+                        "under it")
     p.add_argument("--spill-dir", default=None,
                    help="where the shuffle's disk tier writes its per-owner bucket files when the memory limit "
                         "needs it (default: a temporary directory, removed afterwards); also Dask's local "

@@ -111,6 +111,7 @@ def generate(args) -> int:
     others written.  On a complete store with the same parameters it does nothing."""
     from breadth.io.shard_store import write_store
 
+    from .cluster import resolve_device
     from .kronecker import kronecker
     from .prepare import prepare
 
@@ -120,22 +121,24 @@ def generate(args) -> int:
     # the limit is checked before anything starts (the graph's size is known from its parameters); an
     # existing cluster (--scheduler) is planned for once its workers are known
     nv, nt = 1 << args.scale, args.edgefactor << args.scale
-    plan = None if args.scheduler else memory_plan_for(args, nv, nt, store=True, what=f"scale {args.scale}",
-                                                       numpy_path=True)
+    device = resolve_device(args.device)
+    plan = None if args.scheduler or device == "gpu" else memory_plan_for(
+        args, nv, nt, store=True, what=f"scale {args.scale}", numpy_path=True)
     st = _begin(args, params)
     if st is None:
         return 0
-    with cluster_client(args) as client, shard_files_for(args, plan) as shard_dir:
-        if args.scheduler:
+    with cluster_client(args, device=device) as client, shard_files_for(args, plan) as shard_dir:
+        if args.scheduler and device == "cpu":
             # the NumPy path needs workers started without Numba: only the local cluster's are
             plan = memory_plan_for(args, nv, nt, store=True, what=f"scale {args.scale}", client=client)
         chunk = args.chunk_edges or (plan.chunk_edges if plan else None)
         jit = plan is None or plan.jit
         t0 = time.perf_counter()
-        g = prepare(kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=chunk, jit=jit), client,
-                    nparts=_nparts(st, client), spill_dir=spill_dir_for(args),
-                    batch_entries=plan.batch_entries if plan else None, jit=jit, shard_dir=shard_dir,
-                    search_order=False, **partition_kw(args))
+        edges = kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=chunk, jit=jit, device=device)
+        cpu_only = {"jit": jit, "shard_dir": shard_dir} if device == "cpu" else {}
+        g = prepare(edges, client, nparts=_nparts(st, client), spill_dir=spill_dir_for(args), device=device,
+                    batch_entries=plan.batch_entries if plan else None, search_order=False, **cpu_only,
+                    **partition_kw(args))
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, ["--scale", args.scale, "--edgefactor", args.edgefactor,
                                                      "--seed", args.seed, *_partition_flags(args)]))
@@ -295,9 +298,11 @@ def bfs_cmd(args) -> int:
     from breadth.io.shard_store import load_store
 
     from .cli_sources import missing_source, typed_ids
+    from .cluster import resolve_device
 
-    with cluster_client(args) as client:
-        g = load_store(args.store, client)
+    device = resolve_device(args.device)
+    with cluster_client(args, device=device) as client:
+        g = load_store(args.store, client, device=device)
         t0 = time.perf_counter()
         if args.root:
             roots = _parse_roots(g, args.root)
@@ -336,12 +341,15 @@ def bench_store(args) -> int:
     from breadth.bfs import graph500
     from breadth.io.shard_store import load_store, read_manifest
 
-    if args.memory_limit:
+    from .cluster import resolve_device
+
+    device = resolve_device(args.device)
+    if args.memory_limit and device == "cpu":
         m = read_manifest(args.store)
         memory_plan_for(args, m["num_vertices"], m["num_input_edges"], m["directed"], search=True,
                         what=os.path.basename(os.path.abspath(args.store)))
-    with cluster_client(args) as client:
-        g = load_store(args.store, client)
+    with cluster_client(args, device=device) as client:
+        g = load_store(args.store, client, device=device)
         if partition_kw(args):  # another partitioning than the store's: cut from its 1D shards
             from breadth.bfs.partitioned import partition_graph
             from breadth.bfs.partitioning import Partitioning
@@ -378,9 +386,12 @@ def add_store_commands(sub, int_in, cluster_args, memory_args, partition_args) -
     g.add_argument("--chunk-edges", type=int_in("--chunk-edges", 1), default=None,
                    help="edge tuples per generated chunk (default: from --memory-limit, else 2**22); the graph "
                         "is the same for any value")
+    g.add_argument("--device", choices=("cpu", "gpu", "auto"), default="cpu",
+                   help="gpu: one dask-cuda worker per GPU generates and builds its part on the device (the same "
+                        "graph as on the CPU); auto: gpu when CuPy and a device are present (default cpu)")
     _store_out_args(g)
     cluster_args(g)
-    memory_args(g, gpu=False)
+    memory_args(g)
     partition_args(g)
 
     i = sub.add_parser("ingest", help="read edge files (SNAP text, CSV, Matrix Market, Parquet) into a shard store")
@@ -425,6 +436,9 @@ def add_store_commands(sub, int_in, cluster_args, memory_args, partition_args) -
                    help="stop each search after K levels (farther vertices are left out; 0: the roots only)")
     b.add_argument("--batch", action="store_true",
                    help="with --root: run the searches up to 64 per pass (MS-BFS)")
+    b.add_argument("--device", choices=("cpu", "gpu", "auto"), default="cpu",
+                   help="gpu: one dask-cuda worker per GPU loads its shard into device memory and searches "
+                        "there; auto: gpu when CuPy and a device are present (default cpu)")
     b.add_argument("--out", required=True,
                    help="Parquet dataset directory (a file per root, rank and slice of 2^21 of its vertices, "
                         "written by the workers): columns root, vertex, parent, level; unreached vertices are omitted")

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 from breadth.bfs.dask_workers import worker_addresses, workers_info  # noqa: F401  (this module's API too)
 
-from .device_choice import gpu_available, resolve_device  # noqa: F401  (this module's API too)
+from breadth.bfs.device_choice import gpu_available, resolve_device  # noqa: F401  (this module's API too)
 
 SCHEDULER_TIMEOUT_S = 10.0  # how long connect() waits for an existing scheduler to answer
 

@@ -15,17 +15,16 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-import warnings
 
 from breadth.bfs.dask_workers import worker_addresses
+from breadth.bfs.device_choice import resolve_device
 from breadth.bfs.partitioned import partition_graph
 from breadth.bfs.partitioning import Partitioning
+from breadth.bfs.search_order import ORDER_DROPPED, add_bottom_up_order, warn_dropped_order
 from breadth.bfs.shard import block_size
 from breadth.bfs.sharded_graph import ShardedGraph
 
-from .bottom_up_order import ORDER_DROPPED
 from .build_owner import build_owner
-from .device_choice import resolve_device
 from .edges import EdgeList
 from .shuffle import batch_rows, choose_tier, consume, send, spill_space
 from .shuffle_tiers import ShuffleSpec
@@ -91,39 +90,9 @@ def _summary(shard) -> tuple[int, int, int, int, str | None]:
 
 def _warn_dropped_order(summaries: list, stages: dict | None) -> None:
     """One warning naming the owners whose shards went without bottom-up's degree order, and why."""
-    dropped = [r for r, s in enumerate(summaries) if s[4]]
+    dropped = warn_dropped_order([s[4] for s in summaries], stacklevel=4)  # the caller of prepare()
     if stages is not None:
         stages["bottom_up_order_dropped"] = dropped
-    if dropped:
-        warnings.warn(f"bottom-up's degree-ordered rows were not built for owner(s) {dropped} "
-                      f"({summaries[dropped[0]][4]}): their searches are right but slower in bottom-up levels",
-                      RuntimeWarning, stacklevel=4)  # the caller of prepare()
-
-
-def _add_bottom_up_order(client, shards, workers, token, device: str):
-    """Bottom-up's degree-ordered rows on every shard: each owner of a several-rank graph gathers all
-    owners' degree buckets (a byte per vertex); one rank orders by its own rows.  GPU shards of one rank
-    have them from their build already."""
-    from distributed import wait
-
-    if device == "gpu":
-        from .build_csr_gpu import shard_degree_buckets, with_bottom_up_order
-    else:
-        from .bottom_up_order import shard_degree_buckets, with_bottom_up_order
-
-    where = [dict(workers=[workers[r % len(workers)]], allow_other_workers=False, pure=False)
-             for r in range(len(shards))]
-    if len(shards) == 1:
-        ordered = [client.submit(with_bottom_up_order, shards[0], key=f"bu-shard-{token}-0", **where[0])]
-        wait(ordered)
-        return ordered
-    buckets = [client.submit(shard_degree_buckets, s, key=f"buckets-{token}-{r}", **where[r])
-               for r, s in enumerate(shards)]
-    ordered = [client.submit(with_bottom_up_order, s, buckets, key=f"bu-shard-{token}-{r}", **where[r])
-               for r, s in enumerate(shards)]
-    wait(ordered)
-    return ordered
-
 
 
 def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: bool = False,
@@ -182,7 +151,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     on the workers (:func:`breadth.bfs.partitioned.partition_graph`).
 
     ``search_order=False`` skips bottom-up's degree-ordered copy of the rows (4 bytes an entry, 2.1 s of each
-    owner's time at 2^26 web-crawl tuples; :mod:`breadth.pipeline.bottom_up_order`) for a graph that is not
+    owner's time at 2^26 web-crawl tuples; :mod:`breadth.bfs.search_order`) for a graph that is not
     searched where it was prepared: a shard store keeps the sorted rows only (``breadth generate``, ``ingest``).
 
     ``keep_edges=False`` hands the edge list's chunks over to the shuffle: each chunk is freed as soon as
@@ -263,10 +232,10 @@ def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], pro
     ours = sent.keys | {f.key for f in shards}
     chunk_records = client.gather(sent.stages) if stages is not None else []
     del sent
-    # CPU shards get theirs in the memory tier only (see breadth.pipeline.bottom_up_order); a GPU owner
-    # alone built its own (build_owner)
+    # CPU shards get theirs in the memory tier only (the order's copy of the columns would sit beside a
+    # host or disk tier's build, which exists to bound that memory); a GPU owner alone built its own
     if spec.search_order and (spec.nparts > 1 if spec.device == "gpu" else spec.tier == "memory"):
-        shards = _add_bottom_up_order(client, shards, workers, token, spec.device)
+        shards = add_bottom_up_order(client, shards, workers, token)
     summaries = client.gather([client.submit(_summary, s, workers=[workers[r % len(workers)]], pure=False)
                                for r, s in enumerate(shards)])
     construction = time.perf_counter() - t0

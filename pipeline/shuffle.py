@@ -49,7 +49,7 @@ import numpy as np
 
 from breadth.io.npy_lock import load_npy
 
-from .device_memory import device_memory_limit
+from breadth.bfs.device_memory import device_memory_limit
 from .memory_plan import TIERS, TierChoice
 from .memory_plan import choose_tier as _choose_tier
 from .shuffle_tiers import ShuffleSpec, run_folder, send_chunk

@@ -262,8 +262,7 @@ def test_a_device_without_room_for_the_degree_order_goes_without_it_and_says_so(
     """Bottom-up's degree order needs a sort of the rows' keys; where the device has no room for it (here:
     CuPy's pool capped just above what the shard holds) the shard goes without it, its meta says why (prepare
     warns with it), searches give the CPU's levels; with room again the same order is built."""
-    from breadth.pipeline.bottom_up_order import ORDER_DROPPED
-    from breadth.pipeline.build_csr_gpu import attach_bottom_up_order
+    from breadth.bfs.search_order import ORDER_DROPPED, with_bottom_up_order
 
     cpu_shard, gpu_shard = _cpu_and_gpu_shards(14, 4, 1, False, 0)
     assert "bu_columns" in gpu_shard.meta and ORDER_DROPPED not in gpu_shard.meta
@@ -272,7 +271,7 @@ def test_a_device_without_room_for_the_degree_order_goes_without_it_and_says_so(
     pool.free_all_blocks()
     pool.set_limit(size=pool.used_bytes() + 1024)  # the order's keys alone are 8 bytes an entry
     try:
-        attach_bottom_up_order(gpu_shard)
+        gpu_shard = with_bottom_up_order(gpu_shard)
     finally:
         pool.set_limit(size=0)  # no limit
     assert "bu_columns" not in gpu_shard.meta and "memory short" in gpu_shard.meta[ORDER_DROPPED]
@@ -285,8 +284,8 @@ def test_a_device_without_room_for_the_degree_order_goes_without_it_and_says_so(
         dirs |= {x.direction for x in gpu.search(int(r))}
         np.testing.assert_array_equal(gpu.level.get(), cpu.level)
     assert "bu" in dirs
-    del gpu_shard.meta[ORDER_DROPPED]
-    attach_bottom_up_order(gpu_shard)
+    gpu_shard = with_bottom_up_order(gpu_shard)
+    assert ORDER_DROPPED not in gpu_shard.meta
     np.testing.assert_array_equal(gpu_shard.meta["bu_columns"].get(), ordered)
 
 

@@ -108,7 +108,8 @@ class CpuBackend:
 
     def use_bottom_up_columns(self, cols, ordered) -> None:
         """Engine hook: bottom-up scans ``ordered`` (the same rows as ``cols``, neighbours by decreasing
-        degree; built during preparation, see :mod:`breadth.pipeline.bottom_up_order`) when given ``cols``."""
+        degree; built where the graph is prepared or loaded, see :mod:`breadth.bfs.search_order`) when given
+        ``cols``."""
         self._ordered = (cols, ordered)
 
     def bottom_up_step(self, offsets, cols, frontier_bits, parent, level, depth, next_bits):
