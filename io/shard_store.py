@@ -660,6 +660,7 @@ def _load_shard(store: str, manifest: dict, rank: int, nparts: int, verify: bool
     per worker for a 4.7 GB shard).  ``device="gpu"``: the shard is moved to the worker's GPU."""
     from breadth.bfs.shard import Shard, block_size
 
+    t0 = time.perf_counter()
     n = manifest["num_vertices"]
     block = block_size(n, nparts)
     lo = min(rank * block, n)
@@ -699,17 +700,22 @@ def _load_shard(store: str, manifest: dict, rank: int, nparts: int, verify: bool
         out[off_name], out[col_name] = off, col
     shard = Shard(rank, nparts, n, lo, hi, out["offsets"], out["columns"], out["tuple_degree"], out["self_loops"],
                   out.get("in_offsets"), out.get("in_columns"))
+    t_read = time.perf_counter()
     if device == "gpu":
         import cupy
 
         shard = shard.to(cupy)
+        cupy.cuda.get_current_stream().synchronize()
+    shard.meta["load_stages"] = {"read_s": t_read - t0, "to_device_s": time.perf_counter() - t_read,
+                                 "bytes": shard.nbytes()}
     return shard
 
 
-def _order_dropped(shard) -> str | None:
+def _load_record(shard) -> dict:
+    """A loaded shard's stage seconds and bytes, and why it went without bottom-up's order (or None)."""
     from breadth.bfs.search_order import ORDER_DROPPED
 
-    return shard.meta.get(ORDER_DROPPED)
+    return dict(shard.meta.get("load_stages", {}), order_dropped=shard.meta.get(ORDER_DROPPED))
 
 
 def load_store(path: str, client=None, *, nparts: int | None = None, verify: bool = True, device: str = "cpu",
@@ -745,7 +751,10 @@ def load_store(path: str, client=None, *, nparts: int | None = None, verify: boo
     Returns
     -------
     ShardedGraph
-        Shards held by the workers; ``graph.source["load_time"]`` is the load's wall time in seconds.
+        Shards held by the workers; ``graph.source["load_time"]`` is the load's wall time in seconds and
+        ``graph.source["load_stages"]`` where it went: ``shards_s`` (reading and checking the files, moving
+        them to the device), ``order_s`` (bottom-up's order), and each rank's ``read_s``, ``to_device_s``
+        and ``bytes``.
 
     Raises
     ------
@@ -796,11 +805,12 @@ def load_store(path: str, client=None, *, nparts: int | None = None, verify: boo
     for f in shards:
         if f.status == "error":
             f.result()  # raises the worker's error (e.g. CorruptStoreError) here
+    t_shards = time.perf_counter()
     if search_order:
         shards = add_bottom_up_order(client, shards, where, token)
-        reasons = client.gather([client.submit(_order_dropped, s, workers=[w], pure=False)
-                                 for s, w in zip(shards, where)])
-        warn_dropped_order(reasons, stacklevel=2)  # the caller of load_store()
+    records = client.gather([client.submit(_load_record, s, workers=[w], pure=False) for s, w in zip(shards, where)])
+    warn_dropped_order([r.pop("order_dropped") for r in records], stacklevel=2)  # the caller of load_store()
+    stages = {"shards_s": t_shards - t0, "order_s": time.perf_counter() - t_shards, "ranks": records}
     graph = ShardedGraph(client=client, shards=shards, workers=where,
                          num_vertices=m["num_vertices"], num_input_edges=m["num_input_edges"],
                          num_edges=m["num_edges"], num_self_loops=m["num_self_loops"], directed=m["directed"],
@@ -808,6 +818,7 @@ def load_store(path: str, client=None, *, nparts: int | None = None, verify: boo
                          source=dict(m.get("source", {}), store=path), id_map=id_map, backend=device)
     graph = partition_graph(graph, layout)  # the same graph for 1D
     graph.source["load_time"] = time.perf_counter() - t0
+    graph.source["load_stages"] = stages
     return graph
 
 

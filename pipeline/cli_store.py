@@ -355,10 +355,13 @@ def bench_store(args) -> int:
             from breadth.bfs.partitioning import Partitioning
 
             g = partition_graph(g, Partitioning(args.partition, args.grid, args.delegate_degree))
-        print(f"{g}; loaded in {g.source.get('load_time', 0):.2f} s", file=sys.stderr)
+        st = g.source["load_stages"]
+        print(f"{g}; loaded in {g.source['load_time']:.2f} s (shards {st['shards_s']:.2f} s, "
+              f"bottom-up order {st['order_s']:.2f} s)", file=sys.stderr)
         res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate,
                        progress=sys.stderr.isatty(), protocol=args.protocol,
-                       header={"store": os.path.abspath(args.store)}, batch=args.batch)
+                       header={"store": os.path.abspath(args.store), "load_time": f"{g.source['load_time']:.17e}"},
+                       batch=args.batch)
         return report(res, args.json, args.plot)
 
 

@@ -106,6 +106,11 @@ class CpuBackend:
     def note_degree_sum(self, queue, offsets, total: int) -> None:
         """Engine hook: the host sums degrees when asked; nothing to remember."""
 
+    @property
+    def bottom_up_ordered(self) -> bool:
+        """Whether bottom-up scans degree-ordered rows (:meth:`use_bottom_up_columns`)."""
+        return self._ordered is not None
+
     def use_bottom_up_columns(self, cols, ordered) -> None:
         """Engine hook: bottom-up scans ``ordered`` (the same rows as ``cols``, neighbours by decreasing
         degree; built where the graph is prepared or loaded, see :mod:`breadth.bfs.search_order`) when given

@@ -114,6 +114,7 @@ class BatchEngine:
         # that bottom-up and the results scan (GPUs: the long in-rows' tasks, a warp each)
         self.chunks = k.vertex_chunks(self._bu[0], self.nchunks)
         self._words = None  # seen and planes over all global ids, gathered once per batch for results
+        self.backend = backend
         self._group = None  # (first, parent, level): the last derived group of results
         self._buffers = None  # (parent, level) of a group, reused from group to group
         # the parents the steps record (``rec``, the backend's ``new_records``), None where they are derived
@@ -121,6 +122,16 @@ class BatchEngine:
         self.nroots = 0
         self.roots = np.empty(0, np.int64)
         self.records: list[LevelRecord] = []
+
+    def describe(self) -> dict:
+        """What this rank's batched searches run on, as :meth:`Engine.describe` says it for single ones."""
+        from ..id_map import on_device
+
+        s = self.shard
+        return {"engine": type(self).__name__, "backend": self.backend,
+                "arrays": "device" if on_device(s.columns) else "host",
+                "bottom_up_rows": "degree-ordered" if "bu_columns" in s.meta and self._bu[1] is s.meta["bu_columns"]
+                else "sorted", "communicator": type(self.comm).__name__}
 
     def close(self) -> None:
         """Nothing beyond the arrays to release (the session calls it before closing the communicator)."""

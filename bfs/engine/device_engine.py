@@ -82,6 +82,12 @@ class DeviceEngine(Engine):
 
             self.one_round = OneRoundLevels(self, self.spec_pairs)
 
+    def describe(self) -> dict:
+        """:meth:`Engine.describe`, with how levels are issued: ``"captured"`` (CUDA graphs), ``"one-round"``
+        or ``"queued"`` from Python."""
+        how = "captured" if self.graphs is not None else "one-round" if self.one_round is not None else "queued"
+        return {**super().describe(), "levels": how}
+
     def close(self) -> None:
         """Destroy the captured levels: NCCL's ncclCommDestroy waits (here: for ever) while a CUDA graph
         holding its operations exists."""

@@ -91,6 +91,24 @@ class Engine:
         self.total_edges = int(self.comm.allreduce(np.array([shard.num_local_edges], np.int64))[0])
         self.records: list[LevelRecord] = []
 
+    def describe(self) -> dict:
+        """What this rank's searches run on: the engine, the array backend, where the shard's arrays live,
+        the rows bottom-up scans and the communicator.  Two graphs whose engines describe themselves alike
+        take the same kernels (a stored graph and the same graph prepared in memory do).
+
+        Returns
+        -------
+        dict
+            ``{"engine", "backend", "arrays", "bottom_up_rows", "communicator"}``, all strings; the device
+            engine adds ``"levels"``.
+        """
+        from ..id_map import on_device
+
+        return {"engine": type(self).__name__, "backend": self.b.name,
+                "arrays": "device" if on_device(self.shard.columns) else "host",
+                "bottom_up_rows": "degree-ordered" if self.b.bottom_up_ordered else "sorted",
+                "communicator": type(self.comm).__name__}
+
     # -- exchange helpers -------------------------------------------------------------------------
     #: keyword arguments of the frontier's all-gather (the device engine leaves it queued, not waited for)
     _gather_kw: dict = {}

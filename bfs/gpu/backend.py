@@ -185,9 +185,14 @@ class GpuBackend:
         self._bu_cols = (cols, cols if ordered is None else ordered)
         return self._bu_cols[1]
 
+    @property
+    def bottom_up_ordered(self) -> bool:
+        """Whether bottom-up scans degree-ordered rows (the shard's, or built here for a one-rank shard)."""
+        return self._bu_cols is not None and self._bu_cols[1] is not self._bu_cols[0]
+
     def use_bottom_up_columns(self, cols, ordered) -> None:
-        """Engine hook: the shard's prebuilt degree-ordered copy of ``cols`` (built during preparation, so
-        that Graph500's construction time includes it)."""
+        """Engine hook: the shard's degree-ordered copy of ``cols`` (built where the graph was prepared or
+        loaded, :mod:`breadth.bfs.search_order`)."""
         self._bu_cols = (cols, ordered)
 
     def _ensure_visited(self, nloc: int) -> None:

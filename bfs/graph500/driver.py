@@ -85,7 +85,7 @@ def _graph500_rank(engine, setup_s, roots, validate, topic):
                 from distributed import get_worker
 
                 get_worker().log_event(topic, {"done": i + 1, "total": len(roots)})
-    return {"rank": comm.rank, "setup_s": setup_s, "rows": rows}
+    return {"rank": comm.rank, "setup_s": setup_s, "rows": rows, "engine": engine.describe()}
 
 
 def _search_view(engine: BatchEngine, i: int) -> SimpleNamespace:
@@ -136,7 +136,7 @@ def _graph500_batch_rank(engine, setup_s, roots, validate, topic):
             from distributed import get_worker
 
             get_worker().log_event(topic, {"done": done, "total": len(roots)})
-    return {"rank": comm.rank, "setup_s": setup_s, "rows": rows}
+    return {"rank": comm.rank, "setup_s": setup_s, "rows": rows, "engine": engine.describe()}
 
 
 @dataclass
@@ -146,6 +146,8 @@ class Graph500Result:
     header: dict
     rows: list[dict]
     setup_s: list[float] = field(default_factory=list)
+    #: each rank's :meth:`~breadth.bfs.Engine.describe`: what its searches ran on
+    engines: list[dict] = field(default_factory=list)
 
     @property
     def times(self) -> np.ndarray:
@@ -182,7 +184,8 @@ class Graph500Result:
                            "teps": statistics(self.teps, rate=True),
                            **({"bytes_sent": statistics(np.array([r["bytes_sent"] for r in self.rows], np.float64))}
                               if self.rows and "bytes_sent" in self.rows[0] else {})},
-            "valid": self.valid, "rules": list(RULES), "setup_s": self.setup_s, "roots": self.rows,
+            "valid": self.valid, "rules": list(RULES), "setup_s": self.setup_s, "engines": self.engines,
+            "roots": self.rows,
             "machine": {"python": sys.version.split()[0], "platform": platform.platform(),
                         "processor": platform.processor() or platform.machine()},
         }
@@ -250,7 +253,10 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
     hdr["protocol"] = session_protocol(graph, protocol)
     hdr["search_config"] = json.dumps(config.as_dict(), separators=(",", ":"))
     hdr["construction_time"] = f"{graph.construction_time:.17e}"
-    return Graph500Result(hdr, out[0]["rows"], [o["setup_s"] for o in out])
+    e = out[0]["engine"]
+    hdr["engine"] = f"{e['engine']} ({e['backend']}, {e['arrays']} arrays, {e['bottom_up_rows']} bottom-up rows" + (
+        f", {e['levels']} levels)" if "levels" in e else ")")
+    return Graph500Result(hdr, out[0]["rows"], [o["setup_s"] for o in out], [o["engine"] for o in out])
 
 
 class _ProgressBar:
