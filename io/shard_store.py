@@ -362,8 +362,9 @@ def _remove(p: str) -> None:
 
 
 def _clean_leftovers(path: str) -> list[str]:
-    """Remove temporary files/directories an interrupted run left in ``path`` and, from stores of
-    earlier versions (written whole under ``STORE.tmp-<token>``), next to it.  Returns what went."""
+    """Remove temporary files/directories an interrupted run left in ``path``, and ``STORE.tmp-<token>``
+    / ``STORE.old-<token>`` entries next to it (left by a writer that writes a whole store under a
+    temporary name and renames it).  Returns what went."""
     gone = []
     for e in os.listdir(path):
         if _LEFTOVER.match(e):
@@ -655,9 +656,9 @@ def _load_shard(store: str, manifest: dict, rank: int, nparts: int, verify: bool
     """Runs on a worker: build shard ``rank`` of ``nparts`` from the stored shards' rows.
 
     Every array is allocated once at its final size and the stored rows are read straight into it
-    (:func:`~breadth.io.store_files.read_npy_into`): the worker holds the shard's bytes and no more, where
-    a memory map of the files plus a copy of their rows held them twice (2^30 web-crawl tuples: 9.5 GB
-    per worker for a 4.7 GB shard)."""
+    (:func:`~breadth.io.store_files.read_npy_into`): the worker holds the shard's bytes and no more (a
+    memory map of the files plus a copy of their rows would hold them twice: 9.5 GB per worker for a
+    4.7 GB shard of 2^30 web-crawl tuples)."""
     from breadth.bfs.shard import Shard, block_size
 
     n = manifest["num_vertices"]
