@@ -102,9 +102,9 @@ def order_sort_entries() -> int | None:
     shuffle's pairs may still wait in device memory beside the new shard), so that a limited worker's build
     peaks near its shard instead of three times its columns; one sort where the worker has no limit, or
     where the limit holds it (dask-cuda's default, 80 % of an H200: up to 3.8 G entries, a scale-27
-    graph's).  Scale 26 on one H200: construction 0.63-0.70 s with one sort, 0.75-0.78 s in ranges of 2^27.
-    (Sized to the limit alone, the sort ran out of memory beside 17 GB of pairs on an 80 GB H100, and the
-    shard went without its degree order: bottom-up's third level at scale 26 took 3.1 ms instead of 1.7.)"""
+    graph's).  Ranges cost little (scale 26 on one H200: construction about 15 % longer in ranges of 2^27).
+    Free memory counts because a sort sized to the limit alone can run out of memory beside the shuffle's
+    pairs (17 GB of them on an 80 GB H100), and the shard then goes without its degree order."""
     from breadth.bfs.gpu.kernels import free_device_bytes
 
     from .device_memory import worker_device_memory_limit
@@ -139,8 +139,8 @@ def attach_bottom_up_order(shard: Shard, buckets=None) -> Shard:
     """``shard.meta["bu_columns"]``: bottom-up's rows by decreasing neighbour degree
     (:func:`~breadth.bfs.gpu.kernels.degree_ordered_columns`; ``buckets`` of every global id, ``None`` for a
     one-rank shard).  Where it cannot be built -- the device lacks memory for its sort, or ids are too wide
-    for the sort keys -- the shard goes without it (searches stay right, bottom-up levels slower: 3.1 ms
-    against 1.7 for scale 26's third level on an H100) and ``meta[ORDER_DROPPED]`` says why, so that
+    for the sort keys -- the shard goes without it (searches stay right, bottom-up levels slower: scale 26's
+    third level takes almost twice as long on an H100) and ``meta[ORDER_DROPPED]`` says why, so that
     :func:`~breadth.pipeline.prepare.prepare` can warn the user instead of leaving it unsaid."""
     from breadth.bfs.gpu.kernels import degree_ordered_columns
 

@@ -23,8 +23,8 @@ def local_cluster(workers: int = 1, threads_per_worker: int | None = None, proto
     Numba thread pool gets that size through ``NUMBA_NUM_THREADS``, in the environment the worker process
     is spawned with (Dask's ``distributed.nanny.pre-spawn-environ``, applied again when a worker restarts):
     a spawned worker first imports the caller's main module, and a script that imports breadth at its top
-    (as the examples do) loads Numba there, before the nanny's own ``env`` would reach the process.  With
-    two workers of two threads each on two cores, a scale-20 search took 87 ms instead of 14.
+    (as the examples do) loads Numba there, before the nanny's own ``env`` would reach the process.  Two
+    workers of two threads each on two cores make a scale-20 search about six times slower.
     The workers' memory comes from the kernel in small pages and, without a ``memory_limit`` of the caller's,
     arrays up to 32 MiB from the C heap, where freed memory is used again (:func:`worker_memory_environ`).
     ``silence_logs``: Dask log messages below this level are hidden (the CLI hides all but critical).
@@ -84,17 +84,17 @@ def worker_memory_environ(limited: bool) -> dict[str, str]:
 
     * ``NUMPY_MADVISE_HUGEPAGE=0``: NumPy otherwise asks the kernel for transparent huge pages on every array
       of 4 MiB or more, and a fresh huge page costs far more to fault in than its 512 small ones where the
-      kernel compacts memory on such faults or the hypervisor has taken freed memory back.  Measured on this
-      2-core VM: touching 1 GiB of fresh memory took 1.3-2.6 s with huge pages, 0.41-0.48 s without; ingesting
-      2^24 sparse-id tuples in a fresh cluster 9.9 s -> 4.2 s, preparing Kronecker scale 20 1.9 s -> 1.0 s,
-      with the same BFS times (18 ms median, scale 20).
+      kernel compacts memory on such faults or the hypervisor has taken freed memory back: on a 2-core VM,
+      touching 1 GiB of fresh memory takes three to five times as long with huge pages, and without them a
+      fresh cluster ingests 2^24 sparse-id tuples, or prepares a Kronecker scale-20 graph, in about half the
+      time, with the same BFS times.
     * ``MALLOC_MMAP_THRESHOLD_`` of :data:`HEAP_ARRAYS_BELOW`, unless ``limited`` (a memory limit of the
       caller's, under which Dask's own setting stands): Dask's workers set ``MALLOC_TRIM_THRESHOLD_``, which
       also turns off glibc's adaptive mmap threshold, so every array of 128 KiB or more is a fresh mapping,
       faulted in page by page and unmapped when freed -- a chunk's arrays cost their page faults again for
-      every chunk.  Measured (2 workers, fresh cluster): 2^24 web-crawl tuples 1.6 -> 0.9 GiB faulted per
-      worker, 4.5 -> 3.9-4.1 s; 2^26 11 -> 6.3 GiB, system time 10 -> 6.5 s per worker, 29.1 -> 25.7 s; each
-      worker's peak RSS 15-20 % higher (freed heap memory waits for its next use)."""
+      every chunk.  With the threshold, an ingest of 2^26 web-crawl tuples on 2 workers faults in about 40 %
+      less memory per worker and takes about 12 % less time, for a peak RSS 15-20 % higher (freed heap
+      memory waits for its next use)."""
     env = {"NUMPY_MADVISE_HUGEPAGE": "0"}
     if not limited:
         env["MALLOC_MMAP_THRESHOLD_"] = str(HEAP_ARRAYS_BELOW)
@@ -109,11 +109,10 @@ def ucx_progress_environ(protocol: str) -> dict[str, str]:
     distributed-ucxx's default ("blocking" progress without Python futures) waits on each UCX request
     by polling it from the event loop (``wait_yield``), and a Dask worker always has receives pending, so
     its event loop spins and holds the GIL much of the time: a search rank's thread in that worker then
-    waits for the GIL after every exchange.  Two workers sharing an H100
-    (benchmarks/results/ucx_cluster_progress_h100.json, ``benchmarks/diag_ucx_cluster.py``): a TCP barrier
-    between their ranks took 116 us on a UCX cluster so configured, the worker's main thread busy 61 % of
-    the time, against 49-74 us on a TCP cluster; raw ucxx host round trips 122 us against 22-26 us.  UCX's
-    own progress thread with completions delivered as Python futures leaves the loop idle: 56 us and 33 us.
+    waits for the GIL after every exchange: with two workers sharing an H100, the worker's main thread is
+    busy 61 % of the time and a raw ucxx host round trip between their ranks takes about five times as long
+    as on a TCP cluster (``benchmarks/diag_ucx_cluster.py``).  UCX's own progress thread with completions
+    delivered as Python futures leaves the loop idle.
     """
     if protocol not in ("ucx", "ucxx"):
         return {}
@@ -161,10 +160,10 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
     ``ranks_per_gpu`` > 1 starts that many workers on each GPU (plain Dask workers, without dask-cuda's
     device memory limit, which refuses to share a GPU): several search ranks on one GPU, to run multi-rank
     code (transports that move device buffers between processes, partitionings) on a one-GPU machine.
-    NCCL refuses two ranks on one GPU; ``protocol="auto"`` picks UCX or TCP for such sessions.  Such workers
+    NCCL refuses two ranks on one GPU; ``protocol="auto"`` picks UCX or TCP for their searches.  Such workers
     are clients of a private MPS daemon (:mod:`breadth.pipeline.gpu_sharing`), started here and stopped when
     the cluster closes, so that their kernels share one context instead of the GPU switching between them at
-    every device wait (two ranks on one H100, scale 22: small levels 1303 -> 698 µs, 5.0 -> 9.6 GTEPS, medians).
+    every device wait (two ranks on one H100, scale 22: the search's small levels take half the time).
     ``mps``: ``"auto"`` (the default) goes on without MPS, with a warning, where no daemon can be started, and
     uses the caller's own daemon where ``CUDA_MPS_PIPE_DIRECTORY`` is set; ``True`` requires it; ``False``
     never starts one.  ``client.cluster.mps`` is the running daemon, or None.
@@ -267,8 +266,8 @@ def _start_gpu_worker() -> None:
     """A GPU worker's set-up, once per process: CuPy allocates from its own pool, and CuPy's kernel
     machinery is brought up by one element-wise kernel, one reduction and one sort.  The first of each in a
     process costs CuPy ~0.45 s, ~0.03 s and ~0.03 s (H200, warm kernel cache; later kernels load from the
-    cache in under a millisecond), which a job's first timed step paid: a fresh ingest's relabeling or a
-    fresh search's construction.  Here it is part of starting the cluster, like importing CuPy."""
+    cache in under a millisecond), which a job's first timed step would otherwise pay: a fresh ingest's
+    relabeling or a fresh search's construction.  Here it is part of starting the cluster, like importing CuPy."""
     import cupy
 
     from breadth.bfs.gpu.backend import use_cupy_pool

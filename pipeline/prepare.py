@@ -31,7 +31,7 @@ from .shuffle import batch_rows, choose_tier, consume, send, spill_space
 from .shuffle_tiers import ShuffleSpec
 from .stages import summarize
 
-#: keywords of the three preparation modes that the one shuffle replaced: refused with this message
+#: keywords that prepare() refuses with ``TypeError`` and this message, which says how to get their effect
 _REMOVED = {"host_batches": "the shuffle's storage tier (memory, host batches, disk) follows the workers' memory "
                             "limit; to force one, set Dask's config 'breadth.shuffle.tier' (see "
                             "breadth.pipeline.shuffle)"}
@@ -163,7 +163,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     power of two up to 2**25 on the CPU, 2**28 on the GPU, whose build fits the memory limit).  The
     shards are the same, bit for bit, whatever the tier and batch size.  The Dask setting
     ``breadth.shuffle.tier`` (``"auto"``, ``"memory"``, ``"host"``, ``"disk"``) forces a tier, for
-    benchmarks and tests.  The keyword ``host_batches`` of earlier versions raises ``TypeError``.
+    benchmarks and tests.
 
     ``jit=False`` (CPU): the workers split and build with NumPy alone
     (:mod:`breadth.pipeline.build_csr_numpy`; slower, the same shards) and never import Numba, whose
