@@ -57,10 +57,9 @@ adds ~110 MiB.  With ``jit=False`` the generator (:mod:`~breadth.pipeline.kronec
 the build (:mod:`~breadth.pipeline.build_csr_numpy`) run with NumPy alone, the shuffle takes the disk
 tier, and each owner writes its shard to files batch by batch (:mod:`~breadth.pipeline.shard_files`),
 which the store writer copies from: the shard is never resident.  Measured on 2 workers of 1 thread (RSS
-sampled every 50 ms, ``benchmarks/bench_memory_limit.py``): a worker holds 82 MiB once it
-imported that path, and keeps ~43 KiB of Dask's records per chunk task it ran until the owners are
-built; scale 18 peaks at 88 MiB per worker at its minimum (97 MB) and 90 MiB under ``--memory-limit
-100MB`` (95.4 MiB), scale 20 at 94-95 MiB at its minimum (104 MB, 99.2 MiB).  The search still needs
+sampled every 50 ms, ``benchmarks/bench_memory_limit.py``): a worker holds 82 MiB once it imported that
+path and keeps ~43 KiB of Dask's records per chunk task it ran until the owners are built; scales 18 and
+20 peak at 88 and 94-95 MiB per worker under their minimums (97 and 104 MB).  The search still needs
 Numba (``bench`` and ``bfs`` plan the Numba path).
 
 ``ingest`` first reads its files (:func:`plan_reading`, before anything starts): a read task and the
