@@ -2,7 +2,7 @@
 
 Read by the shuffle, which sizes its tier to it (:func:`breadth.pipeline.shuffle.cluster_memory`), and by
 the GPU build, which sorts bottom-up's degree order in ranges sized to it
-(:func:`breadth.pipeline.build_csr_gpu.order_sort_entries`).
+(:func:`breadth.bfs.search_order.order_sort_entries`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 
 class IngestError(ValueError):
-    """Base class: the input cannot be turned into an edge list."""
+    """Base class: the input cannot be turned into an edge list.
+
+    Keyword arguments become attributes naming the place (``path``, ``line``, ``column``, ``text`` where
+    known), and the error pickles with them, so a worker's error reaches the client whole.
+    """
 
     def __init__(self, message: str, **info):
         super().__init__(message)

@@ -12,7 +12,42 @@ _TEXT_EXT = (".txt", ".tsv", ".edges", ".el", ".edgelist", ".snap")
 
 
 def detect_format(path: str) -> str:
-    """``snap``, ``csv``, ``mtx`` or ``parquet`` from the extension, else from the first bytes."""
+    """The format of an edge file: from its name where the extension says it, else from its first bytes.
+
+    Parameters
+    ----------
+    path : str
+        A file (possibly gzip-compressed, ``.gz``) or a directory (a Parquet dataset).  A name ending in
+        ``.parquet``/``.pq``/``.parq``, ``.mtx``/``.mm``, ``.csv`` or a SNAP text extension (``.txt``,
+        ``.tsv``, ``.edges``, ``.el``, ``.edgelist``, ``.snap``), with or without ``.gz``, decides without
+        opening the file; otherwise its first 4 KiB are read (decompressed for gzip).
+
+    Returns
+    -------
+    str
+        ``"parquet"`` (a directory, or the ``PAR1`` magic), ``"mtx"`` (a ``%%MatrixMarket`` banner),
+        ``"csv"``, or ``"snap"`` (any other text).
+
+    Raises
+    ------
+    UnknownFormatError
+        The file is empty, binary (a NUL byte in its first 4 KiB) or an unreadable gzip stream.
+    OSError
+        The file cannot be opened (``FileNotFoundError`` for a missing one) where its name does not decide.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> path = os.path.join(folder, "graph")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("%%MatrixMarket matrix coordinate pattern general\\n3 3 1\\n1 2\\n")
+    >>> detect_format(path)
+    'mtx'
+    >>> detect_format("crawl.csv.gz")  # by name alone: the file is not opened
+    'csv'
+    >>> import shutil; shutil.rmtree(folder)
+    """
     name = path.lower()
     if os.path.isdir(path) or name.endswith((".parquet", ".pq", ".parq")):
         return "parquet"

@@ -9,12 +9,12 @@ Each part is written by the worker that holds it (temporary name, fsync, rename)
 so neither the client nor any one worker handles the whole map.  The manifest's ``"id_map"`` record is
 ``{"layout": "parts", "owner": "hash" | "range", "order": "value" | "hash", "dtype", "offsets": [P+1],
 "bounds": [P] | None, "parts": [{file, sha256, bytes, dtype, shape}, ...]}``: ``O(P)`` numbers.  ``order``
-says how a part is sorted (:class:`~breadth.bfs.id_map.PartitionedIdMap`): integer ids by their hash since
-hash relabeling sorted them so; a record without it (an earlier store) is sorted by value.
+says how a part is sorted (:class:`~breadth.bfs.id_map.PartitionedIdMap`): integer ids by their hash, as
+hash relabeling sorts them; a record without ``order`` is sorted by value.
 
-A map of one range part (the table path of small dense-ish integer ids) is written as the classic
-single file ``id_map.npy`` / ``id_map.parquet`` (record ``{"file": ...}``), which stores written before
-the map was partitioned also have; both load as a :class:`PartitionedIdMap`.
+A map of one range part (the table path of small dense-ish integer ids) is written as the single file
+``id_map.npy`` / ``id_map.parquet`` (record ``{"file": ...}``); both layouts load as a
+:class:`PartitionedIdMap`.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def write_id_map(id_map, directory: str, client=None) -> dict:
 
     idm = as_id_map(id_map, client)
     if idm.owner == "range" and idm.nparts == 1:
-        rec = write_id_map_file(idm.gather(), directory)  # the classic single file
+        rec = write_id_map_file(idm.gather(), directory)  # the single-file layout
         _remove_parts(directory, keep=0)
         return rec
     c = client or idm._client()
@@ -104,7 +104,7 @@ def write_id_map(id_map, directory: str, client=None) -> dict:
 
 
 def _remove_parts(directory: str, keep: int, dtype=None) -> None:
-    """Remove part files of an earlier, different map (other count or kind) so none is left stale."""
+    """Remove part files of another map (other count or kind) left by an earlier run, so none is stale."""
     want = {part_name(p, dtype) for p in range(keep)} if dtype is not None else set()
     for e in os.listdir(directory):
         if PART_FILE.match(e) and e not in want:
@@ -134,7 +134,7 @@ def load_id_map_parts(path: str, rec: dict | None, client, workers: list[str], v
                       ) -> PartitionedIdMap | None:
     """The store's id map as a :class:`PartitionedIdMap` whose parts the workers loaded (round-robin).
 
-    A classic single-file map becomes one range part."""
+    A single-file map becomes one range part."""
     from distributed import wait
 
     if rec is None:

@@ -82,12 +82,11 @@ def read_row_group(path: str, rg: int, src: str, dst: str):
     see relabel), or for string ids a two-column Arrow table (source, target) of dictionary-encoded strings.
 
     String columns are read with pyarrow's ``read_dictionary``: each distinct string of the row group is
-    decoded once, with int32 codes for the rows, instead of every row's string (a 1 M-tuple row group of
-    URL-like ids, 266 K distinct, read and split three times in one process: peak RSS 637-699 -> 459-469 MB,
-    read + split 0.38-0.55 -> 0.36-0.44 s once warm).  It costs time where ids repeat little and the writer's
-    dictionary fell back to plain pages, which pyarrow then dictionary-encodes as it decodes: with 0.77 M
-    distinct in 1 M tuples and two workers reading, 0.5-0.7 s a row group against 0.14-0.21 s for the plain
-    strings (a 2^26-tuple ingest 62-70 against 59-61 s as typed, for 14 % less peak memory)."""
+    decoded once, with int32 codes for the rows, instead of every row's string, which takes about 30 % less
+    peak memory (a 1 M-tuple row group of URL-like ids, 266 K distinct).  It costs time where ids repeat
+    little and the writer's dictionary fell back to plain pages, which pyarrow then dictionary-encodes as it
+    decodes (0.77 M distinct in 1 M tuples: a row group reads in about three times as long, a 2^26-tuple
+    ingest takes about 10 % longer, for 14 % less peak memory)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -362,8 +362,9 @@ def _remove(p: str) -> None:
 
 
 def _clean_leftovers(path: str) -> list[str]:
-    """Remove temporary files/directories an interrupted run left in ``path`` and, from stores of
-    earlier versions (written whole under ``STORE.tmp-<token>``), next to it.  Returns what went."""
+    """Remove temporary files/directories an interrupted run left in ``path``, and ``STORE.tmp-<token>``
+    / ``STORE.old-<token>`` entries next to it (left by a writer that writes a whole store under a
+    temporary name and renames it).  Returns what went."""
     gone = []
     for e in os.listdir(path):
         if _LEFTOVER.match(e):
@@ -393,24 +394,58 @@ def _wipe(path: str) -> None:
 
 def write_store(graph, path: str, *, parameters: dict | None = None, overwrite: bool = False,
                 command: str | None = None, extra: dict | None = None) -> dict:
-    """Write a prepared :class:`~breadth.bfs.sharded_graph.ShardedGraph` to the store directory ``path``,
-    shard by shard; resume a partial store written with the same ``parameters``.
+    """Write a prepared graph to the store directory ``path``, shard by shard; resume a partial store.
 
-    Returns the manifest.  ``parameters`` (JSON-able) identify the graph: a partial store at ``path``
-    is resumed only when they equal those it was started with, and only with the same shard count;
-    otherwise :class:`StoreError`.  On resume, complete shards identical to this graph's (verified by
-    sha256, on disk and in memory) are kept untouched; the rest are written.  ``overwrite`` discards
-    whatever store is at ``path`` (complete or partial) and writes from scratch; without it an
-    existing complete store is an error.  ``command`` (e.g. the CLI line) is recorded so that the
-    error for an incomplete store can say what to rerun; ``extra`` (e.g. timings) goes into the
-    manifest without being compared.
+    Each worker writes the shards it holds (every file fsynced under a temporary name, then renamed), so
+    ``path`` must be visible to the workers (one machine, or a shared file system); the client writes only
+    the small records.  The manifest is written last: until then the store does not load.
 
-    A failed shard write raises :class:`StoreError` after every other shard has finished; the
-    complete shards stay on disk for the rerun.  The manifest's ``"resume"`` entry lists the ranks
-    kept from an earlier run and those written by this one.
+    Parameters
+    ----------
+    graph : ShardedGraph
+        A prepared graph (:func:`~breadth.pipeline.prepare`), its shards on its client's workers.
+    path : str
+        The store directory; created if absent, together with missing parents.
+    parameters : dict, optional
+        JSON-able values that identify the graph (e.g. the input files and options).  A partial store at
+        ``path`` is resumed only when it was started with equal parameters and the same shard count.
+    overwrite : bool, default False
+        Replace the shard store at ``path`` (complete or partial) and write from scratch; a directory that
+        is not a shard store is refused all the same.
+    command : str, optional
+        The command that rebuilds the store (e.g. the CLI line), recorded so that the error for an
+        incomplete store can say what to rerun.
+    extra : dict, optional
+        Recorded in the manifest (e.g. timings in seconds) without being compared on resume.
 
-    >>> from breadth.io.shard_store import write_store, load_store
-    >>> write_store(g, "/data/wiki.store", parameters={"input": "wiki.txt"})   # doctest: +SKIP
+    Returns
+    -------
+    dict
+        The manifest as written to ``path/manifest.json``: format and version, vertex and edge counts,
+        ``nparts``, ``partitioning``, the id map's record, one record per shard (its vertex range
+        ``[lo, hi)``, adjacency entries and each file's size in bytes and sha256), and ``"resume"``: the
+        ranks kept from an earlier run (identical shards, verified by sha256 on disk and in memory) and
+        those written by this one.
+
+    Raises
+    ------
+    StoreError
+        ``path`` is a file, or a non-empty directory that is not a shard store; a complete store is
+        there and ``overwrite`` is False; a partial or complete store there was written with other
+        ``parameters``, or a partial one with another shard count; another process is writing the same
+        store; or a shard's write failed -- raised after every other shard has finished, the complete
+        shards kept on disk for the rerun.
+
+    Examples
+    --------
+    >>> from breadth.io import load_store, write_store
+    >>> from breadth.pipeline import kronecker, local_cluster, prepare
+    >>> client = local_cluster(workers=2)                                   # doctest: +SKIP
+    >>> g = prepare(kronecker(16, seed=1), client)                          # doctest: +SKIP
+    >>> m = write_store(g, "/data/k16.store", parameters={"scale": 16})     # doctest: +SKIP
+    >>> m["nparts"], m["num_vertices"], m["resume"]["written"]              # doctest: +SKIP
+    (2, 65536, [0, 1])
+    >>> g = load_store("/data/k16.store", client)                           # doctest: +SKIP
     """
     from distributed import wait
 
@@ -655,9 +690,9 @@ def _load_shard(store: str, manifest: dict, rank: int, nparts: int, verify: bool
     """Runs on a worker: build shard ``rank`` of ``nparts`` from the stored shards' rows.
 
     Every array is allocated once at its final size and the stored rows are read straight into it
-    (:func:`~breadth.io.store_files.read_npy_into`): the worker holds the shard's bytes and no more, where
-    a memory map of the files plus a copy of their rows held them twice (2^30 web-crawl tuples: 9.5 GB
-    per worker for a 4.7 GB shard).  ``device="gpu"``: the shard is moved to the worker's GPU."""
+    (:func:`~breadth.io.store_files.read_npy_into`): the worker holds the shard's bytes and no more (a
+    memory map of the files plus a copy of their rows would hold them twice: 9.5 GB per worker for a
+    4.7 GB shard of 2^30 web-crawl tuples).  ``device="gpu"``: the shard is moved to the worker's GPU."""
     from breadth.bfs.shard import Shard, block_size
 
     t0 = time.perf_counter()

@@ -2,8 +2,8 @@
 
 A module of their own so that importing the text readers does not import Numba: the client of a
 ``breadth ingest`` of Parquet files imports the readers' module (every format's) but parses no text, and
-``import numba`` costs it 0.23-0.28 s on this 2-core machine (most of the client's start before the
-cluster's).  The task that parses a block imports this module, on the worker.
+``import numba`` would cost it about 0.25 s on 2 cores (most of the client's start before the cluster's).
+The task that parses a block imports this module, on the worker.
 """
 
 from __future__ import annotations

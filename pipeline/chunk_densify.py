@@ -4,8 +4,8 @@
 The chunk's split numbered its distinct ids (``codes`` index them) and cut them into one piece per owner
 (``order`` lists them piece after piece); each owner looked up its piece's dense ids.  Two passes, each
 in the cache: the looked-up ids go to a table in the split's numbering, then every code is replaced by its
-table entry.  A 2^21-id chunk of a web crawl (0.77 M distinct ids): 3.6-4.5 ms, against 8.5-13 ms for the
-same with NumPy's fancy indexing (a scatter, a concatenation and a gather, each a fresh array).
+table entry.  That takes about 4 ms for a 2^21-id chunk of a web crawl (0.77 M distinct ids), under half
+the time of NumPy's fancy indexing (a scatter, a concatenation and a gather, each a fresh array).
 """
 
 from __future__ import annotations

@@ -255,8 +255,8 @@ def main(argv: list[str] | None = None) -> int:
 def console_main() -> None:
     """The ``breadth`` console script: :func:`main`, then the process ends at once with its status.  The
     command has closed its cluster and written its output by then; Python's own teardown of the loaded
-    modules (Dask, NumPy, pyarrow, SciPy) took another 0.14-0.2 s of every command's wall time on this
-    2-core machine (:mod:`breadth.pipeline.quick_exit`).  SciPy's sparse and FFT modules, which
+    modules (Dask, NumPy, pyarrow, SciPy) would add 0.14-0.2 s to every command's wall time on 2 cores
+    (:mod:`breadth.pipeline.quick_exit`).  SciPy's sparse and FFT modules, which
     ``dask.array`` would load, stay unloaded in this process (:mod:`breadth.pipeline.command_imports`)."""
     from .command_imports import skip_unused
 

@@ -73,8 +73,8 @@ def _signals_as_exceptions():
     killed by the same signal.  The hook therefore sends a dropped interruption's signal again, until it
     lands where it can end the command.  Once the command has caught one, the hook reports nothing, also after
     this returns: an object the signal cut short in its ``__init__`` (a Dask Future without its ``_cleared``)
-    fails in its ``__del__`` as the exception's frames go, which printed a traceback after the command's
-    one line."""
+    fails in its ``__del__`` as the exception's frames go, which would print a traceback after the
+    command's one line."""
     state = {"caught": False}
 
     def on_signal(signum, frame):

@@ -69,8 +69,8 @@ def _begin(args, parameters: dict) -> dict | None:
 
 
 def _partition_params(args) -> dict:
-    """The store parameters of a 2D or delegates partitioning (none for 1D: stores written before stay
-    resumable and complete)."""
+    """The store parameters of a 2D or delegates partitioning (none for 1D, the default: a 1D store's
+    parameters are the same with or without ``--partition 1d``)."""
     kw = partition_kw(args)
     if not kw or kw["partition"] == "1d":
         return {}
@@ -214,8 +214,8 @@ def ingest(args) -> int:
                         spill_dir=spill_dir_for(args), **kw)
         # the relabeled chunks that already run (hash owners) finish first, and so do the id map's parts (each
         # owner turns its keys into ids after the chunks are done): the memory plan and the shuffle's tier count
-        # what the workers hold then, not the relabeling's transient peak (at 2^30 tuples a worker held
-        # 951-1044 MB while its part was converted, 494 MB five seconds later)
+        # what the workers hold then, not the relabeling's transient peak (at 2^30 tuples a worker holds
+        # about 1 GB while its part is converted, half that five seconds later)
         from distributed import futures_of, wait
 
         wait(futures_of([el.edges, el.id_map.parts if el.id_map is not None else []]))

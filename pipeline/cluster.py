@@ -16,28 +16,60 @@ SCHEDULER_TIMEOUT_S = 10.0  # how long connect() waits for an existing scheduler
 def local_cluster(workers: int = 1, threads_per_worker: int | None = None, protocol: str = "tcp",
                   memory_limit: str | int = "auto", local_directory: str | None = None,
                   silence_logs: int = logging.WARNING, breadth_only: bool = False):
-    """Start a ``distributed.LocalCluster`` of ``workers`` processes and return a connected Client.
+    """Start a ``distributed.LocalCluster`` of CPU worker processes on this machine; a Client connected to it.
 
-    Threads default to ``cores // workers`` (at least one): a BFS rank runs Numba kernels on all of
-    its worker's threads, and more threads than cores only makes them wait on each other.  Each worker's
-    Numba thread pool gets that size through ``NUMBA_NUM_THREADS``, in the environment the worker process
-    is spawned with (Dask's ``distributed.nanny.pre-spawn-environ``, applied again when a worker restarts):
-    a spawned worker first imports the caller's main module, and a script that imports breadth at its top
-    (as the examples do) loads Numba there, before the nanny's own ``env`` would reach the process.  With
-    two workers of two threads each on two cores, a scale-20 search took 87 ms instead of 14.
-    The workers' memory comes from the kernel in small pages and, without a ``memory_limit`` of the caller's,
-    arrays up to 32 MiB from the C heap, where freed memory is used again (:func:`worker_memory_environ`).
-    ``silence_logs``: Dask log messages below this level are hidden (the CLI hides all but critical).
-    ``breadth_only``: the workers run breadth's tasks only (the CLI's clusters): a worker that has closed ends
-    without the interpreter's teardown (0.2 s less in the cluster's close, :mod:`breadth.pipeline.worker_exit`),
-    and Numba's first dispatch skips its BLAS probe, which imports SciPy's linalg where SciPy is installed
-    (0.23 s of each worker's first chunk, :mod:`breadth.pipeline.numba_blas`).
-    Without a ``memory_limit``, every worker brings Numba up (its first dispatch: 0.25-0.3 s here) on a
-    thread of its own as it starts, while the caller sets up, instead of in its first task
-    (:mod:`breadth.pipeline.numba_warm_up`); under a limit a job may have to do without Numba.
+    Each worker is one BFS rank.  Its Numba thread pool gets ``threads_per_worker`` threads through
+    ``NUMBA_NUM_THREADS``, in the environment the worker process is spawned with (Dask's
+    ``distributed.nanny.pre-spawn-environ``, applied again when a worker restarts): a spawned worker first
+    imports the caller's main module, and a script that imports breadth at its top loads Numba there,
+    before the nanny's own ``env`` would reach the process.  The workers' memory comes from the kernel in
+    small pages and, without a ``memory_limit`` of the caller's, arrays up to 32 MiB from the C heap, where
+    freed memory is used again (:func:`worker_memory_environ`).  Without a ``memory_limit``, every worker
+    also brings Numba up (its first dispatch, about 0.3 s) on a thread of its own as it starts, while the
+    caller sets up, instead of in its first task (:mod:`breadth.pipeline.numba_warm_up`); under a limit a
+    job may have to do without Numba.  The cluster has no dashboard.
 
-    >>> from breadth.pipeline import local_cluster
-    >>> client = local_cluster(workers=2)          # doctest: +SKIP
+    Parameters
+    ----------
+    workers : int, default 1
+        Worker processes (BFS ranks), at least 1.
+    threads_per_worker : int, optional
+        Default ``cores // workers``, at least 1: a BFS rank runs its kernels on all of its worker's
+        threads, and more threads than cores only makes them wait on each other (two workers of two threads
+        on two cores make a scale-20 search about six times slower).
+    protocol : str, default "tcp"
+        Dask's comms between the processes (``"tcp"``, or ``"ucx"`` with the ``ucx`` extra, which also
+        sets UCX's progress mode, :func:`ucx_progress_environ`).  The search ranks pick their own transport.
+    memory_limit : str or int, default "auto"
+        Per worker, in bytes or as ``"300MB"``; past it Dask's nanny ends the worker.  ``"auto"``: Dask's
+        share of the machine's memory.
+    local_directory : str, optional
+        Where workers spill task outputs (Dask's local directory); default Dask's.
+    silence_logs : int, default logging.WARNING
+        Dask log messages below this level are hidden (the CLI hides all but critical).
+    breadth_only : bool, default False
+        The workers run breadth's tasks only (the CLI's clusters): a worker that has closed ends without
+        the interpreter's teardown (0.2 s less in the cluster's close, :mod:`breadth.pipeline.worker_exit`),
+        and Numba's first dispatch skips its BLAS probe, which imports SciPy's linalg where SciPy is
+        installed (0.23 s of each worker's first chunk, :mod:`breadth.pipeline.numba_blas`).
+
+    Returns
+    -------
+    distributed.Client
+        Connected to the new cluster (``client.cluster``); closing the client and the cluster ends the
+        workers.
+
+    Raises
+    ------
+    ValueError
+        ``workers < 1``.
+
+    Examples
+    --------
+    >>> from breadth.pipeline import kronecker, local_cluster, prepare
+    >>> client = local_cluster(workers=2, threads_per_worker=1)             # doctest: +SKIP
+    >>> g = prepare(kronecker(16, seed=1), client)                          # doctest: +SKIP
+    >>> client.close(); client.cluster.close()                              # doctest: +SKIP
     """
     from distributed import Client, LocalCluster
 
@@ -84,17 +116,17 @@ def worker_memory_environ(limited: bool) -> dict[str, str]:
 
     * ``NUMPY_MADVISE_HUGEPAGE=0``: NumPy otherwise asks the kernel for transparent huge pages on every array
       of 4 MiB or more, and a fresh huge page costs far more to fault in than its 512 small ones where the
-      kernel compacts memory on such faults or the hypervisor has taken freed memory back.  Measured on this
-      2-core VM: touching 1 GiB of fresh memory took 1.3-2.6 s with huge pages, 0.41-0.48 s without; ingesting
-      2^24 sparse-id tuples in a fresh cluster 9.9 s -> 4.2 s, preparing Kronecker scale 20 1.9 s -> 1.0 s,
-      with the same BFS times (18 ms median, scale 20).
+      kernel compacts memory on such faults or the hypervisor has taken freed memory back: on a 2-core VM,
+      touching 1 GiB of fresh memory takes three to five times as long with huge pages, and without them a
+      fresh cluster ingests 2^24 sparse-id tuples, or prepares a Kronecker scale-20 graph, in about half the
+      time, with the same BFS times.
     * ``MALLOC_MMAP_THRESHOLD_`` of :data:`HEAP_ARRAYS_BELOW`, unless ``limited`` (a memory limit of the
       caller's, under which Dask's own setting stands): Dask's workers set ``MALLOC_TRIM_THRESHOLD_``, which
       also turns off glibc's adaptive mmap threshold, so every array of 128 KiB or more is a fresh mapping,
       faulted in page by page and unmapped when freed -- a chunk's arrays cost their page faults again for
-      every chunk.  Measured (2 workers, fresh cluster): 2^24 web-crawl tuples 1.6 -> 0.9 GiB faulted per
-      worker, 4.5 -> 3.9-4.1 s; 2^26 11 -> 6.3 GiB, system time 10 -> 6.5 s per worker, 29.1 -> 25.7 s; each
-      worker's peak RSS 15-20 % higher (freed heap memory waits for its next use)."""
+      every chunk.  With the threshold, an ingest of 2^26 web-crawl tuples on 2 workers faults in about 40 %
+      less memory per worker and takes about 12 % less time, for a peak RSS 15-20 % higher (freed heap
+      memory waits for its next use)."""
     env = {"NUMPY_MADVISE_HUGEPAGE": "0"}
     if not limited:
         env["MALLOC_MMAP_THRESHOLD_"] = str(HEAP_ARRAYS_BELOW)
@@ -109,11 +141,10 @@ def ucx_progress_environ(protocol: str) -> dict[str, str]:
     distributed-ucxx's default ("blocking" progress without Python futures) waits on each UCX request
     by polling it from the event loop (``wait_yield``), and a Dask worker always has receives pending, so
     its event loop spins and holds the GIL much of the time: a search rank's thread in that worker then
-    waits for the GIL after every exchange.  Two workers sharing an H100
-    (benchmarks/results/ucx_cluster_progress_h100.json, ``benchmarks/diag_ucx_cluster.py``): a TCP barrier
-    between their ranks took 116 us on a UCX cluster so configured, the worker's main thread busy 61 % of
-    the time, against 49-74 us on a TCP cluster; raw ucxx host round trips 122 us against 22-26 us.  UCX's
-    own progress thread with completions delivered as Python futures leaves the loop idle: 56 us and 33 us.
+    waits for the GIL after every exchange: with two workers sharing an H100, the worker's main thread is
+    busy 61 % of the time and a raw ucxx host round trip between their ranks takes about five times as long
+    as on a TCP cluster (``benchmarks/diag_ucx_cluster.py``).  UCX's own progress thread with completions
+    delivered as Python futures leaves the loop idle.
     """
     if protocol not in ("ucx", "ucxx"):
         return {}
@@ -145,31 +176,69 @@ def _spawn_environ(**env: str):
 def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", threads_per_worker: int = 1,
                        local_directory: str | None = None, ranks_per_gpu: int = 1, mps: bool | str = "auto",
                        **kw):
-    """One Dask worker per GPU (dask-cuda ``LocalCUDACluster``) and a connected Client.
+    """One Dask worker per GPU of this machine (dask-cuda ``LocalCUDACluster``); a Client connected to it.
 
-    ``workers`` (default: every visible GPU) limits the GPUs used.  ``device_memory_limit`` (bytes, or a
-    string such as ``"8GB"``; default dask-cuda's 80 % of the GPU) is where a worker starts moving task
-    outputs to host memory; preparation also sizes its shuffle to it
-    (:func:`~breadth.pipeline.shuffle.cluster_memory`).  Each worker sees only its own GPU
-    (``CUDA_VISIBLE_DEVICES`` rotated), so CuPy's device 0 on worker ``r`` is GPU ``r`` of those this process
-    sees: a caller's own ``CUDA_VISIBLE_DEVICES`` (a batch scheduler's allocation, indices or UUIDs) is kept.
-    CuPy allocates from its own pool on the workers even where RMM is installed (see
-    :func:`breadth.bfs.gpu.backend.use_cupy_pool`).  Install with the ``gpu`` extra (CUDA 12) or
-    ``gpu-cuda13`` (CUDA 13).  The first start on a machine compiles the GPU kernels, saying so on
-    stderr (:mod:`breadth.pipeline.gpu_kernel_cache`).
+    Each worker sees only its own GPU (``CUDA_VISIBLE_DEVICES`` rotated), so CuPy's device 0 on worker ``r``
+    is GPU ``r`` of those this process sees: a caller's own ``CUDA_VISIBLE_DEVICES`` (a batch scheduler's
+    allocation, indices or UUIDs) is kept.  CuPy allocates from its own pool on the workers even where RMM
+    is installed (:func:`breadth.bfs.gpu.backend.use_cupy_pool`), and each worker brings CuPy's kernel
+    machinery up as it starts.  The first start on a machine compiles the GPU kernels, saying so on stderr
+    (:mod:`breadth.pipeline.gpu_kernel_cache`).  Install with the ``gpu`` extra (CUDA 12) or
+    ``gpu-cuda13`` (CUDA 13).
 
-    ``ranks_per_gpu`` > 1 starts that many workers on each GPU (plain Dask workers, without dask-cuda's
-    device memory limit, which refuses to share a GPU): several search ranks on one GPU, to run multi-rank
-    code (transports that move device buffers between processes, partitionings) on a one-GPU machine.
-    NCCL refuses two ranks on one GPU; ``protocol="auto"`` picks UCX or TCP for such sessions.  Such workers
-    are clients of a private MPS daemon (:mod:`breadth.pipeline.gpu_sharing`), started here and stopped when
-    the cluster closes, so that their kernels share one context instead of the GPU switching between them at
-    every device wait (two ranks on one H100, scale 22: small levels 1303 -> 698 µs, 5.0 -> 9.6 GTEPS, medians).
-    ``mps``: ``"auto"`` (the default) goes on without MPS, with a warning, where no daemon can be started, and
-    uses the caller's own daemon where ``CUDA_MPS_PIPE_DIRECTORY`` is set; ``True`` requires it; ``False``
-    never starts one.  ``client.cluster.mps`` is the running daemon, or None.
+    Parameters
+    ----------
+    workers : int, optional
+        Worker processes; default (and at most) every visible GPU times ``ranks_per_gpu``.
+    protocol : str, default "tcp"
+        Dask's comms between the processes (``"tcp"``, or ``"ucx"`` with the ``ucx`` extra).
+    threads_per_worker : int, default 1
+        Threads per worker.
+    local_directory : str, optional
+        Where workers spill task outputs (Dask's local directory); default Dask's.
+    ranks_per_gpu : int, default 1
+        Workers per GPU, at least 1.  More than one gives plain Dask workers, without dask-cuda's device
+        memory limit (which refuses to share a GPU), each allowed an equal share of host memory: several
+        search ranks on one GPU, to run multi-rank code (transports that move device buffers between
+        processes, partitionings) on a one-GPU machine.  NCCL refuses two ranks on one GPU; the search's
+        ``protocol="auto"`` picks UCX or TCP for them.
+    mps : bool or "auto", default "auto"
+        For ``ranks_per_gpu > 1``: the workers are clients of a private MPS daemon
+        (:mod:`breadth.pipeline.gpu_sharing`), started here and stopped when the cluster closes, so that
+        their kernels share one context instead of the GPU switching between them at every device wait
+        (two ranks on one H100, scale 22: the search's small levels take half the time).  ``"auto"`` uses
+        the caller's own daemon where ``CUDA_MPS_PIPE_DIRECTORY`` is set and goes on without MPS, with a
+        warning, where no daemon can be started; ``True`` requires one; ``False`` never starts one.
+    **kw
+        Passed to ``LocalCUDACluster`` (one worker per GPU): e.g. ``device_memory_limit`` (bytes, or a
+        string such as ``"8GB"``; default dask-cuda's 80 % of the GPU), where a worker starts moving task
+        outputs to host memory and to which preparation sizes its shuffle
+        (:func:`~breadth.pipeline.shuffle.cluster_memory`), ``memory_limit``, ``silence_logs``.  Shared GPUs
+        take ``silence_logs`` only.
 
-    >>> client = local_cuda_cluster(ranks_per_gpu=2)   # doctest: +SKIP
+    Returns
+    -------
+    distributed.Client
+        Connected to the new cluster; ``client.cluster.mps`` is the running MPS daemon, or None.
+
+    Raises
+    ------
+    ImportError
+        dask-cuda (or CuPy) is not installed.
+    RuntimeError
+        No CUDA device is visible.
+    ValueError
+        ``ranks_per_gpu < 1``.
+    MpsUnavailable
+        ``mps=True`` and no private MPS daemon could be started (a ``RuntimeError``).
+
+    Examples
+    --------
+    >>> from breadth.pipeline.cluster import local_cuda_cluster
+    >>> client = local_cuda_cluster()                       # doctest: +SKIP
+    >>> len(client.scheduler_info()["workers"])  # an 8-GPU machine   # doctest: +SKIP
+    8
+    >>> client = local_cuda_cluster(ranks_per_gpu=2)        # doctest: +SKIP
     """
     from distributed import Client
 
@@ -267,8 +336,8 @@ def _start_gpu_worker() -> None:
     """A GPU worker's set-up, once per process: CuPy allocates from its own pool, and CuPy's kernel
     machinery is brought up by one element-wise kernel, one reduction and one sort.  The first of each in a
     process costs CuPy ~0.45 s, ~0.03 s and ~0.03 s (H200, warm kernel cache; later kernels load from the
-    cache in under a millisecond), which a job's first timed step paid: a fresh ingest's relabeling or a
-    fresh search's construction.  Here it is part of starting the cluster, like importing CuPy."""
+    cache in under a millisecond), which a job's first timed step would otherwise pay: a fresh ingest's
+    relabeling or a fresh search's construction.  Here it is part of starting the cluster, like importing CuPy."""
     import cupy
 
     from breadth.bfs.gpu.backend import use_cupy_pool
@@ -280,11 +349,43 @@ def _start_gpu_worker() -> None:
 
 def connect(scheduler: str | None = None, workers: int = 1, device: str = "cpu",
             timeout: float = SCHEDULER_TIMEOUT_S, **kw):
-    """Client for ``scheduler`` (an address), or for a new local cluster when it is ``None``: CPU worker
-    processes, or one dask-cuda worker per GPU when ``device`` resolves to ``"gpu"``.
+    """A Client of an existing Dask cluster, or of a new local one.
 
-    An existing scheduler that does not answer within ``timeout`` seconds raises ``ConnectionError``
-    naming the address."""
+    Parameters
+    ----------
+    scheduler : str, optional
+        The address of a running scheduler (e.g. ``"tcp://host:8786"``).  ``None``: start a local cluster
+        on this machine -- CPU worker processes (:func:`local_cluster`), or one dask-cuda worker per GPU
+        (:func:`local_cuda_cluster`) when ``device`` resolves to ``"gpu"``.
+    workers : int, default 1
+        Worker processes of a local cluster (BFS ranks); at most the GPU count for GPU workers.
+    device : {"cpu", "gpu", "auto"}, default "cpu"
+        The local cluster's kind; ``"auto"``: GPU workers where CuPy sees a device.
+    timeout : float, default 10.0
+        Seconds to wait for an existing scheduler.
+    **kw
+        For a local CPU cluster, :func:`local_cluster`'s keywords; for GPU workers ``protocol``,
+        ``silence_logs``, ``memory_limit``, ``device_memory_limit`` and ``local_directory``.
+
+    Returns
+    -------
+    distributed.Client
+
+    Raises
+    ------
+    ConnectionError
+        ``scheduler`` did not answer within ``timeout`` seconds (the message names the address).
+    ValueError
+        ``device`` is not one of the three, or ``workers < 1`` for a local CPU cluster.
+    ImportError, RuntimeError
+        GPU workers without dask-cuda or without a visible device (see :func:`local_cuda_cluster`).
+
+    Examples
+    --------
+    >>> from breadth.pipeline import connect
+    >>> client = connect("tcp://scheduler:8786")            # doctest: +SKIP
+    >>> client = connect(workers=2)                         # doctest: +SKIP
+    """
     if scheduler:
         from distributed import Client
 

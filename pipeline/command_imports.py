@@ -5,9 +5,9 @@ register them as chunk types and FFT backends.
 breadth's client never holds a SciPy object (its arrays are NumPy's, its graphs the workers'), and an
 ingest's client imports ``dask.array`` while the workers read their first chunks (see
 :func:`breadth.pipeline.relabel._import_meanwhile`), on the same two cores, in the process whose event
-loop schedules their tasks: ``scipy.sparse`` took 0.105 s and ``scipy.fftpack`` 0.086 s of that import's
-0.46 s in a fresh process on this machine.  A 2^24 sparse-id ``breadth ingest`` as typed, 8 interleaved
-pairs under the quiet lock: median 4.48 s with them, 4.25 s without (the pairs' median difference -0.25 s).
+loop schedules their tasks: ``scipy.sparse`` and ``scipy.fftpack`` are about 0.19 s of that import's
+0.46 s in a fresh process on 2 cores, and leaving them out takes about 5 % (0.25 s) off a 2^24 sparse-id
+``breadth ingest``.
 
 Only :func:`breadth.pipeline.cli.console_main` calls :func:`skip_unused`; a program that imports breadth
 keeps SciPy as it is, and a module already imported is left as it is.

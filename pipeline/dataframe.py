@@ -86,21 +86,67 @@ def _partition_edges(df, src: str, dst: str, where: str):
 
 def from_dask_dataframe(ddf, src: str = "src", dst: str = "dst", *, directed: bool = False, relabel: bool = True,
                         persist: bool = True, client=None, spill_dir: str | None = None):
-    """An :class:`~breadth.pipeline.edges.EdgeList` from the ``src``/``dst`` columns of a Dask DataFrame.
+    """An :class:`~breadth.pipeline.edges.EdgeList` from two columns of a Dask DataFrame (an ETL job's output).
 
-    Each partition becomes one chunk; integer ids (any width) or string ids are relabeled to
-    ``0..n-1`` out of core, ``id_map`` giving the originals back.  A cuDF-backed frame (dask_cudf on
-    dask-cuda workers) keeps integer ids on the GPUs: they are checked, relabeled and handed to
-    ``prepare(device="gpu")`` as CuPy chunks (:mod:`breadth.pipeline.hash_relabel_gpu`), string ids as
-    cuDF string columns.  cuDF is never required.  ``spill_dir``: where relabeling's id shuffle writes its
-    pieces when the workers' memory limit needs disk (default: a temporary directory).
+    Each partition becomes one chunk, parsed and relabeled on the workers: the client holds ``O(chunks)``
+    numbers, never the edges or the ids.  A cuDF-backed frame (dask_cudf on dask-cuda workers) keeps its
+    ids on the GPUs: integers are checked, relabeled and handed to ``prepare(device="gpu")`` as CuPy
+    chunks (:mod:`breadth.pipeline.hash_relabel_gpu`), strings as cuDF string columns.  cuDF is never
+    required.
 
-    >>> import dask.dataframe as dd, pandas as pd
-    >>> from breadth.pipeline import from_dask_dataframe
-    >>> ddf = dd.from_pandas(pd.DataFrame({"a": [10, 20], "b": [20, 30]}), npartitions=1)
-    >>> el = from_dask_dataframe(ddf, src="a", dst="b")          # doctest: +SKIP
-    >>> el.num_vertices, list(el.id_map)                        # doctest: +SKIP
-    (3, [10, 20, 30])
+    Parameters
+    ----------
+    ddf : dask.dataframe.DataFrame
+        pandas- or cuDF-backed.  The id columns hold integers of any width, floats that are whole numbers
+        (``3.0`` is vertex 3), or strings (any other type is read as its text).
+    src, dst : str, default "src", "dst"
+        The source and target columns.
+    directed : bool, default False
+        Whether a row ``(u, v)`` is the arc ``u -> v`` only.
+    relabel : bool, default True
+        Relabel the ids to ``0..n-1`` (``id_map[i]`` the original id of vertex ``i``).  ``False``: the ids
+        must be non-negative int64 and are kept (``num_vertices = max id + 1``, no id map).
+    persist : bool, default True
+        Keep the parsed chunks in the workers' memory (Dask spills them under pressure), so that the frame
+        is computed once; without it each chunk is computed again when the graph is prepared.
+    client : distributed.Client, optional
+        Default: the current client.
+    spill_dir : str, optional
+        Where relabeling's id shuffle writes its pieces when the workers' memory limit needs disk
+        (default: a temporary directory).
+
+    Returns
+    -------
+    EdgeList
+        ``num_edges`` the frame's rows; ``id_map`` a :class:`~breadth.bfs.id_map.PartitionedIdMap` whose
+        parts stay on the workers (``None`` with ``relabel=False``).
+
+    Raises
+    ------
+    MissingColumnError
+        ``src`` or ``dst`` is not a column of ``ddf``.
+    NonNumericIdError
+        A missing (NaN/None) or non-integral id, or strings mixed with integers across partitions (the
+        message names the partition, column and row).
+    NegativeIdError, IdRangeError
+        An id below zero, or beyond the uint64 range.
+    EmptyInputError
+        The frame has no rows.
+    IngestError
+        ``relabel=False`` with ids that are not int64.
+    ValueError
+        No ``client`` was given and none is current.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import dask.dataframe as dd                                          # doctest: +SKIP
+    >>> from breadth.pipeline import from_dask_dataframe, local_cluster
+    >>> client = local_cluster(workers=2)                                    # doctest: +SKIP
+    >>> frame = pd.DataFrame({"a": [10, 20], "b": [20, 30]})
+    >>> el = from_dask_dataframe(dd.from_pandas(frame, npartitions=1), src="a", dst="b")  # doctest: +SKIP
+    >>> el.num_vertices, el.num_edges                                        # doctest: +SKIP
+    (3, 2)
     """
     import dask
 

@@ -26,18 +26,58 @@ from .relabel import edge_list_from_parts
 
 def read_edges(paths, format: str = "auto", *, directed: bool | None = None, src=None, dst=None,
                on_bad_lines: str = "error", client=None, device: str = "cpu", spill_dir: str | None = None, **kw):
-    """Read edge files of any supported format into an :class:`~breadth.pipeline.edges.EdgeList`.
+    """Read edge files of any supported format into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids.
 
-    ``format``: ``auto`` (by extension, then content), ``snap``, ``csv``, ``mtx`` or ``parquet``.  All
-    files of one call must share a format.  Extra keywords go to the format's reader.  ``directed``
-    defaults to undirected (Graph500), except Matrix Market files, whose ``general``/``symmetric`` banner
-    decides.  ``device="gpu"``: Parquet, SNAP and CSV text are read on the dask-cuda workers (cuDF's
-    readers where the lines allow, the host's parser otherwise) and their ids relabeled on the GPUs;
-    Matrix Market is parsed on the host (``prepare(device="gpu")`` moves it).
-    ``spill_dir``: where relabeling writes its id shuffle's pieces when the workers' memory limit needs disk.
+    Dispatches to :func:`read_snap`, :func:`read_csv`, :func:`read_mtx` or :func:`read_parquet`; the files
+    are read and relabeled on the workers.
 
-    >>> from breadth.pipeline import read_edges
-    >>> el = read_edges(["a.txt.gz", "b.txt.gz"], directed=True)     # doctest: +SKIP
+    Parameters
+    ----------
+    paths : str, os.PathLike or list
+        Files, directories (Parquet datasets) or globs; gzip files are streamed.  All files of one call
+        share a format.
+    format : {"auto", "snap", "csv", "mtx", "parquet"}, default "auto"
+        ``"auto"``: each file's :func:`~breadth.io.detect_format` (by extension, then content).
+    directed : bool, optional
+        Default undirected (Graph500), except Matrix Market files, whose ``general``/``symmetric`` banner
+        decides.
+    src, dst : str or int, optional
+        Source and target columns, for CSV (names or 0-based indices) and Parquet (names) only.
+    on_bad_lines : {"error", "skip", "warn"}, default "error"
+        Text formats: stop at the first malformed line with an error naming its file, line and text, or
+        skip (and count) such lines, warning for each with ``"warn"``.
+    client : distributed.Client, optional
+        Default: the current client.
+    device : {"cpu", "gpu"}, default "cpu"
+        ``"gpu"``: Parquet, SNAP and CSV text are read on the dask-cuda workers (cuDF's readers where the
+        lines allow, the host's parser otherwise) and their ids relabeled on the GPUs; Matrix Market is
+        parsed on the host (``prepare(device="gpu")`` moves it).
+    spill_dir : str, optional
+        Where relabeling writes its id shuffle's pieces when the workers' memory limit needs disk.
+    **kw
+        The format's reader's other keywords (e.g. ``header`` and ``ids`` for CSV, ``extra_columns`` for
+        SNAP, ``chunk_bytes``).
+
+    Returns
+    -------
+    EdgeList
+        As the format's reader returns it.
+
+    Raises
+    ------
+    UnknownFormatError
+        An unknown ``format``, inputs of several formats, or a file whose format cannot be recognised.
+    ValueError
+        ``src``/``dst`` given for SNAP or Matrix Market input.
+    FileNotFoundError, IngestError
+        A missing input, or any error of the format's reader (see each reader).
+
+    Examples
+    --------
+    >>> from breadth.pipeline import local_cluster, read_edges
+    >>> client = local_cluster(workers=2)                                      # doctest: +SKIP
+    >>> el = read_edges(["a.txt.gz", "b.txt.gz"], directed=True)               # doctest: +SKIP
+    >>> el = read_edges("crawl/", src="from_url", dst="to_url")                # doctest: +SKIP
     """
     if format not in FORMATS:
         raise UnknownFormatError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
@@ -72,15 +112,65 @@ def read_snap(paths, *, directed: bool = False, comments: str = "#%", extra_colu
               persist: bool = True, client=None, spill_dir: str | None = None, device: str = "cpu"):
     """Read SNAP edge-list text files into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids.
 
-    ``paths``: a file, directory, glob or list (``.gz`` files streamed).  Vertices are the distinct ids
-    seen (``num_vertices``); ``id_map[dense]`` gives the original id.  ``num_edges`` counts the edge
-    lines (self-loops and duplicates included).  Bad lines raise an error naming file, line and text,
-    or are skipped (``on_bad_lines="skip"``/``"warn"``) and counted in ``source["skipped_lines"]``.
-    ``device="gpu"``: the byte ranges are parsed by cuDF on the dask-cuda workers where their lines allow
-    (the host parser otherwise, with the same errors) and the ids relabeled on the GPUs.
+    One ``u v`` pair of integer ids per line, separated by tabs, spaces or a comma; comment lines and blank
+    lines skipped; ``\\r\\n`` endings and a missing final newline accepted.  A plain file is read in byte
+    ranges of ``chunk_bytes``, one Dask chunk each, a gzip file streamed by one task; every chunk is parsed
+    and relabeled on the workers, so memory per task is one block of text and its tuples.
 
-    >>> from breadth.pipeline import read_snap
-    >>> el = read_snap("/work/shared/data/Wiki-Vote.txt", directed=True)   # doctest: +SKIP
+    Parameters
+    ----------
+    paths : str, os.PathLike or list
+        A file, directory, glob or a list of them.
+    directed : bool, default False
+        Whether a line ``u v`` is the arc ``u -> v`` only.
+    comments : str, default "#%"
+        Characters that start a comment line.
+    extra_columns : {"error", "ignore"}, default "error"
+        Lines with more than two fields (timestamps, weights): bad lines, or read for their first two.
+    on_bad_lines : {"error", "skip", "warn"}, default "error"
+        A malformed line raises an error naming its file, line and text, or is skipped and counted in
+        ``source["skipped_lines"]`` (``source["bad_lines"]`` describes the first few).
+    chunk_bytes : int, default 64 MiB
+        Bytes of plain text per chunk.
+    relabel : bool, default True
+        Relabel the ids to ``0..n-1``; ``False`` keeps them (``num_vertices = max id + 1``, no id map).
+    persist : bool, default True
+        Keep the parsed chunks in the workers' memory (Dask spills them under pressure), so that the files
+        are parsed once; without it each chunk is parsed again when the graph is prepared.
+    client : distributed.Client, optional
+        Default: the current client.
+    spill_dir : str, optional
+        Where relabeling writes its id shuffle's pieces when the workers' memory limit needs disk.
+    device : {"cpu", "gpu"}, default "cpu"
+        ``"gpu"``: the byte ranges are parsed by cuDF on the dask-cuda workers where their lines allow (the
+        host parser otherwise, with the same errors) and the ids relabeled on the GPUs.
+
+    Returns
+    -------
+    EdgeList
+        ``num_vertices`` the distinct ids seen, ``num_edges`` the edge lines (self-loops and duplicates
+        included), ``id_map[i]`` the original id of vertex ``i``.
+
+    Raises
+    ------
+    BadLineError
+        Only with ``on_bad_lines="error"``: a line with too few fields, or extra fields with
+        ``extra_columns="error"``; its subclasses ``NonNumericIdError``, ``NegativeIdError`` and
+        ``IdRangeError`` for an id that is not an integer, is negative or exceeds uint64.
+    TruncatedInputError
+        A damaged or cut gzip stream.
+    EmptyInputError
+        No input file, or no edge in the files.
+    FileNotFoundError
+        A path that names nothing.
+    ValueError
+        An unknown ``on_bad_lines`` or ``extra_columns``, or no ``client`` and none current.
+
+    Examples
+    --------
+    >>> from breadth.pipeline import local_cluster, read_snap
+    >>> client = local_cluster(workers=2)                                  # doctest: +SKIP
+    >>> el = read_snap("Wiki-Vote.txt", directed=True)                     # doctest: +SKIP
     >>> el.num_vertices, el.num_edges                                      # doctest: +SKIP
     (7115, 103689)
     """
@@ -97,17 +187,64 @@ def read_csv(paths, *, header: bool | None = None, delimiter: str = ",", src=Non
              device: str = "cpu"):
     """Read CSV edge files into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids.
 
-    ``header``: ``True`` (the first row names the columns), ``False`` (no header row) or ``None`` (the
-    default: each file's first row is a header unless its source and target fields are integers, in
-    which case it is the first edge).
-    ``src``/``dst``: column names (with a header) or 0-based indices; default the first two columns.
-    ``ids="int"`` parses integer ids (non-numeric ones are errors naming file, line and text);
-    ``ids="str"`` keeps any text as an id (``id_map`` then holds strings).  Lines starting with ``#``
-    are comments.  ``device="gpu"``: integer ids are parsed by cuDF on the dask-cuda workers where the
-    lines allow (as :func:`read_snap`) and relabeled on the GPUs.
+    Integer ids are parsed like SNAP text (plain files in byte ranges of ``chunk_bytes``, one Dask chunk
+    each; gzip files streamed); string ids are streamed through pyarrow's CSV reader, one chunk per file.
+    Lines starting with ``#`` are comments.
 
-    >>> from breadth.pipeline import read_csv
-    >>> el = read_csv("edges.csv", src="from", dst="to")      # doctest: +SKIP
+    Parameters
+    ----------
+    paths : str, os.PathLike or list
+        A file, directory, glob or a list of them.
+    header : bool, optional
+        ``True``: the first row names the columns; ``False``: no header row; ``None`` (default): each
+        file's first row is a header unless its source and target fields are integers, in which case it is
+        the first edge.
+    delimiter : str, default ","
+        One character.
+    src, dst : str or int, optional
+        Column names (with a header) or 0-based indices; default the first two columns.
+    ids : {"int", "str"}, default "int"
+        ``"int"`` parses integer ids (a non-numeric one is an error naming file, line and text); ``"str"``
+        keeps any text as an id (``id_map`` then holds strings).
+    directed : bool, default False
+        Whether a row ``(u, v)`` is the arc ``u -> v`` only.
+    on_bad_lines : {"error", "skip", "warn"}, default "error"
+        A malformed row raises an error naming its file, line and text, or is skipped and counted in
+        ``source["skipped_lines"]``.
+    chunk_bytes : int, default 64 MiB
+        Bytes of plain text per chunk (integer ids).
+    relabel, persist, client, spill_dir
+        As for :func:`read_snap`.
+    device : {"cpu", "gpu"}, default "cpu"
+        ``"gpu"``: integer ids are parsed by cuDF on the dask-cuda workers where the lines allow (as
+        :func:`read_snap`) and relabeled on the GPUs; string ids are read on the host.
+
+    Returns
+    -------
+    EdgeList
+        ``num_vertices`` the distinct ids seen, ``num_edges`` the data rows, ``id_map[i]`` the original id
+        of vertex ``i`` (strings with ``ids="str"``).
+
+    Raises
+    ------
+    MissingColumnError
+        ``src``/``dst`` names a column the header lacks, or an index beyond it.
+    BadLineError
+        Only with ``on_bad_lines="error"``: a row with too few or too many fields, or (``ids="int"``) an id
+        that is not a non-negative integer within uint64 (``NonNumericIdError``, ``NegativeIdError``,
+        ``IdRangeError``).
+    TruncatedInputError, EmptyInputError, FileNotFoundError
+        As for :func:`read_snap`.
+    ValueError
+        A ``delimiter`` that is not one character, an unknown ``ids`` or ``on_bad_lines``, or no
+        ``client`` and none current.
+
+    Examples
+    --------
+    >>> from breadth.pipeline import local_cluster, read_csv
+    >>> client = local_cluster(workers=2)                                  # doctest: +SKIP
+    >>> el = read_csv("edges.csv", src="from", dst="to")                   # doctest: +SKIP
+    >>> el = read_csv("links.tsv.gz", delimiter="\\t", ids="str", header=False)  # doctest: +SKIP
     """
     files = expand_paths(paths)
     parts = csv_parts(files, header=header, delimiter=delimiter, src=src, dst=dst, ids=ids,
@@ -118,12 +255,49 @@ def read_csv(paths, *, header: bool | None = None, delimiter: str = ",", src=Non
 
 def read_mtx(paths, *, directed: bool | None = None, on_bad_lines: str = "error",
              chunk_bytes: int = DEFAULT_CHUNK_BYTES, persist: bool = True, client=None):
-    """Read a Matrix Market coordinate file (one file, or several of the same size) as an EdgeList.
+    """Read Matrix Market coordinate files (``%%MatrixMarket matrix coordinate ...``) as an EdgeList.
 
-    ``num_vertices = max(rows, cols)``; ``id_map`` holds the 1-based file ids.
+    The declared size fixes the vertex count, so ids are not relabeled: dense id ``i`` is file id ``i + 1``.
+    Entry values (real, integer, complex) are ignored.
 
-    >>> from breadth.pipeline import read_mtx
-    >>> el = read_mtx("graph.mtx")          # doctest: +SKIP
+    Parameters
+    ----------
+    paths : str, os.PathLike or list
+        One file, or several of the same graph's entries (the largest declared size counts); gzip allowed.
+    directed : bool, optional
+        Default: directed when every file's banner says ``general``, undirected otherwise (``symmetric``).
+    on_bad_lines : {"error", "skip", "warn"}, default "error"
+        As for :func:`read_snap`; a skipped line counts towards the declared entries.
+    chunk_bytes : int, default 64 MiB
+        Bytes of plain text per chunk.
+    persist, client
+        As for :func:`read_snap`.
+
+    Returns
+    -------
+    EdgeList
+        ``num_vertices = max(rows, cols)`` (isolated vertices included), ``num_edges`` the entries,
+        ``id_map`` the 1-based file ids (int64 ``(num_vertices,)``).
+
+    Raises
+    ------
+    UnknownFormatError
+        No Matrix Market banner, a format other than ``coordinate``, or an unknown field.
+    BadLineError
+        A bad size line or entry (``NegativeIdError``/``IdRangeError`` for an id outside
+        ``1..max(rows, cols)``), or more entries than declared.
+    TruncatedInputError
+        Fewer entries than declared, no size line in the first MiB, or a cut gzip stream.
+    EmptyInputError, FileNotFoundError
+        An empty file, or a path that names nothing.
+
+    Examples
+    --------
+    >>> from breadth.pipeline import local_cluster, read_mtx
+    >>> client = local_cluster(workers=2)                                  # doctest: +SKIP
+    >>> el = read_mtx("cnr-2000.mtx")                                      # doctest: +SKIP
+    >>> el.num_vertices, el.directed                                       # doctest: +SKIP
+    (325557, True)
     """
     files = expand_paths(paths)
     headers, parts = [], []
@@ -153,13 +327,51 @@ def read_parquet(paths, *, src: str | None = None, dst: str | None = None, direc
                  spill_dir: str | None = None):
     """Read Parquet edge lists into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids.
 
-    ``device="gpu"``: cuDF reads the files on the dask-cuda workers and the ids (integers or strings) are
-    relabeled on their GPUs; without cuDF, pyarrow reads them and integer ids are relabeled on the GPUs.
-    Prepare the result with ``prepare(..., device="gpu")``.  ``spill_dir``: where relabeling's id shuffle
-    writes when the workers' memory limit needs disk (:func:`~breadth.pipeline.relabel.edge_list_from_parts`).
+    Only the two id columns are read, one row group per Dask chunk on the CPU; the files' footers give
+    each chunk's size (and, from column statistics, its id range) without reading it, so relabeling splits
+    each chunk as soon as it is read.
 
-    >>> from breadth.pipeline import read_parquet
-    >>> el = read_parquet("edges/", src="source", dst="target")     # doctest: +SKIP
+    Parameters
+    ----------
+    paths : str, os.PathLike or list
+        Files (``.parquet``, ``.pq``, ``.parq``), directories of them, globs, or a list.
+    src, dst : str, optional
+        The id columns; default the first pair present of ``src``/``dst``, ``source``/``target``,
+        ``from``/``to``, ``u``/``v``, or the only two columns.  Integer columns of any width (uint64 ids
+        above the int64 range stay uint64 in ``id_map``) or string columns.
+    directed : bool, default False
+        Whether a row ``(u, v)`` is the arc ``u -> v`` only.
+    relabel, persist, client, spill_dir
+        As for :func:`read_snap`.
+    device : {"cpu", "gpu"}, default "cpu"
+        ``"gpu"``: cuDF reads the files on the dask-cuda workers (about 2^26 rows a read) and the ids
+        (integers or strings) are relabeled on their GPUs; without cuDF, pyarrow reads them and integer ids
+        are relabeled on the GPUs.  Prepare the result with ``prepare(..., device="gpu")``.
+
+    Returns
+    -------
+    EdgeList
+        ``num_vertices`` the distinct ids seen, ``num_edges`` the rows, ``id_map[i]`` the original id of
+        vertex ``i``.
+
+    Raises
+    ------
+    MissingColumnError
+        ``src``/``dst`` is not a column, or the columns cannot be told apart without them.
+    NonNumericIdError
+        A null id, a column that holds neither integers nor strings, or columns of different id types.
+    BadLineError
+        Negative ids in a signed column beside an unsigned one (``NegativeIdError`` otherwise).
+    UnknownFormatError
+        A file that is not readable Parquet.
+    EmptyInputError, FileNotFoundError
+        No rows, no input file, or a path that names nothing.
+
+    Examples
+    --------
+    >>> from breadth.pipeline import local_cluster, read_parquet
+    >>> client = local_cluster(workers=2)                                  # doctest: +SKIP
+    >>> el = read_parquet("edges/", src="source", dst="target")            # doctest: +SKIP
     """
     files = expand_paths(paths, suffixes=(".parquet", ".pq", ".parq"))
     meta: list = []

@@ -3,14 +3,14 @@
 breadth's CUDA kernels (and CuPy's own element-wise kernels that preparation uses) are compiled by NVRTC on
 first use and cached on disk by CuPy (``CUPY_CACHE_DIR``, by default ``~/.cupy/kernel_cache``), so every
 later process loads them in milliseconds.  Without care, that first use falls inside the first job on a
-new machine: ``breadth bench --scale 26 --device gpu`` reported 11-14 s of "construction" once and
-1.0-1.2 s ever after.  A local GPU cluster therefore checks a marker in CuPy's cache for this version of
-the kernels and this GPU; when it is missing it says so on stderr, compiles everything by preparing and
-searching a tiny graph through the same code, and writes the marker.
+new machine: the first ``breadth bench --scale 26 --device gpu`` would report about ten times its
+construction time (some 12 s of it compiling).  A local GPU cluster therefore checks a marker in CuPy's
+cache for this version of the kernels and this GPU; when it is missing it says so on stderr, compiles
+everything by preparing and searching a tiny graph through the same code, and writes the marker.
 
 CuPy compiles a second variant of an element-wise kernel for arrays of 2^31 elements or more (64-bit
-indexing): a scale-26 preparation still compiled 19 of them after the tiny graph (7.3 s of construction
-on an H200).  So on a GPU with room for it (:data:`LARGE_WARM_UP_BYTES`) the warm-up also prepares a
+indexing): a scale-26 preparation compiles 19 of them that the tiny graph does not reach (7.3 s of
+construction on an H200).  So on a GPU with room for it (:data:`LARGE_WARM_UP_BYTES`) the warm-up also prepares a
 scale-26 graph, once, and drops it.
 """
 
@@ -73,9 +73,12 @@ def marker_path() -> str:
 def ensure_compiled(client, stream=sys.stderr) -> bool:
     """Compile the kernels on ``client``'s GPU workers if this machine has not yet (see the module
     docstring), telling ``stream`` what it does and how long it took; True when it compiled.
+    :func:`~breadth.pipeline.cluster.local_cuda_cluster` calls it as it starts.
 
-    >>> client = local_cuda_cluster()                # doctest: +SKIP  (calls this)
+    >>> ensure_compiled(client)                      # doctest: +SKIP
     breadth: compiling the GPU kernels for this machine, once (cached in ~/.cupy/kernel_cache) ...
+    breadth: GPU kernels compiled in 40.1 s
+    True
     """
     marker = marker_path()
     if os.path.exists(marker):
@@ -99,10 +102,9 @@ def ensure_compiled(client, stream=sys.stderr) -> bool:
 
 def warm_up(client) -> None:
     """Relabel a few sparse ids as an ingest does, and prepare and search a tiny Kronecker graph on the GPU
-    workers through the public path (generator,
-    preparation with its degree-ordered rows, one- and many-root searches, validation), which compiles
-    what a real job runs, then prepare a scale-26 graph where the GPUs have room (the 64-bit-indexed
-    variants); the graphs' shards are dropped at the end."""
+    workers through the public path (generator, preparation with its degree-ordered rows, one- and
+    many-root searches, validation), which compiles what a real job runs, then prepare a scale-26 graph
+    where the GPUs have room (the 64-bit-indexed variants); the graphs' shards are dropped at the end."""
     from breadth.bfs import bfs_batch, graph500
     from breadth.bfs.graph500.roots import choose_roots
     from breadth.pipeline.kronecker import kronecker

@@ -2,23 +2,18 @@
 
 Without MPS, two processes on one GPU time-slice it: each holds a context of its own, and the GPU switches
 between them.  Two search ranks on one GPU reach their device waits at the same moments, and each such wait
-then costs a context switch (``benchmarks/diag_gpu_context_switch.py``, one H100, 500 waits a case, median):
+then costs a context switch: a tiny kernel and its synchronisation take 12-15 µs in one process, about
+275 µs in each of two processes doing it in step, whatever the kind of wait (one H100,
+``benchmarks/diag_gpu_context_switch.py``).  MPS runs the clients' kernels in one shared context, so nothing
+switches: the same wait takes about 15 µs, and two ranks on one H100 search a scale-22 graph's small levels
+in about half the time.
 
-* a tiny kernel and its synchronisation: 12-15 µs in one process; 274-278 µs in each of two processes doing
-  it in step (spinning, yielding or blocking waits alike); **14.5-15.6 µs with MPS**
-  (``results/gpu_context_switch_h100_{plain_session17,mps}.json``);
-* ``bench_multigpu.py --ranks-per-gpu 2 --protocols ucx --commbench --raw-ucxx``, scale 22, 3 fresh runs each
-  way, alternating (``results/ucx_one_gpu_h100_mps_{off,auto}_{1,2,3}.json.gz``): raw ucxx's 8-byte device
-  round trip 339-390 -> 66-77 µs, its 64 MB exchange 151-158 -> 388-431 GB/s per direction; the engine's
-  64 MB sized round 93-107 -> 232-284 GB/s; the search's small levels 1123-1428 -> 635-847 µs (median 1303 ->
-  698), 4.3-6.3 -> 7.7-10.8 GTEPS, every tree valid.
-
-MPS runs the clients' kernels in one shared context, so nothing switches.  :class:`PrivateMps` starts a
-control daemon of this process's own: its pipe and log folders are in a new temporary folder, and only the
-processes given :meth:`PrivateMps.env` (the cluster's workers) connect to it -- every other CUDA process on the
-machine, this one included, stays outside, as before.  ``nvidia-cuda-mps-control`` comes with the NVIDIA
-driver; no setting of the GPU is changed (a GPU in an exclusive compute mode, where MPS needs its own set-up
-by an administrator, makes the probe fail, and ``mps="auto"`` then goes on without).
+:class:`PrivateMps` starts a control daemon of this process's own: its pipe and log folders are in a new
+temporary folder, and only the processes given :meth:`PrivateMps.env` (the cluster's workers) connect to
+it -- every other CUDA process on the machine, this one included, stays outside.
+``nvidia-cuda-mps-control`` comes with the NVIDIA driver; no setting of the GPU is changed (a GPU in an
+exclusive compute mode, where MPS needs its own set-up by an administrator, makes the probe fail, and
+``mps="auto"`` then goes on without).
 
 >>> mps = PrivateMps.start()            # doctest: +SKIP
 >>> mps.env["CUDA_MPS_PIPE_DIRECTORY"]  # doctest: +SKIP

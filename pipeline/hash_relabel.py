@@ -224,7 +224,7 @@ def _relabel(client, steps, chunks: list, P: int, dtype, workers: list[str], tie
         # reads (delayed) and splits form one graph: Dask splits a chunk as soon as it is read and frees
         # the read chunk once split; on the disk tier a chunk's codes and order (8 bytes a tuple) wait in
         # files too, since held, every chunk's would be a worker's share of the edge list while the owners
-        # merge (2^26 tuples on 2 workers under a 700MB limit: 744 MiB a worker, which was ended)
+        # merge (2^26 tuples on 2 workers: 744 MiB a worker, past a 700MB limit)
         ex = exchange(client, chunks, _split_part, P, workers, tier=tier, root=space.root,
                       args=(steps.chunk_split, P, dtype), park_kept=True)
         space.futures += ex.kept  # the splits write the disk tier's pieces: cancelled if the run fails

@@ -56,8 +56,8 @@ def unique_inverse(flat) -> tuple:
     """``(uniq, inverse)`` of a 1-D CuPy array, as ``cupy.unique(flat, return_inverse=True)`` gives them
     (``uniq`` sorted, ``flat == uniq[inverse]``), with ``inverse`` int32 where ``flat`` has fewer than
     2^31 elements.  Written out (one sort, a scan and a scatter) because CuPy's own spends ~0.3 s on its
-    first call in a process, against ~0.06 s here (H200, 2^27 ids, warm kernel cache): a fresh worker's
-    first chunk paid it."""
+    first call in a process (H200, 2^27 ids, warm kernel cache; this one ~0.06 s), which a fresh worker's
+    first chunk would pay."""
     idx = cp.int32 if flat.size < (1 << 31) else cp.int64
     perm = cp.argsort(flat)
     s = flat[perm]
@@ -139,8 +139,8 @@ def part_index(part) -> None:
 
 def lookup_piece(part, offset: int, piece, index=None) -> "cp.ndarray":
     """Dense ids (int64) of a chunk's piece in its owner's part (every id of the piece is there): a
-    binary search per id in breadth's own kernel (``cupy.searchsorted``'s first call in a process took
-    0.19-0.27 s on an H200, its later ones 4 ms); ``index`` is :func:`part_index`'s ``None``."""
+    binary search per id in breadth's own kernel (``cupy.searchsorted``'s first call in a process takes
+    about 0.2 s on an H200, its later ones 4 ms); ``index`` is :func:`part_index`'s ``None``."""
     if _is_cudf(part):
         return cp.asarray(part.searchsorted(piece)).astype(cp.int64) + offset
     q = cp.asarray(piece)

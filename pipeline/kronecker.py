@@ -110,20 +110,58 @@ def _scramble_array(v, scale, k0, k1, k2, k3):
 
 def kronecker(scale: int, edgefactor: int = 16, seed: int = 1, a: float = DEFAULT_A, b: float = DEFAULT_B,
               c: float = DEFAULT_C, chunk_edges: int | None = None, device: str = "cpu", jit: bool = True):
-    """The Graph500 Kronecker graph as a lazy :class:`~breadth.pipeline.edges.EdgeList`.
+    """The Graph500 Kronecker (R-MAT) graph as a lazy :class:`~breadth.pipeline.edges.EdgeList`.
 
-    ``2**scale`` vertices and ``edgefactor * 2**scale`` edge tuples, split into Dask chunks of
-    ``chunk_edges`` tuples (default 2**22 on the CPU, 2**26 on the GPU, where a chunk takes milliseconds);
-    the tuples do not depend on ``chunk_edges`` nor on ``device``: ``"gpu"`` generates each chunk on the
-    worker's GPU as a CuPy array (:mod:`breadth.pipeline.kronecker_gpu`), with the same edges.
-    ``jit=False`` (CPU): each chunk is generated with NumPy alone
-    (:func:`~breadth.pipeline.kronecker_numpy.generate_edges_numpy`, slower; the same edges), so that the
-    workers never import Numba (``generate`` under a small ``--memory-limit``).
+    Nothing is generated here: each Dask chunk is made by the task that needs it, on a worker, so no
+    process ever holds the whole edge list.  Tuple ``e`` is a pure function of ``(seed, e)``, so the graph
+    does not depend on ``chunk_edges`` nor on ``device`` (see the module docstring).
 
+    Parameters
+    ----------
+    scale : int
+        log2 of the vertex count, 1..40: ``2**scale`` vertices.
+    edgefactor : int, default 16
+        Edge tuples per vertex, at least 1: ``edgefactor * 2**scale`` tuples (Graph500's 16).
+    seed : int, default 1
+        Selects the graph: the quadrant draws and the vertex-id scrambling.
+    a, b, c : float, default 0.57, 0.19, 0.19
+        Probabilities of the top-left, top-right and bottom-left quadrants at each level (Graph500's);
+        the bottom-right one is ``1 - a - b - c``.
+    chunk_edges : int, optional
+        Tuples per Dask chunk; default 2**22 on the CPU (64 MiB of int64 pairs), 2**26 on the GPU, where a
+        chunk takes milliseconds.
+    device : {"cpu", "gpu"}, default "cpu"
+        ``"gpu"``: each chunk is generated on the worker's GPU as a CuPy array
+        (:mod:`breadth.pipeline.kronecker_gpu`), bit for bit the same tuples.
+    jit : bool, default True
+        ``False`` (CPU): chunks are generated with NumPy alone
+        (:func:`~breadth.pipeline.kronecker_numpy.generate_edges_numpy`; slower, the same tuples), so that
+        the workers never import Numba, whose ~110 MiB a small ``--memory-limit`` cannot spare.
+
+    Returns
+    -------
+    EdgeList
+        Undirected; ``edges`` an int64 Dask array of shape ``(edgefactor * 2**scale, 2)`` (self-loops and
+        duplicates included, as Graph500 generates them), ``num_vertices = 2**scale``, no id map, and
+        ``source`` recording the parameters.
+
+    Raises
+    ------
+    ValueError
+        ``scale`` outside 1..40, ``edgefactor < 1``, ``device`` neither ``"cpu"`` nor ``"gpu"``, or
+        probabilities with ``min(a, b, c) < 0`` or ``a + b + c >= 1``.
+
+    Examples
+    --------
     >>> from breadth.pipeline import kronecker
     >>> g = kronecker(10, seed=7)
-    >>> g.num_vertices, g.num_edges
-    (1024, 16384)
+    >>> g.num_vertices, g.num_edges, g.directed, g.edges.dtype
+    (1024, 16384, False, dtype('int64'))
+    >>> g.npartitions, g.source["kind"]
+    (1, 'kronecker')
+    >>> tiny = kronecker(4, edgefactor=2, jit=False).edges.compute()  # NumPy's generator: no Numba
+    >>> tiny.shape, bool(((tiny >= 0) & (tiny < 16)).all())
+    ((32, 2), True)
     """
     import dask.array as da
     from dask.highlevelgraph import HighLevelGraph

@@ -14,7 +14,7 @@ for every chunk before any owner builds, and the store is written, or the search
   its first byte of data, whatever it imported beyond (importing only the modules a worker needs saves
   under 1 MiB once the kernels ran; glibc arena and Numba thread settings change nothing).
   :data:`WORKER_BASELINE` is that figure plus Dask's own bookkeeping and the spread between runs (peaks of
-  205 and 220 MiB for the same scale-14 run, in the merged tree with lazily imported packages); it is the
+  205 and 220 MiB for the same scale-14 run); it is the
   floor of every limit (no limit below about 240 MB can work for any graph) and dominates them below scale 20.
 * **chunk phase** ``T * 80 * c``: each of the worker's ``T`` threads runs a chunk task over ``c`` edge
   tuples: the generated int64 tuples (16 B/tuple) and the next chunk queued behind it (16), the
@@ -39,14 +39,14 @@ with ``c_min`` = :data:`MIN_CHUNK_EDGES` and ``b_min`` = :data:`MIN_BATCH_ENTRIE
 batches only multiply tasks, files and reads), ``nloc`` = vertices per owner and ``S`` computed with
 every adjacency entry counted (``2 m / P`` per owner for ``m`` undirected tuples on ``P`` owners:
 duplicates are only known after the build).  Checked against measurements (2 workers of 1 thread,
-``benchmarks/results/memory_limit_cpu.json``): scale 18, minimum 260 MB, worker peaks 219-220 MiB at
-that limit; scale 20, minimum 326 MB, peaks 275-278 MiB.  Above the minimum, :func:`plan_memory` picks the largest
+``benchmarks/bench_memory_limit.py``): scale 18, minimum 260 MB, worker peaks 219-220 MiB at that limit;
+scale 20, minimum 326 MB, peaks 275-278 MiB.  Above the minimum, :func:`plan_memory` picks the largest
 power-of-two chunk and batch (up to the defaults, 2**22 tuples and 2**25 entries) that keep each phase
 under the limit.  The shuffle's storage tier (:func:`choose_tier`, which :func:`~breadth.pipeline.prepare`
 calls with the cluster's own ``memory_limit``, so the CLI and the Python API decide alike) is the
 cheapest whose estimate fits in :data:`TIER_SAFETY` of the limit: the memory tier (every owner holds its
-int64 entries from all chunks, 16 B/entry, while the builder adds its int64 scatter array and the columns,
-12 B/entry: 28 B/entry instead of a batch), the host tier (32-bit pairs, 8 B/entry, held while the owner
+int64 entries from all chunks, 16 B/entry, and the build's placement and columns, 12 B/entry: 28 B/entry
+instead of a batch), the host tier (32-bit pairs, 8 B/entry, held while the owner
 builds batch by batch), else the disk tier (pieces in bucket files, a batch at a time in memory).
 
 **The NumPy path** (``generate`` only: :func:`plan_numpy_path`, taken when the limit is below the Numba
@@ -57,10 +57,9 @@ adds ~110 MiB.  With ``jit=False`` the generator (:mod:`~breadth.pipeline.kronec
 the build (:mod:`~breadth.pipeline.build_csr_numpy`) run with NumPy alone, the shuffle takes the disk
 tier, and each owner writes its shard to files batch by batch (:mod:`~breadth.pipeline.shard_files`),
 which the store writer copies from: the shard is never resident.  Measured on 2 workers of 1 thread (RSS
-sampled every 50 ms, ``benchmarks/results/memory_limit_cpu.json``): a worker holds 82 MiB once it
-imported that path, and keeps ~43 KiB of Dask's records per chunk task it ran until the owners are
-built; scale 18 peaks at 88 MiB per worker at its minimum (97 MB) and 90 MiB under ``--memory-limit
-100MB`` (95.4 MiB), scale 20 at 94-95 MiB at its minimum (104 MB, 99.2 MiB).  The search still needs
+sampled every 50 ms, ``benchmarks/bench_memory_limit.py``): a worker holds 82 MiB once it imported that
+path and keeps ~43 KiB of Dask's records per chunk task it ran until the owners are built; scales 18 and
+20 peak at 88 and 94-95 MiB per worker under their minimums (97 and 104 MB).  The search still needs
 Numba (``bench`` and ``bfs`` plan the Numba path).
 
 ``ingest`` first reads its files (:func:`plan_reading`, before anything starts): a read task and the
@@ -109,9 +108,8 @@ NUMPY_CHUNK_BYTES_PER_TUPLE = 108
 #: copy (8), flags (1), columns (4), rounded up
 NUMPY_BATCH_BYTES_PER_ENTRY = 32
 #: bytes per adjacency entry of a row batch.  The builder holds 14 (read pairs 8, columns 4 deduplicated in
-#: place, row numbers within their row block 2; and a copy of the row block it builds) since it stopped
-#: scattering into int64; the plan keeps the former 20 (pairs 8, int64 scatter 8, columns 4), with which
-#: the limits in benchmarks/results/memory_limit_cpu.json were measured
+#: place, row numbers within their row block 2; and a copy of the row block it builds); the plan counts 20
+#: (pairs 8, placement 8, columns 4), the figure the module docstring's measured minimums were checked with
 BATCH_BYTES_PER_ENTRY = 20
 #: bytes per row of a row batch: the builder's int64 degree, offset, cursor, unique-count arrays (and copies)
 BATCH_BYTES_PER_ROW = 48
@@ -124,9 +122,9 @@ SEARCH_BYTES_PER_VERTEX = 48
 #: the search's own compiled kernels (Numba code loaded into the worker: measured ~10 MiB more than a
 #: preparation's peak at scale 18 with the same shard)
 SEARCH_CODE_BYTES = 10 * MiB
-#: memory tier: bytes per adjacency entry held by an owner.  Kept at the former builder's 28 (int64 entries
-#: 16, scatter 8, columns 4); entries are now int32 when ids fit and placed into the columns by row block
-#: (with a 16-bit row number each), 14 in all
+#: memory tier: bytes per adjacency entry held by an owner, counted as 28 (int64 entries 16, placement 8,
+#: columns 4); with int32 entries (ids that fit) placed into the columns by row block (a 16-bit row number
+#: each) an owner holds 14
 IN_MEMORY_BYTES_PER_ENTRY = 28
 #: host tier: bytes per adjacency entry waiting in an owner's memory (32-bit [row - lo, column] pairs)
 HOST_TIER_BYTES_PER_ENTRY = 8

@@ -3,9 +3,9 @@
 The first time a Numba function is dispatched in a process (compiled, or loaded from the ``cache=True``
 cache), Numba imports ``numba.np.arraymath``, whose import probes for a BLAS by importing
 ``scipy.linalg.cython_blas`` (to type ``np.dot`` and ``np.linalg`` in jitted code).  Where SciPy is
-installed that import loads all of ``scipy.linalg``: 0.23 s of each fresh worker's first chunk on this
-2-core machine (a fresh process's first ``factorize`` of a chunk 0.35 s, 0.09 s the second time), on the
-critical path of every ``breadth`` command.  breadth's kernels use no BLAS, so a worker that runs only
+installed that import loads all of ``scipy.linalg``: 0.23 s of each fresh worker's first chunk on 2
+cores (two thirds of a fresh process's first ``factorize`` of a chunk), on the critical path of every
+``breadth`` command.  breadth's kernels use no BLAS, so a worker that runs only
 breadth's tasks needs no probe: with ``scipy.linalg.cython_blas`` marked absent the probe fails at once
 (Numba then leaves ``np.dot`` and ``np.linalg`` untyped in jitted code).
 

@@ -2,10 +2,10 @@
 
 The first Numba function a process dispatches (compiled, or loaded from the ``cache=True`` cache) brings
 up LLVM and imports Numba's typing of NumPy, which probes for a BLAS (:mod:`breadth.pipeline.numba_blas`).
-Every later cached kernel loads in a few milliseconds.  On this 2-core machine that first dispatch took
-0.25-0.31 s of a fresh process (0.23 s of it SciPy's BLAS probe where it runs), and a fresh worker paid it
-inside its first chunk of every job: a relabeling's first split, a generator's first chunk, a search's
-first kernel.
+Every later cached kernel loads in a few milliseconds.  That first dispatch takes about 0.3 s of a fresh
+process on 2 cores (0.23 s of it SciPy's BLAS probe where it runs), which a fresh worker would otherwise
+pay inside its first chunk of every job: a relabeling's first split, a generator's first chunk, a
+search's first kernel.
 
 :class:`WarmNumba` runs that dispatch on a thread of its own as the worker starts, while the caller is
 still setting up (reading Parquet footers, planning memory), the way :func:`~breadth.pipeline.cluster.

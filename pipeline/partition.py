@@ -57,8 +57,7 @@ def _scatter(edges, block, symmetric, cur_out, cur_in, cur_loop, out, inc, loops
 
 
 #: chunk dtypes split as they are: relabeled sources give int32 dense ids while they fit
-#: (:func:`~breadth.bfs.shard.column_dtype`), where a 64-bit copy first cost 2.5-4.5 ms of CPU and 16 MB per
-#: 2^20 tuples
+#: (:func:`~breadth.bfs.shard.column_dtype`), and a 64-bit copy would cost 16 MB and a few ms per 2^20 tuples
 _READ_AS_IS = (np.dtype(np.int32), np.dtype(np.int64))
 
 

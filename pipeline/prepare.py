@@ -30,7 +30,7 @@ from .shuffle import batch_rows, choose_tier, consume, send, spill_space
 from .shuffle_tiers import ShuffleSpec
 from .stages import summarize
 
-#: keywords of the three preparation modes that the one shuffle replaced: refused with this message
+#: keywords that prepare() refuses with ``TypeError`` and this message, which says how to get their effect
 _REMOVED = {"host_batches": "the shuffle's storage tier (memory, host batches, disk) follows the workers' memory "
                             "limit; to force one, set Dask's config 'breadth.shuffle.tier' (see "
                             "breadth.pipeline.shuffle)"}
@@ -101,17 +101,15 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
             shard_dir: str | None = None, partition: str = "1d", grid: tuple[int, int] | None = None,
             delegate_degree: int | None = None, search_order: bool = True, keep_edges: bool = True,
             **removed) -> ShardedGraph:
-    """Turn an edge list into per-worker CSR shards held in the workers' memory.
+    """Turn an edge list into per-worker CSR shards held in the workers' memory: the graph a search runs on.
 
-    ``nparts`` (default: the number of workers) owners each get a contiguous block of vertex ids;
-    owner ``r`` runs on the ``r``-th worker.  The edge list itself never reaches the client.
+    ``nparts`` owners each get a contiguous block of vertex ids; owner ``r`` runs on the ``r``-th worker.
+    Every edge chunk is cut into one piece per owner (self-loops set aside, undirected tuples sent both
+    ways, directed ones as out- and in-entries) and each owner builds its shard from its pieces: rows in
+    order, columns sorted and unique within a row, 32-bit columns where the ids fit.  The edge list never
+    reaches the client; only a few numbers per owner do.
 
-    ``device``: ``"cpu"`` (NumPy shards, Numba kernels), ``"gpu"`` (split and build on the workers' GPUs,
-    CuPy shards in device memory, searched by the GPU backend; workers of a dask-cuda
-    ``LocalCUDACluster``, see :func:`~breadth.pipeline.cluster.local_cuda_cluster`) or ``"auto"`` (GPU when
-    CuPy and a device are present).  The GPU path takes NumPy or CuPy edge chunks.
-
-    Out of core needs no option: the edges go to their owners through one shuffle
+    Out of core needs no option: the pieces go to their owners through one shuffle
     (:mod:`breadth.pipeline.shuffle`) whose storage tier follows the workers' ``memory_limit`` (read from
     the cluster; a worker without one counts as its host's memory shared among the workers there) and
     the graph's size, by the same rule as the CLI's ``--memory-limit``
@@ -123,54 +121,102 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
       Dask may move them to its local directory, dask-cuda device -> host -> disk) and the owner builds
       one batch of about ``batch_entries`` entries at a time (on its GPU for ``device="gpu"``, so device
       memory holds the shard plus one batch);
-    * **disk**: entries are written to per-owner bucket files in ``spill_dir`` (a folder every worker can
-      reach; default: a temporary directory) and built batch by batch, so a worker's peak memory is a
-      chunk, a batch and its final shard, whatever the input size.  The files are removed as they are
-      read, and the run's folder also when the run fails or is interrupted.
+    * **disk**: entries are written to per-owner bucket files in ``spill_dir`` and built batch by batch,
+      so a worker's peak memory is a chunk, a batch and its final shard, whatever the input size.  The
+      files are removed as they are read, and the run's folder also when the run fails or is interrupted.
 
-    ``batch_entries``: adjacency entries per row batch of the host and disk tiers (default: the largest
-    power of two up to 2**25 on the CPU, 2**28 on the GPU, whose build fits the memory limit).  The
-    shards are the same, bit for bit, whatever the tier and batch size.  The Dask setting
+    The shards are the same, bit for bit, whatever the tier and batch size.  The Dask setting
     ``breadth.shuffle.tier`` (``"auto"``, ``"memory"``, ``"host"``, ``"disk"``) forces a tier, for
-    benchmarks and tests.  The keyword ``host_batches`` of earlier versions raises ``TypeError``.
+    benchmarks and tests.
 
-    ``jit=False`` (CPU): the workers split and build with NumPy alone
-    (:mod:`breadth.pipeline.build_csr_numpy`; slower, the same shards) and never import Numba, whose
-    import and first compiled call cost each worker ~110 MiB (for a source that does not load it either:
-    ``kronecker(..., jit=False)``).  ``shard_dir``: a folder every worker can reach where each owner
-    writes its shard's arrays as it builds them, batch by batch, and maps them back
-    (:mod:`breadth.pipeline.shard_files`): the shards are never resident in the workers' memory, and
-    :func:`~breadth.io.shard_store.write_store` copies them from their files.  The caller removes the
-    folder once the graph is no longer used.  Together, and with the disk tier, a worker holds a chunk or
-    a row batch at a time, whatever the graph's size (``generate`` under a small ``--memory-limit``).
+    Parameters
+    ----------
+    edges : EdgeList
+        From a source (:func:`~breadth.pipeline.kronecker`, a file reader, :func:`~breadth.pipeline.from_dask_array`,
+        :func:`~breadth.pipeline.from_dask_dataframe`); ids in ``[0, edges.num_vertices)``.
+    client : distributed.Client, optional
+        Default: the current client.
+    nparts : int, optional
+        Owners (shards), at least 1; default the number of workers.
+    progress : bool, default False
+        Draw Dask's progress bars on stderr.
+    directed : bool, optional
+        Default ``edges.directed``.  A directed graph's owners also build the in-edges (CSC).
+    device : {"cpu", "gpu", "auto"}, default "cpu"
+        ``"cpu"``: NumPy shards, Numba kernels.  ``"gpu"``: split and build on the workers' GPUs, CuPy
+        shards in device memory, searched by the GPU backend (workers of a dask-cuda ``LocalCUDACluster``,
+        :func:`~breadth.pipeline.cluster.local_cuda_cluster`; NumPy or CuPy edge chunks).  ``"auto"``: GPU
+        where CuPy sees a device.
+    spill_dir : str, optional
+        The disk tier's folder, one every worker can reach; default a temporary directory.
+    batch_entries : int, optional
+        Adjacency entries per row batch of the host and disk tiers; default the largest power of two up to
+        2**25 on the CPU, 2**28 on the GPU, whose build fits the memory limit.
+    stages : dict, optional
+        Filled with where the preparation's time went (:func:`breadth.pipeline.stages.summarize`): the tier
+        (``stages["path"]``, details in ``stages["tier"]``), wall seconds of the chunk and build phases, each
+        chunk task's and each owner's stage seconds (split, sort, write; read, build, assemble...), bytes
+        spilled, and each owner process's peak RSS in bytes.  Measuring costs a few floats per task.
+    jit : bool, default True
+        ``False`` (CPU): the workers split and build with NumPy alone (:mod:`breadth.pipeline.build_csr_numpy`;
+        slower, the same shards) and never import Numba, whose import and first compiled call cost each
+        worker ~110 MiB (for a source that does not load it either: ``kronecker(..., jit=False)``).
+    shard_dir : str, optional
+        CPU: a folder every worker can reach where each owner writes its shard's arrays as it builds them,
+        batch by batch, and maps them back (:mod:`breadth.pipeline.shard_files`): the shards are never
+        resident in the workers' memory, and :func:`~breadth.io.write_store` copies them from their files.
+        The caller removes the folder once the graph is no longer used.  With ``jit=False`` and the disk
+        tier, a worker holds a chunk or a row batch at a time, whatever the graph's size.
+    partition : {"1d", "2d", "delegates"}, default "1d"
+        Where the search's adjacency entries live (:mod:`breadth.bfs.partitioning`): at the owner of the
+        row vertex; on an ``R x C`` grid of the ranks; or 1D with vertices of degree at least
+        ``delegate_degree`` replicated on every rank.  Vertex ownership is 1D for all three; the 2D and
+        delegate blocks are cut from the 1D shards on the workers
+        (:func:`breadth.bfs.partitioned.partition_graph`).
+    grid : tuple of int, optional
+        ``(R, C)`` with ``R * C == nparts``, for ``"2d"``; default the squarest.
+    delegate_degree : int, optional
+        For ``"delegates"``: the degree from which a vertex is a delegate.
+    search_order : bool, default True
+        Build bottom-up's degree-ordered copy of the rows (4 bytes an entry, 2.1 s of each owner's time at
+        2^26 web-crawl tuples; :mod:`breadth.bfs.search_order`).  ``False`` for a graph that is not
+        searched where it was prepared: a shard store keeps the sorted rows only, and
+        :func:`~breadth.io.load_store` builds the order where it loads them.
+    keep_edges : bool, default True
+        ``False`` hands the edge list's chunks over to the shuffle: each chunk is freed as soon as its
+        entries are sent, so the workers do not hold the edge list and its pieces at once (a relabeled
+        list's chunks are held data, 8 bytes a tuple), and ``edges`` is empty afterwards
+        (:meth:`~breadth.pipeline.edges.EdgeList.release`).
 
-    ``partition``: where the search's adjacency entries live (:mod:`breadth.bfs.partitioning`): ``"1d"`` (at
-    the owner of the row vertex), ``"2d"`` (an ``R x C`` grid, ``grid=(R, C)`` with ``R * C == nparts``;
-    default the squarest) or ``"delegates"`` (vertices of degree at least ``delegate_degree`` replicated on
-    every rank).  Vertex ownership is 1D for all three; the 2D and delegate blocks are cut from the 1D shards
-    on the workers (:func:`breadth.bfs.partitioned.partition_graph`).
+    Returns
+    -------
+    ShardedGraph
+        Its shards (futures) stay on their workers.  ``num_vertices``; ``num_input_edges`` the tuples
+        read; ``num_edges`` the edges left after removing self-loops and duplicates (undirected edges
+        counted once); ``num_self_loops``; ``construction_time`` in seconds; ``id_map`` and ``source``
+        from ``edges``.
 
-    ``search_order=False`` skips bottom-up's degree-ordered copy of the rows (4 bytes an entry, 2.1 s of each
-    owner's time at 2^26 web-crawl tuples; :mod:`breadth.bfs.search_order`) for a graph that is not
-    searched where it was prepared: a shard store keeps the sorted rows only (``breadth generate``, ``ingest``).
+    Raises
+    ------
+    TypeError
+        An unknown keyword argument (``host_batches`` with how to choose a tier instead).
+    ValueError
+        ``nparts < 1``; a ``partition``, ``grid`` or ``delegate_degree`` that does not fit (e.g. a grid
+        whose ``R * C`` is not ``nparts``); ``shard_dir`` or ``jit=False`` with ``device="gpu"``; an unknown
+        ``device``; an id outside ``[0, num_vertices)`` (naming the chunk and row); an ``edges`` whose
+        chunks were released; or no ``client`` and none current.
 
-    ``keep_edges=False`` hands the edge list's chunks over to the shuffle: each chunk is freed as soon as
-    its entries are sent, so the workers do not hold the edge list and its parcels at once (a relabeled
-    list's chunks are held data, 8 bytes a tuple; a generator's chunks are made inside the shuffle
-    anyway), and the list is empty afterwards (its ``edges`` is ``None``).  ``breadth ingest`` prepares
-    so.
-
-    ``stages``: a dict that, when given, is filled with where the preparation's time went
-    (:func:`breadth.pipeline.stages.summarize`): the tier (``stages["path"]``), wall seconds of the chunk
-    and build phases, each chunk task's and each owner's stage seconds (split, sort, write; read, build,
-    assemble...), bytes spilled, and each owner process's peak RSS.  Measuring costs a few floats per task.
-
-    >>> from distributed import Client
-    >>> from breadth.pipeline import kronecker, prepare
-    >>> client = Client(processes=False)                  # doctest: +SKIP
+    Examples
+    --------
+    >>> from breadth.pipeline import kronecker, local_cluster, prepare
+    >>> client = local_cluster(workers=2)                 # doctest: +SKIP
     >>> g = prepare(kronecker(16, seed=1), client)        # doctest: +SKIP
-    >>> g.num_vertices
-    65536
+    >>> g.num_vertices, g.nparts                          # doctest: +SKIP
+    (65536, 2)
+    >>> stages = {}
+    >>> g = prepare(kronecker(16, seed=1), client, stages=stages)   # doctest: +SKIP
+    >>> stages["path"]                                    # doctest: +SKIP
+    'memory'
     """
     from distributed import default_client
 

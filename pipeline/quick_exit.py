@@ -1,12 +1,12 @@
 """Ending a process without the interpreter's teardown, once its work is done and closed.
 
-A worker process of the local cluster that has loaded Numba, llvmlite and SciPy spends 0.19-0.21 s in
+A worker process of the local cluster that has loaded Numba, llvmlite and SciPy spends about 0.2 s in
 Python's own finalization after its worker has closed (module teardown, garbage collection of the
-modules' objects), against 0.02 s when it leaves by ``os._exit`` at that point (two workers closed after
-one Numba call each, this 2-core machine).  A ``breadth ingest`` waits for that in its cluster's close (0.30
-s of its wall time), and its own interpreter's teardown takes another 0.14-0.2 s after the store is
-written.  Nothing is left to do then: the worker has closed (its local directory removed, the scheduler
-told), and the command has written its output and closed its cluster.
+modules' objects), ten times what leaving by ``os._exit`` at that point takes.  A ``breadth ingest`` would
+wait for that in its cluster's close (0.3 s of its wall time), and for its own interpreter's teardown
+(another 0.14-0.2 s) after the store is written.  Nothing is left to do then: the worker has closed (its
+local directory removed, the scheduler told), and the command has written its output and closed its
+cluster.
 
 :class:`~breadth.pipeline.worker_exit.QuickExit` is the worker side (a Dask worker plugin: only a worker
 that closes gracefully is ended early, and its exit status is 0 as it would be); :func:`exit_process` the

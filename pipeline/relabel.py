@@ -11,9 +11,8 @@ client) and picks one of two paths:
   computes its sorted unique ids (a presence bitmap when the span is small next to the values, else
   ``np.unique``), a Dask tree (fan-in ``MERGE_FANIN``) merges them into the sorted array of all ids, and
   a lookup table built once on a worker maps every chunk.  The map is one sorted, range-owned part, at
-  most ``FAST_SPAN_MAX`` ids whatever the input, and dense ids keep the ids' order.  Measured on
-  cnr-2000 (3.2 M tuples, 325 k ids, 2 workers): 1.2-1.5 s read + relabel against 2.1-2.6 s for the
-  hash path.
+  most ``FAST_SPAN_MAX`` ids whatever the input, and dense ids keep the ids' order.  On cnr-2000 (3.2 M
+  tuples, 325 k ids, 2 workers) reading and relabeling take about 60 % of the hash path's time.
 
 The raw chunks are delayed ``(edges, ChunkStats)`` pairs produced by the readers in :mod:`breadth.io`;
 ``edges`` is ``(k, 2)`` of int64, uint64 or object (str) ids, or for strings read from files a

@@ -88,9 +88,9 @@ def _indexed_lookup(part, offset, keys, out, index, bits):
     """:func:`_merge_lookup` with the part's :func:`key_index`: a first pass reads where each key's run of
     equal top bits starts, a second finds the key in its run (a key or two where keys are uniform; a
     binary search in a long run).  No key's search waits for the one before, so the processor overlaps
-    the cache misses of many keys; where each walk went on from the last key's place, every miss waited
-    for the previous one (a piece of 400 k keys in a part of 26 M, as the 2^30 crawl's owners hold: 39 ns
-    a key against 51; in a part of 3 M, which fits the cache better, about 10 ns either way)."""
+    the cache misses of many keys, where a walk that goes on from the last key's place makes every miss
+    wait for the previous one: a quarter less time a key in a part that misses the cache (a piece of 400 k
+    keys in a part of 26 M, as the 2^30 crawl's owners hold: 39 ns a key)."""
     n = part.size
     shift = np.uint64(64 - bits)
     for i in range(keys.size):
@@ -115,11 +115,10 @@ def _indexed_lookup(part, offset, keys, out, index, bits):
 def union_sorted(arrs: list[np.ndarray]) -> np.ndarray:
     """The sorted union of sorted unique numeric arrays of one dtype (non-empty list): their concatenation
     sorted in place and deduplicated in place, then shrunk in place.  The sort is NumPy's stable one, a
-    timsort for 64-bit integers, which finds the pieces as sorted runs and merges them: 16 pieces of 180 k
-    hashed ids 41 ms, against 218 ms for NumPy's default (vectorised) sort, which sees only values (162 ms
-    for the same ids shuffled).  Pairwise merges took 180 ms for 8 pieces of 620 k ids (three passes, each a
-    fresh array) and a heap's k-way merge 160 ms (a mispredicted branch per id), where the default sort took
-    85 ms."""
+    timsort for 64-bit integers, which finds the pieces as sorted runs and merges them: about five times
+    as fast as NumPy's default (vectorised) sort, which sees only values (16 pieces of 180 k hashed ids:
+    41 ms).  Pairwise merges (a fresh array per pass) and a heap's k-way merge (a mispredicted branch per
+    id) are slower than even the default sort."""
     arrs = [a for a in arrs if a.size] or arrs[:1]
     if len(arrs) == 1:
         return arrs[0]
@@ -147,9 +146,9 @@ def key_index(part: np.ndarray) -> np.ndarray:
 def merge_lookup(part: np.ndarray, offset: int, keys: np.ndarray, index: np.ndarray | None = None) -> np.ndarray:
     """Dense ids (``(k,)`` int64) of sorted ``keys`` in sorted ``part`` (whose first id is ``offset``), -1
     where absent, by one merge walk; ``index``: the part's :func:`key_index` (uint64 parts), which finds
-    each key in its run of equal top bits instead.  Hash keys, a chunk's piece of 390 k keys in an owner's
-    part of 3 M: about 10 ns a key with the index, 29 ns without (the walk crosses about 8 keys of the part
-    per key); in a part of 26 M (2^30 tuples over 52 M ids), 39 ns with the index."""
+    each key in its run of equal top bits instead: about 10 ns a key, a third of the walk's time, for hash
+    keys (a chunk's piece of 390 k keys in an owner's part of 3 M; the walk crosses about 8 keys of the part
+    per key)."""
     out = np.empty(keys.size, np.int64)
     if index is None:
         _merge_lookup(part, np.int64(offset), keys, out)

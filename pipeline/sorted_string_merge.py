@@ -61,9 +61,9 @@ def _gallop_lookup(po, pd, qo, qd, offset, out):
 
 def union_strings(arrays: list) -> pa.Array:
     """The sorted union of sorted unique string arrays: ``(u,)`` strings.  Pairwise linear merges of
-    positions in their concatenation (comparisons only), then one Arrow ``take`` copies the bytes once:
-    8 pieces of 312 k URLs in 0.38 s, against 0.61 s merging the bytes pass after pass and 0.43 s for
-    Arrow's ``unique`` and sort of the concatenation."""
+    positions in their concatenation (comparisons only), then one Arrow ``take`` copies the bytes once
+    (8 pieces of 312 k URLs in 0.38 s): faster than merging the bytes pass after pass, or than Arrow's
+    ``unique`` and sort of the concatenation."""
     arrs = [as_strings(a) for a in arrays if len(a)]
     if len(arrs) <= 1:
         return arrs[0] if arrs else pa.array([], pa.string())

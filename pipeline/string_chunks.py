@@ -5,8 +5,8 @@ endpoints (a two-column Arrow table from the readers, or a ``(k, 2)`` object arr
 ``pyarrow.compute.dictionary_encode`` (a hash table in C++: codes in first-seen order and the distinct
 strings), the distinct strings sorted by ``array_sort_indices`` (UTF-8 bytes: code-point order) and cut
 into per-owner pieces by their XXH64 owners (:func:`breadth.bfs.id_map.owner_of`).  A Numba table over
-the XXH64 hashes that compares the bytes of equal hashes numbered 2^21 URL-like endpoints in 0.84 s,
-``dictionary_encode`` in 0.29 s (the byte comparison's cache misses).  Parquet's reader hands its
+the XXH64 hashes that compares the bytes of equal hashes would take about three times as long (the byte
+comparison's cache misses; ``dictionary_encode`` numbers 2^21 URL-like endpoints in 0.29 s).  Parquet's reader hands its
 string columns over dictionary-encoded (:func:`breadth.io.parquet_edges.read_row_group`), already numbered:
 their dictionaries are unified (:func:`dictionary_codes`) and no row's string is ever materialised; other
 tables' columns are encoded chunk by chunk into one dictionary (:func:`_encode_columns`), without a copy of
@@ -60,8 +60,7 @@ def dictionary_codes(table: pa.Table) -> tuple[np.ndarray, pa.Array]:
 def _encode_columns(table: pa.Table) -> tuple[np.ndarray, pa.Array]:
     """``(codes, uniq)`` of a two-column table of strings of one type: the columns' chunks encoded as one
     chunked array, whose chunks share the dictionary, so the strings are never concatenated into a copy
-    (1 M-tuple row groups of URL-like ids read and split three times in one process, plain string columns:
-    peak RSS 686-707 -> 628-656 MB with 0.27 M distinct, 754-789 -> 668-694 MB with 0.77 M)."""
+    (about 10 % less peak RSS for 1 M-tuple row groups of URL-like ids in plain string columns)."""
     chunks = [c for col in table.columns for c in col.chunks if len(c)]
     if not chunks:
         return np.empty(0, np.int64), pa.array([], table.column(0).type)

@@ -1,5 +1,5 @@
 """The worker side of :mod:`breadth.pipeline.quick_exit`: a closed worker's process ends without Python's
-teardown (0.19-0.21 s -> 0.02 s per worker with Numba, llvmlite and SciPy loaded, this 2-core machine)."""
+teardown (about 0.2 s less per worker with Numba, llvmlite and SciPy loaded)."""
 
 from __future__ import annotations
 
