@@ -296,7 +296,7 @@ def write_results_dataset(results: list, path: str) -> int:
     (root index, rank, slice of :data:`SLICE_VERTICES` of the rank's vertices) into a temporary directory next
     to ``path``, which is then renamed to ``path``.  The slices are written one after another, so a worker
     holds one slice's ids and rows at a time, not the rank's.  An existing ``path`` is replaced only if it is
-    an earlier results dataset (nothing but part files).  Returns the row count.  Readable with
+    a results dataset itself (nothing but part files).  Returns the row count.  Readable with
     ``pandas.read_parquet(path)``.
 
     >>> write_results_dataset(bfs(g, [1, 2]), "out/bfs")   # doctest: +SKIP

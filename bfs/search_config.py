@@ -1,4 +1,4 @@
-"""Every tunable and A/B switch of a search, in one object.
+"""Every tunable and switch of a search, in one object.
 
 A :class:`SearchConfig` is built once -- by the API's caller, by the CLI, or from the environment's
 ``BREADTH_*`` overrides (:meth:`SearchConfig.from_env`, the only place they are read) -- and travels with

@@ -22,9 +22,9 @@ the level's low byte, in blocks of consecutive vertices, ``5 k`` bytes per owned
 laid out per search by :meth:`BatchEngine.results`; on GPUs search-major, ``4 k`` bytes per owned vertex,
 the results themselves).  Where the records do not fit (a GPU's free memory), per-search parents are
 derived after the pass instead, a group of searches at a time
-(:func:`~breadth.bfs.cpu.batch_results.derive`'s algorithm).  Scale 20, 64 roots, one rank of 2 threads:
-deriving took 0.36 s after a 0.13 s pass; recording takes 0.10 s after a 0.21 s pass
-(``benchmarks/bench_batch.py``).
+(:func:`~breadth.bfs.cpu.batch_results.derive`'s algorithm).  Recording pays: at scale 20, 64 roots, one
+rank of 2 threads, it adds 0.08 s to a 0.13 s pass and laying the results out takes 0.10 s, where deriving
+them takes 0.36 s.
 
 The direction is chosen on the aggregate frontier with Beamer's rule (bottom-up once the frontier
 vertices' out-edges times ``alpha`` exceed the in-edges of the vertices still missing a running search;
@@ -70,9 +70,9 @@ class BatchEngine:
 
     #: the direction rule's ``alpha`` when none is given (GPUs: the single search's).  A batch's bottom-up
     #: level rarely stops a vertex's scan early (it needs every missing search), so it costs about the
-    #: unexplored edges and top-down pays sooner than for one search: at scale 20 on this machine's CPUs,
-    #: 4 (level 2 top-down: 5.3 M frontier edges against 31 M unexplored) took 0.35 s of CPU time against
-    #: 0.42-0.45 s at 15
+    #: unexplored edges and top-down pays sooner than for one search: at scale 20 on CPUs a batch takes
+    #: ~0.35 s of CPU time with 4 (level 2 stays top-down: 5.3 M frontier edges, 31 M unexplored), 0.42-0.45 s
+    #: with 15
     ALPHA = {"cpu": 4.0}
 
     def __init__(self, shard: Shard, comm: Communicator | None = None, *, alpha: float | None = None,

@@ -50,10 +50,10 @@ class Engine:
     the owned vertices (``parent`` in global ids, -1 unreached; ``level`` -1 unreached)."""
 
     #: default ``alpha`` per backend: on GPUs bottom-up is cheap enough that switching earlier pays
-    #: (H200, Kronecker scale 26, 64 roots: 259.7 vs 234.6 GTEPS at 50 vs 15 on one GPU, 378 vs 363 on two).
+    #: (H200, Kronecker scale 26, 64 roots: 260 GTEPS at 50, 235 at 15 on one GPU; 378 and 363 on two).
     #: Beyond two GPU ranks a top-down level's pairs go to more peers and it is scaled by (size / 2)^2:
-    #: scale 28 on four H200s made 558 GTEPS at 200 against 522 at 50 (and 555 at 800), while scale 27 on
-    #: two made 417 at 50 against 395 at 200 (benchmarks/results/multigpu_h200x4_alpha.log).
+    #: scale 28 on four H200s makes 558 GTEPS at 200, 522 at 50 (and 555 at 800), while scale 27 on two
+    #: makes 417 at 50, 395 at 200.
     ALPHA = {"cpu": 15.0, "gpu": 50.0}
 
     @classmethod
@@ -70,7 +70,7 @@ class Engine:
         self.b = get_backend(backend, self.config)
         xp = self.b.xp
         self.shard = shard.to(xp) if backend != "cpu" else shard
-        # config.degree_order off ignores the shard's degree-ordered bottom-up rows (for A/B measurements)
+        # config.degree_order off ignores the shard's degree-ordered bottom-up rows (to measure their gain)
         if "bu_columns" in self.shard.meta and self.config.degree_order:
             s = self.shard
             self.b.use_bottom_up_columns(s.in_columns if s.directed else s.columns, s.meta["bu_columns"])
