@@ -226,17 +226,63 @@ def _widen_affinity():
 def run_session(graph, body: Callable, *args, protocol: str = "auto", timeout: float = 60.0,
                 engine_kw: dict | None = None, gather: bool = True, engine_class: type | None = None,
                 config: SearchConfig | None = None) -> list[Any]:
-    """Run ``body(engine, setup_seconds, *args)`` on every rank of ``graph``; return the ranks' results
-    (with ``gather=False``: the finished futures of the results, left on the ranks' workers).
-    ``engine_class``: the engine each rank builds (default: the single-search engine for the backend;
-    :class:`~breadth.bfs.engine.batch_engine.BatchEngine` for batched searches).  ``config``: the search's
-    tunables, the same on every rank (default: :meth:`SearchConfig.from_env` here, on the client).
+    """Run ``body`` on every rank of ``graph`` at once: one search session.
 
-    ``body`` must make the same collective calls on every rank.  If a rank raises, or its worker dies, the
-    other ranks lose their connections to it and stop (at once for a closed connection, within ``timeout``
-    seconds for a silent peer); the session's tasks are then cancelled and :class:`RankError` names the
-    rank that failed first and why.  The cluster can run the next session (a graph whose worker died must
-    be prepared again).
+    Each rank's task, on the worker that holds its shard, connects to its peers, builds its engine over the
+    shard and calls ``body(engine, setup_seconds, *args)``; the scheduler sees the session start and end,
+    never a level.  ``body`` must make the same collective calls on every rank.
+
+    If a rank raises, or its worker dies, the other ranks lose their connections to it and stop (at once
+    for a closed connection, within ``timeout`` seconds for a silent peer); the session's tasks are then
+    cancelled and :class:`RankError` names the rank that failed first and why.  The cluster can run the
+    next session (a graph whose worker died must be prepared again).
+
+    Parameters
+    ----------
+    graph : ShardedGraph
+        The prepared graph; rank ``r`` runs on ``graph.workers[r]``.
+    body : callable
+        ``body(engine, setup_seconds, *args)``: what each rank runs; ``setup_seconds`` is the time its
+        connection and engine took.  Its return value must pickle (it comes back to the client).
+    *args
+        Passed to ``body`` on every rank.
+    protocol : str
+        The ranks' transport: ``"auto"``, ``"tcp"``, ``"ucx"`` or ``"nccl"`` (one rank needs none).
+        ``"auto"``: NCCL between GPU ranks on distinct GPUs, UCX for GPU ranks sharing one, TCP otherwise.
+    timeout : float
+        Seconds a rank waits for a silent peer (at connection and in every round) before it fails.
+    engine_kw : dict, optional
+        Keyword arguments of the engine's constructor.
+    gather : bool
+        Whether to bring the ranks' results to the client; False returns their futures instead.
+    engine_class : type, optional
+        The engine each rank builds (default: the single-search engine for the backend and partitioning;
+        :class:`~breadth.bfs.engine.batch_engine.BatchEngine` for batched searches).
+    config : SearchConfig, optional
+        The search's tunables, the same on every rank (default: :meth:`SearchConfig.from_env` here, on the
+        client).
+
+    Returns
+    -------
+    list
+        ``body``'s result of each rank, in rank order; with ``gather=False`` the finished futures of those
+        results, left on the ranks' workers.
+
+    Raises
+    ------
+    RankError
+        When a rank failed: its exception, or its worker's death, is the ``cause``.
+    ValueError
+        For an unknown ``protocol``, ``"nccl"`` on CPU ranks, or a worker hosting more ranks than it has
+        threads (the ranks could never all run).
+
+    Examples
+    --------
+    >>> from breadth.bfs import run_session
+    >>> def reached(engine, setup_s, root):
+    ...     engine.search(root)                  # collective: every rank searches
+    ...     return int((engine.level >= 0).sum())  # this rank's reached vertices
+    >>> sum(run_session(g, reached, 0))           # doctest: +SKIP
     """
     from distributed import wait
 
@@ -359,7 +405,32 @@ def _how_workers_died(started: float, deadline: float) -> str:
 
 
 class RankError(RuntimeError):
-    """A search session failed on one rank."""
+    """A search session failed on one rank: :func:`run_session` (and so every search) raises it.
+
+    Parameters
+    ----------
+    rank : int
+        The rank that failed first.
+    worker : str
+        The address of its Dask worker.
+    cause : BaseException
+        Why: the rank's own exception, ``CommError`` for a peer it lost, or ``WorkerDied`` when its worker
+        left the cluster.
+
+    Attributes
+    ----------
+    rank, worker, cause
+        As given.
+
+    Examples
+    --------
+    >>> from breadth.bfs import RankError
+    >>> err = RankError(1, "tcp://10.0.0.2:40001", MemoryError("shard of 12 GB"))
+    >>> str(err)
+    'BFS rank 1 on worker tcp://10.0.0.2:40001 failed: MemoryError: shard of 12 GB'
+    >>> err.rank, type(err.cause).__name__
+    (1, 'MemoryError')
+    """
 
     def __init__(self, rank: int, worker: str, cause: BaseException):
         super().__init__(f"BFS rank {rank} on worker {worker} failed: {type(cause).__name__}: {cause}")
