@@ -11,7 +11,7 @@ costs nothing and a worker imports only the modules its tasks use.
 Several public names are also module names (``breadth.bfs.graph500`` is a sub-package and the function
 its driver defines).  Importing a submodule makes the import system set the package attribute of the same
 name to the module; :class:`LazyPackage` keeps the exported function there instead, as an eager ``from
-.graph500.driver import graph500`` did.  The submodule itself stays importable (``from
+.graph500.driver import graph500`` would.  The submodule itself stays importable (``from
 breadth.bfs.graph500.driver import ...``).
 
 >>> install(__name__, {"graph500": ".graph500.driver"})         # doctest: +SKIP

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 KINDS = ("1d", "2d", "delegates")
 
 #: the delegates' default degree threshold: at Kronecker scale 20 (edgefactor 16) on 4 and 8 CPU ranks it
-#: sent the fewest bytes per search of 16, 64, 256, 1024, 4096 and 16384 (0.68 and 0.80 of 1D's; 6,196
-#: delegates; benchmarks/results/partition_bytes_cpu_s20.json)
+#: sends the fewest bytes per search of 16, 64, 256, 1024, 4096 and 16384 (0.68 and 0.80 of 1D's; 6,196
+#: delegates)
 DEFAULT_DELEGATE_DEGREE = 1024
 
 

@@ -126,16 +126,39 @@ def _count_depth(res: tuple) -> tuple[int, int]:
 
 
 class BFSResult:
-    """One search, its data on the workers (one piece per rank).
+    """One search's result, its data left on the workers (one piece per rank).
 
-    ``root`` is the original id (for a search from several sources, the first of ``.sources``, which also
-    labels the frames' ``root`` column).  ``.to_dask_dataframe()`` and ``.to_parquet(dir)`` keep the data
-    distributed; ``.to_pandas()``, ``.level`` (``(n,)`` int32 hops, -1 unreached, indexed by dense id),
-    ``.parent`` (``(n,)`` original ids of the parents; the root is its own parent; -1 unreached, or
-    ``None`` in an object array when ids are strings or uint64) and ``.vertex_ids`` (``(n,)`` original id of
-    each dense id, None without an id map) gather to the client on demand, for graphs that fit.
+    :func:`~breadth.bfs.bfs` and :func:`~breadth.bfs.bfs_batch` return these; nothing n-sized reaches the
+    client unless asked for.  :meth:`to_dask_dataframe`, :meth:`to_parquet` and :meth:`summary` keep the
+    data distributed; :meth:`to_pandas`, :attr:`level`, :attr:`parent` and :attr:`vertex_ids` gather it to
+    the client, for graphs that fit.  The result frames have columns ``root, vertex, parent, level`` in
+    original ids, reached vertices only.
 
+    Parameters
+    ----------
+    root : int or str
+        The search's root, an original id (for a search from several sources, the first of them).
+    ranks : list of distributed.Future
+        Per rank, a future of ``(lo, parent, level)`` on the rank's worker: its vertices are the dense ids
+        ``lo .. lo + len(level) - 1``, ``parent`` in dense ids (-1 unreached), ``level`` int32 hops.
+    id_map : PartitionedIdMap or None
+        Dense id -> original id; None when they coincide.
+    client : distributed.Client
+        The client of the cluster that holds the pieces.
+    sources : list, optional
+        Every source of a search from several sources together (default ``[root]``).
+
+    Attributes
+    ----------
+    root
+        As given; it labels the frames' ``root`` column.
+    sources : list
+        Every source (``[root]`` for a single-root search).
+
+    Examples
+    --------
     >>> res = bfs(g, 30)                                 # doctest: +SKIP
+    >>> res.summary()                                    # doctest: +SKIP
     >>> res.to_parquet("out/levels")                     # doctest: +SKIP
     >>> res.to_dask_dataframe().level.max().compute()    # doctest: +SKIP
     """
@@ -153,10 +176,23 @@ class BFSResult:
 
     @property
     def id_dtype(self):
+        """The NumPy dtype of the original ids: int64, uint64, or object for strings."""
         return np.dtype(np.int64) if self._id_map is None else np.dtype(self._id_map.dtype)
 
     def frame_futures(self) -> list:
-        """Futures of the per-rank pandas frames (``root, vertex, parent, level``, reached vertices only)."""
+        """The result frames, one per rank, built on the workers (once; later calls return the same).
+
+        Returns
+        -------
+        list of distributed.Future
+            Futures of pandas frames ``root, vertex, parent, level`` (original ids; ``level`` int32) of each
+            rank's reached vertices, in rank order.
+
+        Examples
+        --------
+        >>> frames = bfs(g, 30).frame_futures()          # doctest: +SKIP
+        >>> client.gather(frames[0]).head()              # doctest: +SKIP
+        """
         if self._frames is None:
             c, idm, dt = self._client, self._id_map, self.id_dtype
             frames = []
@@ -178,9 +214,31 @@ class BFSResult:
                          pure=False) for p in range(idm.nparts)]
 
     def write_futures(self, folder: str, index: int, start: int) -> list:
-        """Futures of the row counts of this result's files in ``folder`` for the vertices
-        ``start .. start + SLICE_VERTICES - 1`` of every rank (``part-IIIII-RRRRR-SSSSS.parquet``: ``index``,
-        rank, slice), each written by the rank's worker; ranks with fewer vertices write nothing."""
+        """Write one slice of every rank's vertices as Parquet files, on the ranks' workers.
+
+        The building block of :func:`write_results_dataset`, which names the slices and the folder.
+
+        Parameters
+        ----------
+        folder : str
+            The directory of the files (existing, reachable by the workers).
+        index : int
+            This result's index in the dataset (``IIIII`` of the file names).
+        start : int
+            The slice's first vertex, a multiple of :data:`SLICE_VERTICES`, relative to each rank's first.
+
+        Returns
+        -------
+        list of distributed.Future
+            Futures of the row counts of the files ``part-IIIII-RRRRR-SSSSS.parquet`` (``index``, rank,
+            slice) written for the vertices ``start .. start + SLICE_VERTICES - 1`` of each rank; ranks with
+            fewer vertices write nothing.
+
+        Examples
+        --------
+        >>> futs = bfs(g, 30).write_futures("out/tmp", 0, 0)   # doctest: +SKIP
+        >>> sum(client.gather(futs))                           # doctest: +SKIP
+        """
         c, idm, dt = self._client, self._id_map, self.id_dtype
         out = []
         for r, (rk, n) in enumerate(zip(self._ranks, self._sizes())):
@@ -201,7 +259,17 @@ class BFSResult:
         return self._rank_sizes
 
     def to_dask_dataframe(self):
-        """A Dask DataFrame ``root, vertex, parent, level`` (original ids), one partition per rank."""
+        """The reached vertices as a Dask DataFrame, one partition per rank (nothing computed yet).
+
+        Returns
+        -------
+        dask.dataframe.DataFrame
+            Columns ``root, vertex, parent, level``: original ids (:attr:`id_dtype`) and int32 levels.
+
+        Examples
+        --------
+        >>> bfs(g, 30).to_dask_dataframe().level.max().compute()    # doctest: +SKIP
+        """
         import dask.dataframe as dd
         import pandas as pd
 
@@ -211,28 +279,77 @@ class BFSResult:
         return dd.from_delayed(self.frame_futures(), meta=meta, verify_meta=False)
 
     def to_parquet(self, path: str) -> int:
-        """Write the reached vertices as a Parquet dataset directory ``path`` (files per rank and slice, written
-        by the workers); returns the row count.  See :func:`write_results_dataset`."""
+        """Write the reached vertices as a Parquet dataset directory, from the workers.
+
+        See :func:`write_results_dataset`: files per rank and slice, written into a temporary directory
+        that is then renamed to ``path``.
+
+        Parameters
+        ----------
+        path : str
+            The dataset directory; an existing one is replaced only if it is a results dataset itself.
+
+        Returns
+        -------
+        int
+            The rows written (the reached vertices).
+
+        Raises
+        ------
+        FileExistsError
+            When ``path`` exists and holds anything but a results dataset's part files.
+
+        Examples
+        --------
+        >>> bfs(g, 30).to_parquet("out/levels")           # doctest: +SKIP
+        >>> pandas.read_parquet("out/levels")             # doctest: +SKIP
+        """
         return write_results_dataset([self], path)
 
     def to_pandas(self):
-        """Reached vertices only: columns ``root, vertex, parent, level`` in original ids (gathered)."""
+        """The reached vertices as one pandas frame, gathered to the client (for graphs that fit).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``root, vertex, parent, level``: original ids (:attr:`id_dtype`) and int32 levels, rank
+            by rank.
+
+        Examples
+        --------
+        >>> df = bfs(g, 30).to_pandas()                  # doctest: +SKIP
+        >>> df.groupby("level").size()                   # doctest: +SKIP
+        """
         import pandas as pd
 
         return pd.concat(self._client.gather(self.frame_futures()), ignore_index=True)
 
     def summary(self) -> tuple[int, int]:
-        """``(reached vertices, depth)`` computed on the workers (``O(ranks)`` numbers come back)."""
+        """How far the search went, computed on the workers (``O(ranks)`` numbers come back).
+
+        Returns
+        -------
+        reached : int
+            Vertices reached, the sources included.
+        depth : int
+            The largest level (0 when only the sources were reached).
+
+        Examples
+        --------
+        >>> bfs(g, 30).summary()                          # doctest: +SKIP
+        """
         c = self._client
         per = c.gather([c.submit(_count_depth, r, pure=False) for r in self._ranks])
         return int(sum(k for k, _ in per)), int(max(d for _, d in per))
 
     @property
     def reached(self) -> int:
+        """Vertices reached (:meth:`summary`'s first figure)."""
         return self.summary()[0]
 
     @property
     def level(self) -> np.ndarray:
+        """``(n,)`` int32 hops from the root, indexed by dense id (-1 unreached); gathered once."""
         if self._level is None:
             c = self._client
             self._level = np.concatenate(c.gather([c.submit(_levels, r, pure=False) for r in self._ranks]))
@@ -240,6 +357,11 @@ class BFSResult:
 
     @property
     def parent(self) -> np.ndarray:
+        """``(n,)`` parents in original ids, indexed by dense id; gathered once.
+
+        The root is its own parent.  Unreached vertices hold -1 where ids are int64; where they are uint64
+        or strings the array is an object array and unreached vertices hold None.
+        """
         if self._parent is None:
             c = self._client
             dense = np.concatenate(c.gather([c.submit(_parents, r, pure=False) for r in self._ranks]))
@@ -259,6 +381,7 @@ class BFSResult:
 
     @property
     def vertex_ids(self) -> np.ndarray | None:
+        """``(n,)`` original id of each dense id (gathered), or None when the graph has no id map."""
         return None if self._id_map is None else self._id_map.gather()
 
     def __repr__(self) -> str:
@@ -296,7 +419,7 @@ def write_results_dataset(results: list, path: str) -> int:
     (root index, rank, slice of :data:`SLICE_VERTICES` of the rank's vertices) into a temporary directory next
     to ``path``, which is then renamed to ``path``.  The slices are written one after another, so a worker
     holds one slice's ids and rows at a time, not the rank's.  An existing ``path`` is replaced only if it is
-    an earlier results dataset (nothing but part files).  Returns the row count.  Readable with
+    a results dataset itself (nothing but part files).  Returns the row count.  Readable with
     ``pandas.read_parquet(path)``.
 
     >>> write_results_dataset(bfs(g, [1, 2]), "out/bfs")   # doctest: +SKIP

@@ -1,4 +1,4 @@
-"""Every tunable and A/B switch of a search, in one object.
+"""Every tunable and switch of a search, in one object.
 
 A :class:`SearchConfig` is built once -- by the API's caller, by the CLI, or from the environment's
 ``BREADTH_*`` overrides (:meth:`SearchConfig.from_env`, the only place they are read) -- and travels with
@@ -23,27 +23,63 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """A search's tunables (all ranks use the same).
+    """A search's tunables, the same on every rank (frozen: :meth:`replace` makes changed copies).
 
-    * ``alpha``, ``beta``: the direction rule (bottom-up once the frontier's edges exceed the unexplored
-      edges / ``alpha``; top-down again below n / ``beta`` vertices).  ``alpha`` None: the backend's
-      default (:meth:`breadth.bfs.engine.engine.Engine.default_alpha`).
-    * ``degree_order``: bottom-up scans a shard's degree-ordered rows where it has them (CPU).
-    * ``level_graphs``: GPU ranks with device rounds replay each level as a captured CUDA graph
-      (:mod:`breadth.bfs.gpu.level_graphs`); False queues every level from Python.
-    * ``graph_caps``: ``(small, large)`` row capacities of the captured top-down rounds (None: the
-      defaults; tests force the second round with small ones).  ``check_rounds``: verify every captured
-      round against an exact one (slow; for tests).
-    * ``defer_long_rows``: GPU bottom-up hands long rows to a warp each (False: one lane a row).
-    * ``peer_memory``: GPU ranks that can write each other's memory (NVLink) do their captured rounds
-      through it instead of NCCL.
-    * ``device_counters``: GPU ranks with device rounds keep the level's counters on the device (the
-      device engine); False runs the host-counter engine.
-    * ``spec_pairs``: the device engine's speculative top-down pair capacity (None: its default).
-    * ``one_round_levels``: GPU ranks over a communicator with capped rounds (UCX) run every level in one
-      round (:mod:`breadth.bfs.engine.one_round_levels`); False: two, as over NCCL uncaptured.
-    * ``nccl_poll``: ``"spin"`` or ``"sleep"`` between NCCL completion queries.
-    * ``rank_affinity``: ``"worker"`` (the worker's CPUs) or ``"all"`` (a rank thread may run anywhere).
+    The defaults are the fast path; the boolean switches turn one of its techniques off, to measure what
+    it gains or to work around a machine that lacks it.
+
+    Parameters
+    ----------
+    alpha : float, optional
+        The direction rule: bottom-up once the frontier's edges exceed the unexplored edges / ``alpha``.
+        None: the backend's default (:meth:`breadth.bfs.engine.engine.Engine.default_alpha`); 0 never goes
+        bottom-up.
+    beta : float
+        Top-down again once the frontier shrinks below ``n / beta`` vertices.
+    degree_order : bool
+        Bottom-up scans a shard's rows ordered by decreasing neighbour degree where it has them.
+    level_graphs : bool
+        GPU ranks with device rounds replay each level as a captured CUDA graph
+        (:mod:`breadth.bfs.gpu.level_graphs`); False queues every level from Python.
+    graph_caps : tuple of int, optional
+        ``(small, large)`` pair rows per peer of the captured top-down rounds (None: the defaults; tests
+        force the second round with small ones).
+    check_rounds : bool
+        Verify that every rank read the same counters after every captured level (slow; for tests).
+    defer_long_rows : bool
+        GPU bottom-up hands long rows to a warp each (False: one lane a row).
+    peer_memory : bool
+        GPU ranks of one host that can map each other's memory (CUDA IPC, over NVLink between GPUs) do their
+        rounds through it instead of NCCL calls or UCX device messages.
+    device_counters : bool
+        GPU ranks with device rounds keep the level's counters on the device (the device engine); False
+        runs the host-counter engine.
+    spec_pairs : int, optional
+        The device engine's speculative top-down pair capacity, in (vertex, parent) pairs (None: its
+        default; 0: always the exact two-round level).
+    one_round_levels : bool
+        GPU ranks over a communicator with capped rounds (UCX) run every level in one round
+        (:mod:`breadth.bfs.engine.one_round_levels`); False: two.
+    nccl_poll : str
+        ``"spin"`` (busy-poll a while first) or ``"sleep"`` (yield at once) between NCCL completion queries.
+    rank_affinity : str
+        ``"worker"`` (a rank thread runs on its worker's CPUs) or ``"all"`` (anywhere the process may).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``nccl_poll`` or ``rank_affinity``.
+
+    Examples
+    --------
+    >>> from breadth.bfs import SearchConfig
+    >>> cfg = SearchConfig(beta=24.0)
+    >>> cfg.replace(alpha=30.0).alpha, cfg.alpha, cfg.level_graphs
+    (30.0, None, True)
+    >>> SearchConfig(nccl_poll="busy")
+    Traceback (most recent call last):
+    ...
+    ValueError: nccl_poll must be 'spin' or 'sleep', got 'busy'
     """
 
     alpha: float | None = None
@@ -77,12 +113,32 @@ class SearchConfig:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **given) -> SearchConfig:
-        """A config of ``given`` fields, the others from ``BREADTH_*`` variables where set (``environ``,
-        default ``os.environ``), else the defaults.  Booleans read ``"0"`` as off and anything else as on;
-        ``BREADTH_GRAPH_CAPS`` is ``"small,large"``.
+        """A config of ``given`` fields, the others from the environment's ``BREADTH_*`` variables.
 
-        >>> SearchConfig.from_env({"BREADTH_LEVEL_GRAPHS": "0"}, beta=20.0).level_graphs
-        False
+        Parameters
+        ----------
+        environ : Mapping of str to str, optional
+            Where to read the variables (default ``os.environ``); :attr:`ENV` names each field's.  Booleans
+            read ``"0"`` as off and anything else as on; ``BREADTH_GRAPH_CAPS`` is ``"small,large"``.
+        **given
+            Fields set by the caller: they win over the environment.
+
+        Returns
+        -------
+        SearchConfig
+            ``given``, else the variable where set, else the default, field by field.
+
+        Raises
+        ------
+        ValueError
+            For a variable that does not parse (``BREADTH_BETA=fast``) or a value out of its choices.
+
+        Examples
+        --------
+        >>> from breadth.bfs import SearchConfig
+        >>> cfg = SearchConfig.from_env({"BREADTH_LEVEL_GRAPHS": "0", "BREADTH_BETA": "30"}, beta=20.0)
+        >>> cfg.level_graphs, cfg.beta
+        (False, 20.0)
         """
         env = os.environ if environ is None else environ
         kw = dict(given)
@@ -106,11 +162,45 @@ class SearchConfig:
         return cls(**kw)
 
     def replace(self, **changes) -> SearchConfig:
-        """A copy with ``changes`` (fields left as None keep this config's value)."""
+        """A copy with some fields changed.
+
+        Parameters
+        ----------
+        **changes
+            New field values; a value of None keeps this config's (so that optional arguments pass through).
+
+        Returns
+        -------
+        SearchConfig
+            The copy.
+
+        Raises
+        ------
+        TypeError
+            For a name that is not a field.
+
+        Examples
+        --------
+        >>> from breadth.bfs import SearchConfig
+        >>> SearchConfig(beta=24.0).replace(beta=None, alpha=10.0)
+        SearchConfig(alpha=10.0, beta=24.0, ...)
+        """
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def as_dict(self) -> dict:
-        """The fields as JSON-ready values (for reports and benchmark files)."""
+        """The fields as JSON-ready values (for reports and benchmark files).
+
+        Returns
+        -------
+        dict
+            Field name -> value; ``graph_caps`` as a list (or None).
+
+        Examples
+        --------
+        >>> from breadth.bfs import SearchConfig
+        >>> SearchConfig(graph_caps=(64, 1024)).as_dict()["graph_caps"]
+        [64, 1024]
+        """
         d = dataclasses.asdict(self)
         d["graph_caps"] = list(self.graph_caps) if self.graph_caps else None
         return d

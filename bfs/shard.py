@@ -29,16 +29,58 @@ def column_dtype(num_vertices: int) -> np.dtype:
 
 @dataclass
 class Shard:
-    """CSR adjacency of the vertices ``lo..hi-1`` owned by ``rank``.
+    """CSR adjacency of the vertices ``lo..hi-1`` owned by ``rank``: one rank's part of a graph.
 
-    ``offsets`` (int64, ``hi - lo + 1``) index ``columns`` (int32 or int64 global ids, sorted and unique
-    within a row, self-loops removed).  For directed graphs ``offsets``/``columns`` are out-edges and
-    ``in_offsets``/``in_columns`` the in-edges (CSC); for undirected graphs they are ``None`` because
-    CSR is CSC.  ``tuple_degree`` counts the input tuples incident to each vertex before deduplication
-    (self-loops excluded, each counted in ``self_loops``): the Graph500 edge count of a search is
-    ``sum(tuple_degree[reached]) / 2 + sum(self_loops[reached])``.  For directed graphs ``tuple_degree``
-    counts out-tuples only (``v`` the tail), and a search's edge count is the tuples whose tail it reached,
-    ``sum(tuple_degree[reached]) + sum(self_loops[reached])``.
+    Preparation (``breadth.pipeline.prepare``) or a store builds the shards, one per rank, and keeps them
+    on the workers; an engine searches one.  For undirected graphs ``offsets``/``columns`` serve both
+    directions (CSR is CSC); for directed graphs they are the out-edges and ``in_offsets``/``in_columns``
+    the in-edges.  Arrays are NumPy on CPU ranks and CuPy on GPU ranks (:meth:`to`).
+
+    Parameters
+    ----------
+    rank : int
+        The owner, ``0 <= rank < nparts``.
+    nparts : int
+        The number of shards (ranks) of the graph.
+    num_vertices : int
+        ``n``, the graph's vertex count; global (dense) ids are ``0..n-1``.
+    lo, hi : int
+        The owned global ids ``[lo, hi)``: ``lo = rank * block`` clipped to ``n`` (see :attr:`block`).
+    offsets : ndarray
+        ``(hi - lo + 1,)`` int64: row ``i`` (global id ``lo + i``) is ``columns[offsets[i]:offsets[i+1]]``.
+    columns : ndarray
+        ``(offsets[-1],)`` int32 (int64 beyond 2**31 - 1 vertices) global ids, sorted and unique within a
+        row, self-loops removed.
+    tuple_degree : ndarray
+        ``(hi - lo,)`` integer: the input tuples incident to each owned vertex before deduplication
+        (self-loops excluded; directed graphs: out-tuples only).  The Graph500 edge count of a search is
+        ``sum(tuple_degree[reached]) / 2 + sum(self_loops[reached])`` (directed:
+        ``sum(tuple_degree[reached]) + sum(self_loops[reached])``, the tuples whose tail it reached).
+    self_loops : ndarray
+        ``(hi - lo,)`` integer: each owned vertex's input self-loops.
+    in_offsets, in_columns : ndarray or None
+        The in-edges (CSC) of a directed graph, laid out as ``offsets``/``columns``; None when undirected.
+    meta : dict
+        Derived arrays, e.g. ``"bu_columns"``: ``columns`` with each row by decreasing neighbour degree,
+        which bottom-up scans.
+    partitioning : Partitioning
+        Where the search's adjacency entries live (:mod:`breadth.bfs.partitioning`; default 1D).
+    blocks : GridBlocks or DelegateBlocks or None
+        The partitioning's own block of entries; None for 1D.
+
+    Examples
+    --------
+    An undirected path 0 - 1 - 2 - 3 and a vertex 4 alone, on one rank:
+
+    >>> import numpy as np
+    >>> from breadth.bfs import Shard
+    >>> shard = Shard(rank=0, nparts=1, num_vertices=5, lo=0, hi=5,
+    ...               offsets=np.array([0, 1, 3, 5, 6, 6]), columns=np.array([1, 0, 2, 1, 3, 2], np.int32),
+    ...               tuple_degree=np.array([1, 2, 2, 1, 0], np.int32), self_loops=np.zeros(5, np.int32))
+    >>> shard.num_local, shard.num_local_edges, shard.directed, shard.block
+    (5, 6, False, 64)
+    >>> shard.degree(np.array([1, 4])).tolist()
+    [2, 0]
     """
 
     rank: int
@@ -62,34 +104,103 @@ class Shard:
 
     @property
     def directed(self) -> bool:
+        """Whether the graph is directed (the shard then holds its in-edges too)."""
         return self.in_offsets is not None
 
     @property
     def num_local(self) -> int:
+        """The owned vertices, ``hi - lo``."""
         return self.hi - self.lo
 
     @property
     def num_local_edges(self) -> int:
+        """The entries of the owned rows (an undirected edge counts once at each end)."""
         return int(self.offsets[-1])
 
     @property
     def block(self) -> int:
+        """Vertices per owner (:func:`block_size`): rank ``r`` owns ``[r * block, (r + 1) * block)``."""
         return block_size(self.num_vertices, self.nparts)
 
     def degree(self, v: np.ndarray) -> np.ndarray:
-        """Out-degree (after cleaning) of owned global ids ``v``."""
+        """Out-degrees (after cleaning) of owned vertices.
+
+        Parameters
+        ----------
+        v : array_like
+            ``(k,)`` global ids, each in ``[lo, hi)``.
+
+        Returns
+        -------
+        ndarray
+            ``(k,)`` int64 degrees, on the shard's array module (CuPy for a device shard).
+
+        Raises
+        ------
+        IndexError
+            For an id at or past ``hi`` on a NumPy shard; other ids outside ``[lo, hi)`` give meaningless
+            degrees, so pass owned ids only.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from breadth.bfs import Shard
+        >>> s = Shard(0, 1, 2, 0, 2, np.array([0, 1, 2]), np.array([1, 0], np.int32),  # one edge, 0 - 1
+        ...           np.ones(2, np.int32), np.zeros(2, np.int32))
+        >>> s.degree(np.array([0, 1])).tolist()
+        [1, 1]
+        """
         off = self.offsets
         xp = np if isinstance(off, np.ndarray) else _array_module(off)  # CuPy offsets answer on the device
         i = xp.asarray(v, dtype=np.int64) - self.lo
         return off[i + 1] - off[i]
 
     def nbytes(self) -> int:
+        """The shard's size in memory.
+
+        Returns
+        -------
+        int
+            Bytes of its arrays: rows, in-rows, degrees and the partitioning's blocks (not ``meta``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from breadth.bfs import Shard
+        >>> s = Shard(0, 1, 2, 0, 2, np.array([0, 1, 2]), np.array([1, 0], np.int32),  # one edge, 0 - 1
+        ...           np.ones(2, np.int32), np.zeros(2, np.int32))
+        >>> s.nbytes()                  # offsets 3 x 8, columns 2 x 4, two degree arrays 2 x 4 each
+        48
+        """
         arrays = (self.offsets, self.columns, self.tuple_degree, self.self_loops, self.in_offsets, self.in_columns)
         return sum(int(a.nbytes) for a in arrays if a is not None) + (self.blocks.nbytes() if self.blocks else 0)
 
     def to(self, xp) -> "Shard":
-        """The same shard with its arrays moved to array module ``xp`` (numpy or cupy), those in ``meta``
-        (the degree-ordered bottom-up rows) too."""
+        """The same shard with its arrays on array module ``xp``.
+
+        Parameters
+        ----------
+        xp : module
+            ``numpy`` or ``cupy``.
+
+        Returns
+        -------
+        Shard
+            A new shard whose arrays (those in ``meta`` and ``blocks`` too) are ``xp`` arrays: copies where
+            the module changes, the same arrays where it does not.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from breadth.bfs import Shard
+        >>> s = Shard(0, 1, 2, 0, 2, np.array([0, 1, 2]), np.array([1, 0], np.int32),  # one edge, 0 - 1
+        ...           np.ones(2, np.int32), np.zeros(2, np.int32))
+        >>> s.to(np).offsets is s.offsets
+        True
+        >>> import cupy                            # doctest: +SKIP
+        >>> s.to(cupy).offsets                     # doctest: +SKIP
+        array([0, 1, 2])
+        """
         def conv(a):
             return None if a is None else to_module(a, xp)
 

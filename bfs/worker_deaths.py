@@ -30,7 +30,7 @@ class _Deaths(logging.Filter):
     A filter on the nanny's logger, whose level :func:`watch` lowers to INFO: the CLI (and many a user)
     hides Dask's INFO lines, and a record below a logger's level is never made.  The filter sees each line,
     keeps the death lines, and passes on only what the logger's own level (or, unset, its parents') passes,
-    so nothing more is printed than before."""
+    so nothing more is printed than without it."""
 
     def __init__(self, own_level: int) -> None:
         super().__init__()

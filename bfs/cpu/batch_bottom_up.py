@@ -77,7 +77,8 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
         last = bounds[c + 1]
         for v in range(bounds[c], last):
             # a dense frontier's words are random reads, and most late-level rows stop at their first
-            # neighbour: ask for that word a few rows ahead (scale 20, 64 roots: the fourth level 40 -> 29 ms)
+            # neighbour: ask for that word a few rows ahead (scale 20, 64 roots: the fourth level 29 ms, 40
+            # without)
             if not sparse and v + AHEAD < last:
                 w = offsets[v + AHEAD]
                 if w < offsets[v + AHEAD + 1]:
@@ -91,8 +92,7 @@ def bottom_up_step(offsets, cols, frontier, nonzero, sparse, active, seen, nxt, 
                 stop = np.uint64(offsets[v + 1])
                 while k < stop:
                     # and the word of the entry SCAN_AHEAD on, whichever row it is in (scale 20, 64 roots,
-                    # random ids: the third level 66 -> 64 ms at 32 entries, 70 -> 66 ms at 16; 8 ahead
-                    # within the row only was slower)
+                    # random ids: a few percent off the third level; 8 ahead within the row only is slower)
                     if not sparse and k + scan_ahead < ncols:
                         prefetch(frontier, cols[k + scan_ahead])
                     u = np.uint64(cols[k])

@@ -52,10 +52,10 @@ def record_arrays(nloc: int, count: int, parent_dtype) -> tuple[np.ndarray, np.n
     ``found_at`` ``(ceil(nloc / 64), count, 64)`` uint8 levels' low bytes (``[v >> 6, i, v & 63]``).
 
     Laying out a search's results then copies runs (:func:`.batch_results.unpack`), where ``(nloc, k)``
-    rows (a vertex's searches side by side) gave one entry per cache line read.  A step finding searches of
-    vertex ``v`` writes within one block of parents (2 KB at 64 searches), the next vertices' into the same
-    lines; blocks of 16 vertices (4 KB) made the bottom-up levels about a seventh slower (scale 20, 64 roots:
-    their lines left the L1 cache between the vertices that write them), blocks of 8 do not."""
+    rows (a vertex's searches side by side) would give one entry per cache line read.  A step finding
+    searches of vertex ``v`` writes within one block of parents (2 KB at 64 searches), the next vertices'
+    into the same lines; blocks of 16 vertices (4 KB) make the bottom-up levels about a seventh slower (scale
+    20, 64 roots: their lines leave the L1 cache between the vertices that write them), blocks of 8 do not."""
     return (np.empty((-(-nloc // PARENT_BLOCK), count, PARENT_BLOCK), parent_dtype),
             np.empty((-(-nloc // LEVEL_BLOCK), count, LEVEL_BLOCK), np.uint8))
 

@@ -109,8 +109,8 @@ def derive(in_offsets, in_cols, lo, table, nplanes, roots, first, count, bounds,
                 stop = in_offsets[j + 1]
                 while missing and k < stop:
                     # the rows' reads are random and most rows are short: ask for the row of the
-                    # neighbour 16 entries on, whichever vertex it belongs to (measured 0.65 -> 0.4 s of
-                    # one thread's scan at scale 20)
+                    # neighbour 16 entries on, whichever vertex it belongs to (one thread's scan at scale
+                    # 20: 0.4 s so, 0.65 s without)
                     if k + 16 < in_cols.size:
                         prefetch(table, np.int64(in_cols[k + 16]) * table.shape[1])
                     u = in_cols[k]
@@ -169,10 +169,10 @@ def unpack(seen, planes, found_by, found_at, bounds, first, parent, level):
 
     A search's entries of a 64-vertex block are contiguous runs in the records (8 of 8 parents, one of 64
     bytes), copied to contiguous runs of its rows, a tile of blocks at a time: the pass is bound by memory
-    traffic (scale 20, 64 searches, this 2-core machine, ``bench_batch.py``: 154-157 ms when a vertex's
-    searches were side by side, one entry per cache line read, 91-95 ms with the runs written by normal stores,
-    53-60 ms streamed past the caches: a normal store reads the line before writing it).  ``reached - 1`` (0 or
-    all ones) ORed in makes unreached entries -1 whatever the records hold."""
+    traffic (scale 20, 64 searches, two cores: ~155 ms with a vertex's searches side by side, one entry per
+    cache line read; ~93 ms with the runs written by normal stores; 53-60 ms streamed past the caches, since a
+    normal store reads the line before writing it).  ``reached - 1`` (0 or all ones) ORed in makes unreached
+    entries -1 whatever the records hold."""
     one = np.uint64(1)
     count = parent.shape[0]
     nplanes = planes.shape[1]
@@ -199,7 +199,8 @@ def unpack(seen, planes, found_by, found_at, bounds, first, parent, level):
                 for j0 in range(a, e, LEVEL_BLOCK):
                     b = j0 // LEVEL_BLOCK
                     # this search's runs of the next tile, asked for now: the records are read once, in
-                    # runs 2 KB apart that the hardware does not foresee (scale 20, 64 searches: 60 -> 53 ms)
+                    # runs 2 KB apart that the hardware does not foresee (scale 20, 64 searches: 53 ms, 60
+                    # without)
                     nb = b + UNPACK_TILE_BLOCKS
                     if nb < full_blocks:
                         for q in range(runs):

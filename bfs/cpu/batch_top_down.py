@@ -19,12 +19,12 @@ per search after the pass (:func:`.batch_results.unpack`).  The step lists the v
 over all of them.
 
 Each thread owns a contiguous range of the target vertices and reads every frontier edge, writing only
-its own targets: no word is shared, so the ORs and parent writes are plain stores.  The atomic ORs this
-replaced (threads cutting the frontier's edges, an atomic fetch-or per word) each fenced the thread's
-random reads: scale 20, 64 roots, the level of 2 M (vertex, search) pairs took 93 ms on 2 threads against
-40 ms now, reading the edges twice.  ``v`` owned by another rank becomes a ``(v, bits, parent)`` row for its
-owner, filtered on the sender by ``sent[v]`` (bits already sent for ``v`` in this batch), so each (vertex,
-search) leaves a rank at most once; :func:`claim_pairs` applies what arrives.
+its own targets: no word is shared, so the ORs and parent writes are plain stores.  Threads cutting the
+frontier's edges instead would need an atomic fetch-or per word, each of which fences the thread's random
+reads: at scale 20, 64 roots, the level of 2 M (vertex, search) pairs takes 40 ms on 2 threads this way
+(reading the edges twice), 93 ms with the atomics.  ``v`` owned by another rank becomes a ``(v, bits,
+parent)`` row for its owner, filtered on the sender by ``sent[v]`` (bits already sent for ``v`` in this
+batch), so each (vertex, search) leaves a rank at most once; :func:`claim_pairs` applies what arrives.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _expand(offsets, cols, lo, n, queue, frontier, seen, nxt, sent, found_by, np
             stop = np.uint64(offsets[u + one])
             while k < stop:
                 # the targets' words are random reads: ask for those of the edge AHEAD on (where this part
-                # owns it) while this one is handled (scale 20, 64 roots: the second level 37 -> 34 ms)
+                # owns it) while this one is handled (scale 20, 64 roots: the second level 34 ms, 37 without)
                 if k + ahead < stop:
                     jj = np.uint64(cols[k + ahead]) - ulo
                     if jlo <= jj < jhi:
@@ -180,7 +180,7 @@ def pairs_by_owner(pairs: np.ndarray, block: int, nparts: int) -> list[np.ndarra
         out = [pairs[:0]] * nparts
         out[int(owner[0])] = pairs
         return out
-    # owners as int16 where they fit: NumPy sorts those by radix (1.2 M rows: 3.7 ms against 25-30 as int64)
+    # owners as int16 where they fit: NumPy sorts those by radix (1.2 M rows: 3.7 ms, 25-30 as int64)
     order = np.argsort(owner.astype(np.int16) if nparts <= np.iinfo(np.int16).max else owner, kind="stable")
     cuts = np.searchsorted(owner[order], np.arange(nparts + 1))
     srt = pairs[order]

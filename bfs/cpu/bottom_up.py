@@ -121,8 +121,9 @@ def _order_row(a, b, cols, tb, base, out, start):
 def _order_rows(offsets, cols, buckets, out, nchunks, buffer):
     # Each thread takes runs of rows of up to ``buffer`` entries: it gathers their buckets first, in one
     # loop of independent loads from the n-byte bucket array, and then sorts the rows from that copy in
-    # cache.  One owner of the 2^26-tuple web crawl (66 M entries), the whole call: 0.55 -> 0.42-0.50 s on
-    # one thread, 0.28 -> 0.23 s on two, against gathering inside the sort, where each load fed a counter.
+    # cache.  One owner of the 2^26-tuple web crawl (66 M entries), the whole call: 0.42-0.50 s on one
+    # thread and 0.23 s on two, where gathering inside the sort (each load feeding a counter) takes 0.55 and
+    # 0.28 s.
     nrows = offsets.size - 1
     for c in numba.prange(nchunks):
         start = np.zeros(66, np.int64)

@@ -22,17 +22,16 @@ the level's low byte, in blocks of consecutive vertices, ``5 k`` bytes per owned
 laid out per search by :meth:`BatchEngine.results`; on GPUs search-major, ``4 k`` bytes per owned vertex,
 the results themselves).  Where the records do not fit (a GPU's free memory), per-search parents are
 derived after the pass instead, a group of searches at a time
-(:func:`~breadth.bfs.cpu.batch_results.derive`'s algorithm).  Scale 20, 64 roots, one rank of 2 threads:
-deriving took 0.36 s after a 0.13 s pass; recording takes 0.10 s after a 0.21 s pass
-(``benchmarks/bench_batch.py``).
+(:func:`~breadth.bfs.cpu.batch_results.derive`'s algorithm).  Recording pays: at scale 20, 64 roots, one
+rank of 2 threads, it adds 0.08 s to a 0.13 s pass and laying the results out takes 0.10 s, where deriving
+them takes 0.36 s.
 
 The direction is chosen on the aggregate frontier with Beamer's rule (bottom-up once the frontier
 vertices' out-edges times ``alpha`` exceed the in-edges of the vertices still missing a running search;
 top-down again once the frontier shrinks below ``n / beta`` vertices).  Per-search levels equal the
 single-root search's; parents may differ but are BFS parents (one level up, an in-neighbour).
 
->>> eng = BatchEngine(shard)                         # doctest: +SKIP
->>> eng.search([3, 17, 99]); eng.result(1)           # doctest: +SKIP
+See :class:`BatchEngine` for an example.
 """
 
 from __future__ import annotations
@@ -55,24 +54,73 @@ FIRST_PLANES = 4
 
 
 class BatchEngine:
-    """Batched searches over one rank's shard (``backend`` "cpu": Numba kernels; "gpu": the CuPy kernels of
-    :mod:`~breadth.bfs.gpu.batch_kernels`).  After :meth:`search`, :meth:`result` gives search ``i``'s
-    ``(parent, level)`` of the owned vertices as host arrays (parents in global ids; -1 unreached).
+    """Up to 64 breadth-first searches in one level-synchronous pass over one rank's shard (MS-BFS).
 
-    ``result_bytes``: the most bytes of per-search results laid out or derived at once (``level`` of the owned
-    vertices, and ``parent`` where not recorded in place: ``nloc * 4`` or ``nloc * (parent itemsize + 4)``
-    a search; GPUs: 4 GiB); None takes the backend's (CPUs: none, the whole batch at once).
-    ``record_parents``: whether the steps record parents (None: where the backend says they fit; False, on
-    GPUs: derive them after the pass, as a GPU short of memory does).
+    Every rank of a batch builds one over its shard and the same communicator and calls :meth:`search`
+    with the same roots (:func:`~breadth.bfs.engine.session.run_session` with ``engine_class=BatchEngine``
+    does both); on one rank no communicator is needed.  After :meth:`search`, :meth:`result` gives search
+    ``i``'s parents and levels of the owned vertices.
 
-    ``records`` are :class:`~breadth.bfs.engine.engine.LevelRecord` whose ``frontier``/``found`` count (vertex,
-    search) pairs, all ranks."""
+    Parameters
+    ----------
+    shard : Shard
+        This rank's rows (:class:`~breadth.bfs.shard.Shard`); moved to the GPU for ``backend="gpu"``.
+    comm : Communicator, optional
+        The ranks' collectives (default: one rank alone).
+    alpha, beta : float, optional
+        The direction rule on the aggregate frontier (see the module notes); None takes ``config``'s, whose
+        ``alpha`` None is :attr:`ALPHA`'s (GPUs: the single search's default).
+    backend : str
+        ``"cpu"`` (Numba kernels) or ``"gpu"`` (the CuPy kernels of :mod:`~breadth.bfs.gpu.batch_kernels`).
+    nchunks : int, optional
+        Thread chunks of a pass over the owned vertices (default 8 per core).
+    result_bytes : int, optional
+        The most bytes of per-search results laid out or derived at once: ``level`` of the owned vertices,
+        and ``parent`` where not recorded in place, ``nloc * 4`` or ``nloc * (parent itemsize + 4)`` bytes a
+        search.  None takes the backend's (CPUs: no bound, the whole batch at once; GPUs: 4 GiB).
+    record_parents : bool, optional
+        Whether the steps record parents as they find them.  None: where the backend says they fit (always
+        on CPUs); False (GPUs only) derives them after the pass, as a GPU short of memory does.
+    config : SearchConfig, optional
+        The search's tunables (default: its defaults).
+
+    Attributes
+    ----------
+    records : list of LevelRecord
+        The last pass's levels; their ``frontier``/``found`` count (vertex, search) pairs, all ranks.
+    roots : ndarray
+        ``(k,)`` int64 global ids of the last batch's searches, in order.
+    nroots : int
+        ``k``.
+
+    Raises
+    ------
+    ValueError
+        For ``record_parents=False`` on CPUs.
+
+    Examples
+    --------
+    An undirected path 0 - 1 - 2 - 3 and a vertex 4 alone, searched from 0 and from 3 in one pass:
+
+    >>> import numpy as np
+    >>> from breadth.bfs import BatchEngine, Shard
+    >>> shard = Shard(rank=0, nparts=1, num_vertices=5, lo=0, hi=5,
+    ...               offsets=np.array([0, 1, 3, 5, 6, 6]), columns=np.array([1, 0, 2, 1, 3, 2], np.int32),
+    ...               tuple_degree=np.array([1, 2, 2, 1, 0], np.int32), self_loops=np.zeros(5, np.int32))
+    >>> eng = BatchEngine(shard)
+    >>> records = eng.search([0, 3])
+    >>> parent, level = eng.result(1)
+    >>> level.tolist(), parent.tolist()
+    ([3, 2, 1, 0, -1], [1, 2, 3, 3, -1])
+    >>> eng.result(0)[1].tolist()
+    [0, 1, 2, 3, -1]
+    """
 
     #: the direction rule's ``alpha`` when none is given (GPUs: the single search's).  A batch's bottom-up
     #: level rarely stops a vertex's scan early (it needs every missing search), so it costs about the
-    #: unexplored edges and top-down pays sooner than for one search: at scale 20 on this machine's CPUs,
-    #: 4 (level 2 top-down: 5.3 M frontier edges against 31 M unexplored) took 0.35 s of CPU time against
-    #: 0.42-0.45 s at 15
+    #: unexplored edges and top-down pays sooner than for one search: at scale 20 on CPUs a batch takes
+    #: ~0.35 s of CPU time with 4 (level 2 stays top-down: 5.3 M frontier edges, 31 M unexplored), 0.42-0.45 s
+    #: with 15
     ALPHA = {"cpu": 4.0}
 
     def __init__(self, shard: Shard, comm: Communicator | None = None, *, alpha: float | None = None,
@@ -134,7 +182,8 @@ class BatchEngine:
                 else "sorted", "communicator": type(self.comm).__name__}
 
     def close(self) -> None:
-        """Nothing beyond the arrays to release (the session calls it before closing the communicator)."""
+        """Release what the engine holds besides its arrays: nothing (the session calls it before closing the
+        communicator)."""
 
     # ---------------------------------------------------------------------------------------------
     def _counters(self, *values: int) -> np.ndarray:
@@ -213,9 +262,38 @@ class BatchEngine:
             self.planes = grown
 
     def search(self, roots, depth_limit: int | None = None) -> list[LevelRecord]:
-        """Searches from global ids ``roots`` (1 to 64, each its own search; repeats allowed) together;
-        ``depth_limit``: stop after that many levels (vertices further away stay unreached).  Returns the
-        per-level records."""
+        """One pass of searches from ``roots``, each its own search; collective: every rank calls it alike.
+
+        The results stay in the engine until the next pass (:meth:`result`, :meth:`results`).
+
+        Parameters
+        ----------
+        roots : array_like
+            ``(k,)`` global (dense) ids, ``1 <= k <= 64``; search ``i`` starts at ``roots[i]`` (repeats
+            allowed).
+        depth_limit : int, optional
+            Stop after that many levels: vertices farther away stay unreached.
+
+        Returns
+        -------
+        list of LevelRecord
+            One record per level of the pass (also kept in :attr:`records`), counting (vertex, search)
+            pairs.
+
+        Raises
+        ------
+        ValueError
+            For no roots or more than 64, a root outside ``[0, n)``, or a negative ``depth_limit``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from breadth.bfs import BatchEngine, Shard
+        >>> eng = BatchEngine(Shard(0, 1, 2, 0, 2, np.array([0, 1, 2]), np.array([1, 0], np.int32),  # 0 - 1
+        ...                         np.ones(2, np.int32), np.zeros(2, np.int32)))
+        >>> [(r.depth, r.found) for r in eng.search([0, 1])]       # level 1 finds a vertex for each search
+        [(1, 2), (2, 0)]
+        """
         s, comm, k, xp = self.shard, self.comm, self.k, self.xp
         roots = np.asarray(roots, np.int64).ravel()
         if not 1 <= roots.size <= MAX_BATCH:
@@ -311,7 +389,22 @@ class BatchEngine:
         return self._words
 
     def group_size(self) -> int:
-        """How many searches' results :meth:`result` derives at once (``result_bytes`` over a search's)."""
+        """How many searches' results :meth:`device_result` lays out or derives at once.
+
+        Returns
+        -------
+        int
+            ``result_bytes`` over one search's result bytes, in ``1..64`` (64 where ``result_bytes`` is None).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from breadth.bfs import BatchEngine, Shard
+        >>> eng = BatchEngine(Shard(0, 1, 2, 0, 2, np.array([0, 1, 2]), np.array([1, 0], np.int32),  # 0 - 1
+        ...                         np.ones(2, np.int32), np.zeros(2, np.int32)))
+        >>> eng.group_size()
+        64
+        """
         per = self.shard.num_local * (4 + (0 if self._parents_in_place() else
                                            self.k.parent_dtype(self.shard.num_vertices).itemsize))
         if self.result_bytes is None or per == 0:
@@ -319,12 +412,44 @@ class BatchEngine:
         return int(max(1, min(MAX_BATCH, self.result_bytes // per)))
 
     def results(self, first: int = 0, count: int | None = None):
-        """Levels and parents of searches ``first .. first+count-1`` (default: to the end of the batch) for
-        the owned vertices (laid out from what the steps recorded; else derived in one pass, collective on
-        several ranks): ``(parent, level)``, both
-        ``(count, nloc)`` device arrays -- parents in global ids (a root its own parent), levels int32,
-        -1 unreached.  They are views of buffers the engine keeps (as the single search keeps its
-        ``parent``/``level``), overwritten by the next derivation: copy what must outlive it."""
+        """Parents and levels of a run of the last pass's searches, for the owned vertices.
+
+        Laid out from what the steps recorded, else derived in one pass over the owned vertices (then
+        collective on several ranks: every rank asks for the same searches).
+
+        Parameters
+        ----------
+        first : int
+            The first search, ``0 <= first < nroots``.
+        count : int, optional
+            How many searches (default: to the end of the batch).
+
+        Returns
+        -------
+        parent : ndarray or None
+            ``(count, nloc)`` parents in global ids (a root its own parent, -1 unreached), on the engine's
+            array module; None where the recorded parents are the results themselves (GPUs).
+        level : ndarray
+            ``(count, nloc)`` int32 levels (-1 unreached).
+            Both are views of buffers the engine keeps, overwritten by the next call: copy what must outlive
+            it.
+
+        Raises
+        ------
+        IndexError
+            For searches outside the last batch.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from breadth.bfs import BatchEngine, Shard
+        >>> eng = BatchEngine(Shard(0, 1, 2, 0, 2, np.array([0, 1, 2]), np.array([1, 0], np.int32),  # 0 - 1
+        ...                         np.ones(2, np.int32), np.zeros(2, np.int32)))
+        >>> _ = eng.search([0, 1])
+        >>> parent, level = eng.results()
+        >>> parent.tolist(), level.tolist()
+        ([[0, 0], [1, 1]], [[0, 1], [1, 0]])
+        """
         count = self.nroots - first if count is None else count
         if not (0 <= first and 1 <= count and first + count <= self.nroots):
             raise IndexError(f"searches {first}..{first + count - 1} not in this batch of {self.nroots}")
@@ -340,9 +465,40 @@ class BatchEngine:
         return parent, level
 
     def device_result(self, i: int):
-        """Search ``i``'s ``(parent, level)`` of the owned vertices as ``(nloc,)`` device arrays (views of
-        the group of :meth:`group_size` searches that holds it, derived when first asked for: ask in
-        order, all ranks together; valid until another group is derived)."""
+        """Search ``i``'s parents and levels of the owned vertices, where the engine computes (no host copy).
+
+        The group of :meth:`group_size` searches that holds ``i`` is laid out or derived when first asked
+        for: ask in order, all ranks together.
+
+        Parameters
+        ----------
+        i : int
+            The search, ``0 <= i < nroots``.
+
+        Returns
+        -------
+        parent : ndarray
+            ``(nloc,)`` parents in global ids (a root its own parent, -1 unreached), on the engine's array
+            module (CuPy on GPUs).
+        level : ndarray
+            ``(nloc,)`` int32 levels (-1 unreached).  Both are views, valid until another group is laid out.
+
+        Raises
+        ------
+        IndexError
+            For a search outside the last batch.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from breadth.bfs import BatchEngine, Shard
+        >>> eng = BatchEngine(Shard(0, 1, 2, 0, 2, np.array([0, 1, 2]), np.array([1, 0], np.int32),  # 0 - 1
+        ...                         np.ones(2, np.int32), np.zeros(2, np.int32)))
+        >>> _ = eng.search([0, 1])
+        >>> parent, level = eng.device_result(1)
+        >>> parent.tolist(), level.tolist()
+        ([1, 1], [1, 0])
+        """
         if not 0 <= i < self.nroots:
             raise IndexError(f"search {i} not in this batch of {self.nroots}")
         g = self._group
@@ -353,9 +509,36 @@ class BatchEngine:
         return g[1][i - g[0]], g[2][i - g[0]]
 
     def result(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """Search ``i``'s ``(parent, level)`` of the owned vertices as host arrays: ``(nloc,)`` int64
-        parents (global ids, the root its own parent, -1 unreached) and ``(nloc,)`` int32 levels (-1
-        unreached), as the single search gives them."""
+        """Search ``i``'s parents and levels of the owned vertices as host arrays, as the single search
+        gives them (collective where :meth:`device_result` is).
+
+        Parameters
+        ----------
+        i : int
+            The search, ``0 <= i < nroots``.
+
+        Returns
+        -------
+        parent : ndarray
+            ``(nloc,)`` int64 parents in global ids (the root its own parent, -1 unreached).
+        level : ndarray
+            ``(nloc,)`` int32 levels (-1 unreached).
+
+        Raises
+        ------
+        IndexError
+            For a search outside the last batch.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from breadth.bfs import BatchEngine, Shard
+        >>> eng = BatchEngine(Shard(0, 1, 2, 0, 2, np.array([0, 1, 2]), np.array([1, 0], np.int32),  # 0 - 1
+        ...                         np.ones(2, np.int32), np.zeros(2, np.int32)))
+        >>> _ = eng.search([0, 1])
+        >>> eng.result(0)
+        (array([0, 0]), array([0, 1], dtype=int32))
+        """
         parent, level = self.device_result(i)
         host = self.k.to_host
         return np.asarray(host(parent), np.int64), np.array(host(level), np.int32)

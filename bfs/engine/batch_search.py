@@ -35,20 +35,53 @@ def _batch_rank(engine: BatchEngine, setup_s, roots, depth_limit, batch_size):
 
 def bfs_batch(graph, roots, *, depth_limit: int | None = None, batch_size: int = MAX_BATCH,
               protocol: str = "auto", timeout: float = 60.0, config: SearchConfig | None = None) -> list[BFSResult]:
-    """Independent breadth-first searches from ``roots`` (original ids), ``batch_size`` (<= 64) per pass.
+    """Independent breadth-first searches from ``roots``, up to 64 per level-synchronous pass (MS-BFS).
 
-    Returns one :class:`~breadth.bfs.results.BFSResult` per root, in order (a repeated root is searched
-    again).  ``depth_limit`` as in :func:`~breadth.bfs.engine.search.bfs`.  CPU graphs run the Numba kernels;
-    GPU graphs the CUDA kernels of :mod:`breadth.bfs.gpu.batch_kernels` (``tests/test_gpu.py`` checks them
-    against the CPU's levels).
-    A pass holds ``3 + B`` 64-bit words per owned vertex (``B`` level planes, 4 up to depth 15), and each
-    (vertex, root)'s parent as the steps find them (CPUs: with its level's low byte, 5 bytes; GPUs: 4 bytes
-    below 2**31 vertices, or derived after the pass where the device lacks room); each root's parents and
-    levels are then laid out per root (a group of roots at a time, at most ``BatchEngine.result_bytes`` of
-    them at once) and kept on the worker's host memory: ``8`` bytes per owned vertex and root (int32
-    parents below 2**31 vertices; int64 where a GPU derived them), as
-    :func:`~breadth.bfs.engine.search.bfs` keeps them.
+    A batch's searches share each level's edge reads (one bit per search in each vertex's words), so many
+    roots cost far less than as many :func:`~breadth.bfs.engine.search.bfs` calls; the levels are the same
+    as single searches', the parents may differ (each a neighbour one level up).  CPU graphs run the Numba
+    kernels, GPU graphs the CUDA kernels of :mod:`breadth.bfs.gpu.batch_kernels`.
 
+    Memory on each rank: a pass holds ``3 + B`` 64-bit words per owned vertex (``B`` level planes, 4 up to
+    depth 15) and each (vertex, root)'s parent as the steps find them (CPUs: with its level's low byte, 5
+    bytes; GPUs: 4 bytes below 2**31 vertices, or derived after the pass where the device lacks room); each
+    root's parents and levels are then laid out per root (at most ``BatchEngine.result_bytes`` at once) and
+    kept in the worker's host memory: 8 bytes per owned vertex and root (int32 parents below 2**31 vertices;
+    int64 where a GPU derived them), as :func:`~breadth.bfs.engine.search.bfs` keeps them.
+
+    Parameters
+    ----------
+    graph : ShardedGraph
+        The prepared graph.
+    roots : list
+        Original ids, one search each; a repeated root is searched again.
+    depth_limit : int, optional
+        Stop after that many levels: vertices farther away are left unreached.
+    batch_size : int
+        Searches per pass, 1 to 64.
+    protocol : str
+        The ranks' transport (:func:`~breadth.bfs.engine.session.run_session`).
+    timeout : float
+        Seconds a rank waits for a silent peer before the search fails.
+    config : SearchConfig, optional
+        The search's tunables (default: :meth:`SearchConfig.from_env`).
+
+    Returns
+    -------
+    list of BFSResult
+        One :class:`~breadth.bfs.results.BFSResult` per root, in order (empty for no roots).
+
+    Raises
+    ------
+    KeyError
+        For a root that is not in the graph.
+    ValueError
+        For a ``batch_size`` outside 1..64 or a negative ``depth_limit``.
+    RankError
+        When a rank fails during the searches.
+
+    Examples
+    --------
     >>> from breadth.bfs import bfs_batch
     >>> res = bfs_batch(g, [0, 5, 9])                 # doctest: +SKIP
     >>> [r.summary() for r in res]                    # doctest: +SKIP

@@ -1,9 +1,9 @@
 """The SPMD engine with its counters kept on the device: multi-GPU levels with one or two synchronisations.
 
 :class:`~breadth.bfs.engine.engine.Engine` learns each count on the host as soon as a kernel produces it.  On
-GPUs every such read is a synchronisation, and with two ranks a top-down level made about five of them
+GPUs every such read is a synchronisation, and with two ranks a top-down level makes about five of them
 (expansion, shape header, payload, claim, counters) and a bottom-up level three: ~350 µs a level on two
-NVLink H200s, against a few µs of data moved.  Here each kernel adds its counts to a small int64 vector
+NVLink H200s, where the data moved takes a few µs.  Here each kernel adds its counts to a small int64 vector
 on the device, the NCCL rounds are queued on the same stream without being waited for, and the host
 waits only where it must know a size:
 
@@ -29,8 +29,9 @@ frontier it found.
 By default (``SearchConfig(level_graphs=False)`` turns it off) each of these levels is replayed as a CUDA graph
 (:mod:`breadth.bfs.gpu.level_graphs`) where the communicator's rounds can be captured (``capturable_rounds``:
 NCCL, one GPU alone): one launch and one wait per level, a second exact round only when a top-down level's
-pairs overflow the captured buffers.  The queued levels below remain for A/B runs and for UCX, whose rounds
-are posted from the host: there each round waits for the stream once and has landed when it returns.
+pairs overflow the captured buffers.  The queued levels below serve UCX, whose rounds are posted from the
+host (there each round waits for the stream once and has landed when it returns), and runs with the graphs
+turned off.
 
 The search itself (direction rule, levels, results) is the base engine's; only where the counts live
 changes.  Per-level ``local_s`` is the kernels' time from CUDA events; ``exchange_s`` the rest of the
@@ -56,8 +57,8 @@ class DeviceEngine(Engine):
     spec_pairs = 1 << 18
     #: bottom-up reads first neighbours from the backend's packed table once the frontier holds this share
     #: of the vertices (most unvisited vertices then settle on their first neighbour; on an H200 at scale
-    #: 26 the table cut the level after the first bottom-up one from 0.76 to 0.61 ms, but slowed the first,
-    #: whose frontier is 0.1% of the vertices, from 1.35 to 1.55 ms)
+    #: 26 the table takes the level after the first bottom-up one to 0.61 ms from 0.76, but the first, whose
+    #: frontier is 0.1% of the vertices, to 1.55 ms from 1.35)
     first_neighbour_fraction = 1 / 16
 
     def __init__(self, *args, **kw):
@@ -68,7 +69,7 @@ class DeviceEngine(Engine):
             raise TypeError("DeviceEngine needs the GPU backend and a communicator with device rounds (NCCL, UCX)")
         cp = self.b.xp
         self._ev = [cp.cuda.Event(block=False), cp.cuda.Event(block=False)]
-        # config.level_graphs off queues every level from Python (for A/B measurements); so does a
+        # config.level_graphs off queues every level from Python (to measure the graphs' gain); so does a
         # communicator whose rounds run on the host (UCX), which no CUDA graph can hold
         self.graphs = None
         if self.config.level_graphs and self.comm.capturable_rounds:

@@ -24,7 +24,36 @@ from .backend import get_backend
 
 @dataclass
 class LevelRecord:
-    """What one level did on this rank (times in seconds, sizes global unless named local)."""
+    """What one level of a search did on this rank; the engines' ``search`` return a list of them.
+
+    Parameters
+    ----------
+    depth : int
+        The level: ``1`` expands the sources (level 0) and finds their neighbours.
+    direction : str
+        ``"td"`` (top-down, from the frontier's queue) or ``"bu"`` (bottom-up, every unvisited vertex looks
+        for a parent in the frontier).
+    frontier : int
+        Vertices in the frontier this level expanded, all ranks (batched searches: (vertex, search) pairs).
+    found : int
+        Vertices reached at this level, all ranks (batched searches: (vertex, search) pairs).
+    local_s : float
+        Seconds of this rank's local work (its kernels).
+    exchange_s : float
+        Seconds of the level's exchange with the other ranks, and its waits.
+    bytes_sent : int
+        Payload bytes this rank sent during the level (headers not counted; 0 on one rank).
+    reduce_s : float
+        Seconds of the counters' all-reduce, part of ``exchange_s``.
+
+    Examples
+    --------
+    >>> from breadth.bfs import LevelRecord
+    >>> rec = LevelRecord(depth=1, direction="td", frontier=1, found=16, local_s=2e-5, exchange_s=1e-5,
+    ...                   bytes_sent=0)
+    >>> rec.as_dict()["found"], rec.reduce_s
+    (16, 0.0)
+    """
 
     depth: int
     direction: str  # "td" or "bu"
@@ -36,6 +65,19 @@ class LevelRecord:
     reduce_s: float = 0.0  # the counters' all-reduce, part of exchange_s
 
     def as_dict(self) -> dict:
+        """The fields as a dict.
+
+        Returns
+        -------
+        dict
+            Field name -> value (JSON-ready: ints, floats and a string).
+
+        Examples
+        --------
+        >>> from breadth.bfs import LevelRecord
+        >>> LevelRecord(2, "bu", 16, 900, 1e-4, 3e-5, 4096).as_dict()["direction"]
+        'bu'
+        """
         return asdict(self)
 
 
@@ -46,19 +88,89 @@ def check_depth_limit(depth_limit: int | None) -> None:
 
 
 class Engine:
-    """Searches from roots over one rank's shard.  ``parent``/``level`` hold the last search's result for
-    the owned vertices (``parent`` in global ids, -1 unreached; ``level`` -1 unreached)."""
+    """Direction-optimizing breadth-first searches over one rank's shard (one instance per rank).
+
+    Every rank of a search builds one over its shard and the same communicator, and calls :meth:`search`
+    with the same arguments (:func:`~breadth.bfs.engine.session.run_session` does both); on one rank no
+    communicator is needed.  The arrays live where the backend computes: NumPy with Numba kernels on
+    ``"cpu"``, CuPy on ``"gpu"``.
+
+    Parameters
+    ----------
+    shard : Shard
+        This rank's rows (:class:`~breadth.bfs.shard.Shard`); moved to the GPU for ``backend="gpu"``.
+    comm : Communicator, optional
+        The ranks' collectives (:mod:`breadth.bfs.transport`); default: one rank alone.
+    alpha, beta : float, optional
+        The direction rule: bottom-up once the frontier's edges exceed the unexplored edges / ``alpha``,
+        top-down again once the frontier shrinks below ``n / beta`` vertices.  None takes ``config``'s
+        (whose ``alpha`` None is :meth:`default_alpha`).
+    backend : str
+        ``"cpu"`` or ``"gpu"``.
+    nchunks : int, optional
+        Thread chunks of a CPU level (default 8 per core).
+    config : SearchConfig, optional
+        The search's tunables (:class:`~breadth.bfs.search_config.SearchConfig`; default: its defaults).
+
+    Attributes
+    ----------
+    parent : ndarray
+        ``(num_local,)`` the last search's parents of the owned vertices, in global ids (a source is its own
+        parent; -1 unreached); int32 below 2**31 vertices on CPUs, int64 on GPUs.
+    level : ndarray
+        ``(num_local,)`` int32 hops from the nearest source (-1 unreached).
+    records : list of LevelRecord
+        The last search's levels.
+    alpha, beta : float
+        The direction rule in force.
+
+    Examples
+    --------
+    An undirected path 0 - 1 - 2 - 3 and a vertex 4 alone, searched on one rank from vertex 0:
+
+    >>> import numpy as np
+    >>> from breadth.bfs import Engine, Shard
+    >>> shard = Shard(rank=0, nparts=1, num_vertices=5, lo=0, hi=5,
+    ...               offsets=np.array([0, 1, 3, 5, 6, 6]), columns=np.array([1, 0, 2, 1, 3, 2], np.int32),
+    ...               tuple_degree=np.array([1, 2, 2, 1, 0], np.int32), self_loops=np.zeros(5, np.int32))
+    >>> eng = Engine(shard)
+    >>> records = eng.search(0)
+    >>> eng.level.tolist(), eng.parent.tolist()
+    ([0, 1, 2, 3, -1], [0, 0, 1, 2, -1])
+    >>> [(r.depth, r.found) for r in records]
+    [(1, 1), (2, 1), (3, 1), (4, 0)]
+    """
 
     #: default ``alpha`` per backend: on GPUs bottom-up is cheap enough that switching earlier pays
-    #: (H200, Kronecker scale 26, 64 roots: 259.7 vs 234.6 GTEPS at 50 vs 15 on one GPU, 378 vs 363 on two).
+    #: (H200, Kronecker scale 26, 64 roots: 260 GTEPS at 50, 235 at 15 on one GPU; 378 and 363 on two).
     #: Beyond two GPU ranks a top-down level's pairs go to more peers and it is scaled by (size / 2)^2:
-    #: scale 28 on four H200s made 558 GTEPS at 200 against 522 at 50 (and 555 at 800), while scale 27 on
-    #: two made 417 at 50 against 395 at 200 (benchmarks/results/multigpu_h200x4_alpha.log).
+    #: scale 28 on four H200s makes 558 GTEPS at 200, 522 at 50 (and 555 at 800), while scale 27 on two
+    #: makes 417 at 50, 395 at 200.
     ALPHA = {"cpu": 15.0, "gpu": 50.0}
 
     @classmethod
     def default_alpha(cls, backend: str, size: int) -> float:
-        """The direction rule's ``alpha`` for ``size`` ranks of ``backend`` when none is given."""
+        """The direction rule's ``alpha`` when none is given.
+
+        Parameters
+        ----------
+        backend : str
+            ``"cpu"`` or ``"gpu"``.
+        size : int
+            The number of ranks.
+
+        Returns
+        -------
+        float
+            :attr:`ALPHA`'s value for ``backend`` (15 on CPUs, 50 on GPUs), times ``(size / 2) ** 2`` for GPU
+            ranks beyond two.
+
+        Examples
+        --------
+        >>> from breadth.bfs import Engine
+        >>> Engine.default_alpha("cpu", 4), Engine.default_alpha("gpu", 2), Engine.default_alpha("gpu", 4)
+        (15.0, 50.0, 200.0)
+        """
         a = cls.ALPHA.get(backend, 15.0)
         return a * (size / 2) ** 2 if backend == "gpu" and size > 2 else a
 
@@ -70,7 +182,7 @@ class Engine:
         self.b = get_backend(backend, self.config)
         xp = self.b.xp
         self.shard = shard.to(xp) if backend != "cpu" else shard
-        # config.degree_order off ignores the shard's degree-ordered bottom-up rows (for A/B measurements)
+        # config.degree_order off ignores the shard's degree-ordered bottom-up rows (to measure their gain)
         if "bu_columns" in self.shard.meta and self.config.degree_order:
             s = self.shard
             self.b.use_bottom_up_columns(s.in_columns if s.directed else s.columns, s.meta["bu_columns"])
@@ -175,8 +287,8 @@ class Engine:
         return self.comm.allreduce(v.ravel()).reshape(size, -1) if size > 1 else v
 
     def close(self) -> None:
-        """Release what the engine holds besides its arrays (nothing here; see the device engine).  The
-        session calls it before closing the communicator."""
+        """Release what the engine holds besides its arrays (nothing here; the device engine destroys its
+        captured CUDA graphs).  The session calls it before closing the communicator."""
 
     # -- the search -------------------------------------------------------------------------------
     def _start(self, root):
@@ -208,10 +320,42 @@ class Engine:
         return xp.empty(0, np.int64)
 
     def search(self, root, depth_limit: int | None = None) -> list[LevelRecord]:
-        """Breadth-first search from global id ``root``, or from an array of global ids together (all at
-        level 0, each its own parent; every reached vertex's parent chain ends in one of them).
-        ``depth_limit``: stop after that many levels (farther vertices stay unreached; 0 keeps only the
-        sources).  Returns the per-level records."""
+        """Breadth-first search; collective: every rank calls it with the same arguments.
+
+        The result is left in :attr:`parent` and :attr:`level` (this rank's vertices), overwritten by the
+        next search.
+
+        Parameters
+        ----------
+        root : int or array_like
+            A global (dense) id, or ``(k,)`` global ids searched together: all at level 0, each its own
+            parent, so that every reached vertex's level is its distance to the nearest one and its parent
+            chain ends in one of them (repeats count once).
+        depth_limit : int, optional
+            Stop after that many levels: farther vertices stay unreached (0 keeps only the sources).
+
+        Returns
+        -------
+        list of LevelRecord
+            One record per level, also kept in :attr:`records`.
+
+        Raises
+        ------
+        ValueError
+            For a root outside ``[0, n)``, no root at all, or a negative ``depth_limit``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from breadth.bfs import Engine, Shard
+        >>> shard = Shard(rank=0, nparts=1, num_vertices=5, lo=0, hi=5,
+        ...               offsets=np.array([0, 1, 3, 5, 6, 6]), columns=np.array([1, 0, 2, 1, 3, 2], np.int32),
+        ...               tuple_degree=np.array([1, 2, 2, 1, 0], np.int32), self_loops=np.zeros(5, np.int32))
+        >>> eng = Engine(shard)
+        >>> _ = eng.search(np.array([0, 3]), depth_limit=1)
+        >>> eng.level.tolist(), eng.parent.tolist()
+        ([0, 1, 1, 0, -1], [0, 0, 3, 3, -1])
+        """
         s, b, xp, comm = self.shard, self.b, self.b.xp, self.comm
         check_depth_limit(depth_limit)
         queue = self._start(root)

@@ -43,7 +43,7 @@ class GridEngine(Engine):
             raise ValueError(f"bottom_up must be 'row' or 'owner', got {bottom_up!r}")
         #: ``"row"``: bottom-up scans the row block against the column frontier (2D's own, ``n / C`` frontier
         #: bits, parents folded to their owners); ``"owner"``: 1D's bottom-up over the owners' own rows (the
-        #: whole frontier gathered, no parents moved), which sent fewer bytes at 4 and 8 ranks
+        #: whole frontier gathered, no parents moved), which sends fewer bytes at 4 and 8 ranks
         self.bottom_up = bottom_up
         g = self.shard.blocks
         if g is None or self.shard.partitioning.kind != "2d":

@@ -1,71 +1,51 @@
 """Levels in one round each, over communicators whose rounds the host posts (UCX).
 
 The device engine's queued top-down level (:mod:`.device_engine`) takes two rounds: the pairs with the
-expansion's counters, then, after the receivers' claims, the counters that size the next frontier, which
-every rank needs before the next level (its direction, its pairs' bound, the end of the search).  Over UCX a
-round is a host wait and tens of µs of Python: on two ranks sharing one H200 a small level took 380-850 µs
-against raw ucxx's 60 µs round trip (``bench_multigpu.py --commbench --raw-ucxx``, session 27).
+expansion's counters, then, after the receivers' claims, the counters that size the next frontier, which every
+rank needs before the next level (its direction, its pairs' bound, the end of the search).  Over UCX a round is
+a host wait and tens of µs of Python (raw ucxx's round trip between two ranks on one H200 is ~60 µs), so a
+small level costs what its rounds cost, and this module gives each level one.
 
-Here a run of top-down levels takes one round each: the counters of frontier F travel with the pairs
-expanded from F.  Every rank expands its part of F before it knows the others' parts, and only where the
-direction rule chooses top-down whatever they hold: its part's degree sum is at most ``limit`` = min(pair
-capacity, unexplored edges / (alpha x ranks)), so all parts together are at most unexplored edges / alpha.
-A rank whose part is larger expands nothing and says so, and sends its part's vertex list in place of pairs
-where it fits the inline rows.  After the round every rank knows F exactly: if every rank expanded, the
-level is done; else those that did take it back (one kernel: their claims and sent marks) and the engine
-runs the level its usual way from the exact counters -- where every part came listed and the level turns
-bottom-up (where a search's frontier first outgrows top-down, both parts are too large to expand blind),
-from the global frontier built from the lists, without the all-gather round of its own it took before.
+**Top-down.**  The counters of frontier F travel with the pairs expanded from F.  Every rank expands its part
+of F before it knows the others' parts, and only where the direction rule chooses top-down whatever they hold:
+its part's degree sum is at most ``limit`` = min(pair capacity, unexplored edges / (alpha x ranks)), so all
+parts together are at most unexplored edges / alpha.  A rank whose part is larger expands nothing and says so,
+and sends its part's vertex list in place of pairs where it fits the inline rows.  After the round every rank
+knows F exactly: if every rank expanded, the level is done; else those that did take it back (one kernel:
+their claims and sent marks) and the engine runs the level its usual way from the exact counters -- where every
+part came listed and the level turns bottom-up, from the global frontier built from the lists, with no
+all-gather round of its own.  A level is one launch of a CUDA graph (captured once per queue buffer, prefix
+kind and receive buffer: launching its dozen steps from Python would take most of a small level) and one wait: the
+parameter block copied from page-locked memory, the last round's pairs claimed (read in place from the
+communicator's page-locked receive buffers, which alternate: a graph per buffer), the gate (the queue length
+the expansion reads), the expansion, and one kernel that writes the counters and each peer's first ``inline``
+pair rows into page-locked send buffers.  Then one capped round
+(:meth:`~breadth.bfs.transport.communicator.Communicator.capped_round`) of host words: a header and the pairs.
+Pairs past ``inline`` follow in a sized round of device rows, which every rank joins when any sender's header
+says so.
 
-A level is one launch of a CUDA graph (captured once per queue buffer, prefix kind and receive buffer;
-launching its dozen steps from Python took most of a small level) and one wait: a parameter block copied
-from page-locked memory (depth, limit, the pairs each peer sent; at a run's first level its frontier's
-counters), the last round's pairs claimed (they append to the last expansion's queue and counters: F's
-counters are then complete on the device), the gate (the queue length the expansion reads: F's, or none, and
-the expansion's counters zeroed; a run's first counters set), the expansion,
-which reads that length on the device, and one kernel that writes the counters and each peer's first
-``inline`` pair rows (those it has) into page-locked send buffers.  The claims read the last round's inline
-rows where the round left them, in the communicator's page-locked receive buffers (which alternate: a graph
-per buffer).  Seven nodes with the one-block prefix, where a copy to the device per peer before the launch
-and twelve nodes (a stamp and four copies back, one of 128 KB a peer whatever the level sent) took a small
-top-down level 0.69-1.13 of a bottom-up level's time, now 0.59-0.81 (``bench_multigpu.py``, one H200,
-alternating processes, ``results/ucx_one_gpu_h200_session30_ab*``).  Then one capped round
-(:meth:`~breadth.bfs.transport.communicator.Communicator.capped_round`) of host words: a header (F's length
-and degree sum here, expanded or not, the pairs for the receiver, the most pairs this rank sends any peer)
-and the pairs.  Pairs past ``inline`` follow in a sized round of device rows, which every rank joins when any
-sender's header says so.
+**Bottom-up.**  A level's counters (which decide whether the next level stays bottom-up, and whether there is one)
+travel with the frontier it found, as the next level's frontier all-gather (:meth:`OneRoundLevels.bottom_up`): the
+level writes its part straight into one of two global bitmaps, the round fills the peers' parts, and the next
+bottom-up level reads it.  The level is a captured graph too, whose last kernel writes the counters into page-locked
+memory and, where the level found few vertices, their list: the counters go as a capped round's host words, followed
+by the bitmap device to device, or carrying the list in its place (on one H200 a 256 KB bitmap's round takes ~86 µs,
+a round of words alone ~29).  A receiver posts the bitmap's receive once the words say it follows, and sets a listed
+part's bits only if the next level is bottom-up; a level that turns top-down, or ends the search, sent its frontier
+for nothing.  Where the ranks map each other's global bitmaps (GPUs of one host,
+:meth:`~breadth.bfs.transport.communicator.Communicator.open_shared`; ``SearchConfig(peer_memory=False)`` declines),
+the level's graph ends with a copy of its words into each peer's bitmap and the round carries the counters alone,
+and a frontier turning bottom-up is gathered the same way (:meth:`OneRoundLevels.gather`): no device message, whose
+CUDA IPC rendezvous costs a round trip of UCX control messages first (small bottom-up levels at scale 22 on one H200
+take about half the time this way).
 
-Bottom-up levels need no speculation to take one round: a level's counters (which decide whether the
-next level stays bottom-up, and whether there is one) travel with the frontier it found, as the next
-level's frontier all-gather (:meth:`OneRoundLevels.bottom_up`): the level writes its part straight
-into one of two global bitmaps, the round fills the peers' parts, and the next bottom-up level reads it.
-The level is a captured graph too, whose last kernel writes the counters into page-locked memory and, where
-the level found few vertices (at most the round's words hold), their list: the counters go as a capped
-round's host words (ranks in step on one H200, 83-172 µs against 115-178 as a sized round's host message,
-``one_round_levels_h200_session31_*.json.gz``), followed by the bitmap device to device, or carrying the list
-in its place (a 256 KB bitmap's round took 86 µs alone, 136 with the counters' words after it, the words alone
-29: ``one_round_levels_h200_session32_posts.json.gz``); a receiver posts the bitmap's receive once the words say
-it follows, and sets a listed part's bits only if the next level is bottom-up.  A level that turns top-down,
-or ends the search, sent its frontier for nothing.  Where the ranks map each other's global bitmaps (GPUs of one
-host, :meth:`~breadth.bfs.transport.communicator.Communicator.open_shared`; ``SearchConfig(peer_memory=False)``
-declines), the level's graph ends with a copy of its words into each peer's bitmap and the round carries the
-counters alone, and a frontier turning bottom-up is gathered the same way (:meth:`OneRoundLevels.gather`): no
-device message, whose CUDA IPC rendezvous took a round trip of UCX control messages first.  Two ranks sharing
-one H200, scale 22, alternating with the bitmaps sent over UCX in the same processes (``bench_multigpu.py
---env-variants "" BREADTH_PEER_MEMORY=0``, ``ucx_one_gpu_h200_session35_*``): small bottom-up levels 84-153 µs
-against 195-313.  The engine starts its searches, and
-turns bottom-up levels top-down, in the queue buffer a run reads first (:attr:`~OneRoundLevels.entry`), and a
-run's first counters ride in the parameter block, so that a run queues nothing of its own before its first
-launch (two calls less from Python; in the searches no difference beyond the noise,
-``ucx_one_gpu_h200_session31_ab2_*``).
-
-A top-down level's record is complete a round late (its ``found`` is the next frontier's length); the round that
-finds every part of F empty ends the search, as the exact level's counters round did -- unless the level that
-made F claimed nothing and sent no pairs on any rank (its round says so: then F is empty everywhere).  Its
+The engine starts its searches, and turns bottom-up levels top-down, in the queue buffer a run reads first
+(:attr:`~OneRoundLevels.entry`), and a run's first counters ride in the parameter block, so that a run queues
+nothing of its own before its first launch.  A top-down level's record is complete a round late (its ``found``
+is the next frontier's length); the round that finds every part of F empty ends the search -- unless the level
+that made F claimed nothing and sent no pairs on any rank (its round says so: then F is empty everywhere).  Its
 expansion skips each vertex's own parent (visited by definition), so that a search's last frontier mostly sends
-nothing and the search ends without a round more: at scale 22 on two and three ranks sharing one H200, every one
-of 16 searches in each of five runs (``ucx_*_h200_session31_ended*``); on two ranks the last level's record took
-80-99 µs against 150-185 with the round more.
+nothing and the search ends without a round more.
 """
 
 from __future__ import annotations
@@ -98,12 +78,12 @@ class OneRoundLevels:
     whose communicator has capped rounds; ``cap`` bounds the pairs one level sends a peer (and the degree
     sum of a part that is expanded blind).  Its buffers and graphs live as long as the engine."""
 
-    #: pair rows that travel inside a level's capped round, per peer (more go in a sized round, which at 2048
-    #: rows a quarter of the small top-down levels of a scale-22 search on two ranks took); the captured
-    #: levels copy this many, so a change must come before the first search
+    #: pair rows that travel inside a level's capped round, per peer (more go in a sized round of their own:
+    #: with 2048 rows a quarter of a scale-22 search's small top-down levels on two ranks would need one); the
+    #: captured levels copy this many, so a change must come before the first search
     inline = 8192
     #: a bottom-up level that found at most this many vertices sends their list in its round's host words in
-    #: place of its bitmap (None: the words' capacity; 0: always the bitmap, for A/B runs)
+    #: place of its bitmap (None: the words' capacity; 0: always the bitmap, to measure what the lists save)
     list_cap: int | None = None
 
     def __init__(self, engine, cap: int):
@@ -334,12 +314,10 @@ class OneRoundLevels:
         w = self.out[peers[0]]  # (the GPU wrote the list there; every peer is sent the same words)
         w[:_BU_HEAD] = (c, dg, tasks, how)
         msgs = dict.fromkeys(peers, self._words(peers[0], _BU_HEAD + (c if listed else 0)))
-        # the counters go as a capped round's host words, into receives posted a round ahead: a device array
-        # that small is staged through the host by the round itself, which cost a 256 KB bitmap's round on an
-        # H200 117 us against 71 us for the bitmap alone, and as a sized round's host message the round took
-        # 115-178 us against 83-172 (in step, less in 10 of 13 processes: one_round_levels_h200_session31_*).
-        # The bitmaps stay device to device: through page-locked host memory a scale-22 search's small
-        # bottom-up levels took 469 / 503 us against 292 / 255 (one_round_levels_h200_session28_6_staged_bitmaps)
+        # the counters go as a capped round's host words, into receives posted a round ahead: as a small device
+        # array the round would stage them through the host, which adds ~45 us to a 256 KB bitmap's ~71 us round
+        # on an H200.  The bitmaps stay device to device: staged through page-locked host memory, a scale-22
+        # search's small bottom-up levels take 1.6-2x as long
         got = comm.capped_round(msgs, device=None if written else (
             {} if listed else {p: own for p in peers},
             lambda words: {p: g[woff[p]:woff[p + 1]] for p in peers if words[p][3] == 1}))

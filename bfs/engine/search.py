@@ -56,27 +56,60 @@ def to_dense(graph, ids) -> np.ndarray:
 
 def bfs(graph, root=None, *, sources=None, depth_limit: int | None = None, protocol: str = "auto",
         timeout: float = 60.0, config: SearchConfig | None = None):
-    """Breadth-first search on a prepared graph; results stay on the workers until asked for.
+    """Breadth-first search on a prepared graph, one session of all its ranks; results stay on the workers.
 
-    Give exactly one of:
+    Give exactly one of ``root`` (independent searches, one per root) and ``sources`` (one search from all
+    of them together).  The ranks search with the direction-optimizing engine of the graph's backend and
+    partitioning; each keeps its vertices' parents and levels in host memory (8 bytes per owned vertex and
+    search, 12 on GPU ranks, whose parents are int64) until the result is dropped.
 
-    * ``root``: an original id -> one :class:`~breadth.bfs.results.BFSResult`; a list of original ids ->
-      a list of independent searches, one result each (searched one after another in one session; see
-      :func:`~breadth.bfs.engine.batch_search.bfs_batch` to run up to 64 of them in one pass);
-    * ``sources``: original ids searched *together*, all at level 0 -> one result in which each reached
-      vertex's level is its distance to the nearest source and its parent chain ends in one source (a
-      source is its own parent).  Repeated sources count once.  The result's ``root`` (and the ``root``
-      column of its frames) is the first source; ``.sources`` lists them all.
+    Parameters
+    ----------
+    graph : ShardedGraph
+        The prepared graph (:class:`~breadth.bfs.sharded_graph.ShardedGraph`).
+    root : int or str or list, optional
+        An original id -> one :class:`~breadth.bfs.results.BFSResult`; a list of original ids -> a list of
+        independent searches, one result each, searched one after another in one session (see
+        :func:`~breadth.bfs.engine.batch_search.bfs_batch` to run up to 64 of them in one pass).
+    sources : list, optional
+        Original ids searched *together*, all at level 0 -> one result in which each reached vertex's level
+        is its distance to the nearest source and its parent chain ends in one source (a source is its own
+        parent).  Repeated sources count once.  The result's ``root`` (and the ``root`` column of its
+        frames) is the first source; ``.sources`` lists them all.
+    depth_limit : int, optional
+        Stop after that many levels: vertices farther away are left unreached (0 keeps only the roots or
+        sources).
+    protocol : str
+        The ranks' transport (:func:`~breadth.bfs.engine.session.run_session`): ``"auto"``, ``"tcp"``,
+        ``"ucx"`` or ``"nccl"``.
+    timeout : float
+        Seconds a rank waits for a silent peer before the search fails.
+    config : SearchConfig, optional
+        The search's tunables (default: :meth:`SearchConfig.from_env`).
 
-    ``depth_limit``: stop after that many levels (vertices farther away are left unreached; 0 keeps only
-    the roots or sources).  Raises KeyError for an id that is not in the graph, ValueError for an empty
-    ``sources`` or a negative ``depth_limit``.
+    Returns
+    -------
+    BFSResult or list of BFSResult
+        One result for one ``root`` or for ``sources``; a list, in order, for a list of roots.
 
+    Raises
+    ------
+    TypeError
+        When both or neither of ``root`` and ``sources`` are given.
+    KeyError
+        For an id that is not in the graph.
+    ValueError
+        For an empty ``sources`` or a negative ``depth_limit``.
+    RankError
+        When a rank fails during the search (:func:`~breadth.bfs.engine.session.run_session`).
+
+    Examples
+    --------
     >>> from breadth.bfs import bfs
-    >>> res = bfs(g, 0)                               # doctest: +SKIP
-    >>> res.level[:5], res.parent[:5]                 # doctest: +SKIP
+    >>> res = bfs(g, 0)                                     # doctest: +SKIP
+    >>> res.level[:5], res.parent[:5]                       # doctest: +SKIP
     >>> near = bfs(g, sources=[3, 17, 40], depth_limit=2)   # doctest: +SKIP
-    >>> near.to_parquet("out/near")                   # doctest: +SKIP
+    >>> near.to_parquet("out/near")                         # doctest: +SKIP
     """
     from .engine import check_depth_limit
 

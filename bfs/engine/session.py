@@ -45,11 +45,10 @@ def ucx_available() -> bool:
 def resolve_protocol(protocol: str, backend: str, size: int, shared_gpu: bool = False) -> str:
     """The transport a session of ``size`` ranks on ``backend`` ("cpu" or "gpu") runs: ``"self"`` for one
     rank (no peer), else ``protocol`` itself, or for ``"auto"`` the fastest available: NCCL for GPU ranks
-    on distinct GPUs (its rounds become peer-memory kernels where the GPUs reach each other; on 2 H200s
-    1.76x one GPU at scale 27 against UCX's 0.48x); UCX for GPU ranks of which two share a GPU
+    on distinct GPUs (its rounds become peer-memory kernels where the GPUs reach each other: at scale 27 two
+    H200s search 1.76x as fast as one over NCCL, 0.48x over UCX); UCX for GPU ranks of which two share a GPU
     (``shared_gpu``: NCCL refuses two ranks on one device), TCP where ucxx is missing; TCP for CPU ranks
-    (2-core machine, scale 20: a level's exchange took 494 us over UCX against 419 over TCP on 2 ranks,
-    2.9 ms against 2.3 on 4, a barrier 57/50 and 561/391 us: benchmarks/results/multirank_cpu_tcp_ucx.json.gz).
+    (UCX gains nothing there: their level exchange at scale 20 takes 0.9-1.1x as long over UCX as over TCP).
 
     >>> resolve_protocol("auto", "cpu", 2)
     'tcp'
@@ -126,8 +125,8 @@ def make_communicator(rank: int, size: int, session: str, protocol: str, timeout
 def _engine_class(backend: str, comm, config: SearchConfig | None = None, partition: str = "1d") -> type:
     """The engine of a 2D or delegates partition (host counters, on CPU and GPU ranks alike); for 1D, the
     device-counter engine for GPU ranks whose communicator has device rounds (NCCL, UCX, or one GPU alone),
-    unless ``config.device_counters`` is off (kept for A/B measurements), and the host-counter engine
-    otherwise."""
+    unless ``config.device_counters`` is off (to measure the host-counter engine there), and the host-counter
+    engine otherwise."""
     if partition == "2d":
         from .grid_engine import GridEngine
 
@@ -186,11 +185,8 @@ def _pause_profiler() -> Callable[[], None]:
     """Stop the Dask worker's statistical profiler while this worker runs ranks; returns the call that
     starts it again once its last rank ends.  Every 10 ms the profiler walks the stack of each thread that
     runs a task, on the event loop, holding the GIL that the rank thread takes back after every wait; a
-    rank held up so holds up every peer, and the samples of a rank's loop serve no one.  Its cost did not show
-    beyond the order of sessions (two ranks sharing an H200 over UCX, small top-down levels without / with /
-    without it, in one cluster: 150 / 191 / 172 us in one run, 237-260 / 199-203 / 204-208 in another;
-    ``diag_one_round_levels.py``, ``one_round_levels_h200_session29_{2,3}.json``).  Outside a worker (a rank
-    on the client's thread) nothing changes."""
+    rank held up so holds up every peer, and the samples of a rank's loop serve no one.  Outside a worker (a
+    rank on the client's thread) nothing changes."""
     try:
         from distributed import get_worker
 
@@ -230,17 +226,63 @@ def _widen_affinity():
 def run_session(graph, body: Callable, *args, protocol: str = "auto", timeout: float = 60.0,
                 engine_kw: dict | None = None, gather: bool = True, engine_class: type | None = None,
                 config: SearchConfig | None = None) -> list[Any]:
-    """Run ``body(engine, setup_seconds, *args)`` on every rank of ``graph``; return the ranks' results
-    (with ``gather=False``: the finished futures of the results, left on the ranks' workers).
-    ``engine_class``: the engine each rank builds (default: the single-search engine for the backend;
-    :class:`~breadth.bfs.engine.batch_engine.BatchEngine` for batched searches).  ``config``: the search's
-    tunables, the same on every rank (default: :meth:`SearchConfig.from_env` here, on the client).
+    """Run ``body`` on every rank of ``graph`` at once: one search session.
 
-    ``body`` must make the same collective calls on every rank.  If a rank raises, or its worker dies, the
-    other ranks lose their connections to it and stop (at once for a closed connection, within ``timeout``
-    seconds for a silent peer); the session's tasks are then cancelled and :class:`RankError` names the
-    rank that failed first and why.  The cluster can run the next session (a graph whose worker died must
-    be prepared again).
+    Each rank's task, on the worker that holds its shard, connects to its peers, builds its engine over the
+    shard and calls ``body(engine, setup_seconds, *args)``; the scheduler sees the session start and end,
+    never a level.  ``body`` must make the same collective calls on every rank.
+
+    If a rank raises, or its worker dies, the other ranks lose their connections to it and stop (at once
+    for a closed connection, within ``timeout`` seconds for a silent peer); the session's tasks are then
+    cancelled and :class:`RankError` names the rank that failed first and why.  The cluster can run the
+    next session (a graph whose worker died must be prepared again).
+
+    Parameters
+    ----------
+    graph : ShardedGraph
+        The prepared graph; rank ``r`` runs on ``graph.workers[r]``.
+    body : callable
+        ``body(engine, setup_seconds, *args)``: what each rank runs; ``setup_seconds`` is the time its
+        connection and engine took.  Its return value must pickle (it comes back to the client).
+    *args
+        Passed to ``body`` on every rank.
+    protocol : str
+        The ranks' transport: ``"auto"``, ``"tcp"``, ``"ucx"`` or ``"nccl"`` (one rank needs none).
+        ``"auto"``: NCCL between GPU ranks on distinct GPUs, UCX for GPU ranks sharing one, TCP otherwise.
+    timeout : float
+        Seconds a rank waits for a silent peer (at connection and in every round) before it fails.
+    engine_kw : dict, optional
+        Keyword arguments of the engine's constructor.
+    gather : bool
+        Whether to bring the ranks' results to the client; False returns their futures instead.
+    engine_class : type, optional
+        The engine each rank builds (default: the single-search engine for the backend and partitioning;
+        :class:`~breadth.bfs.engine.batch_engine.BatchEngine` for batched searches).
+    config : SearchConfig, optional
+        The search's tunables, the same on every rank (default: :meth:`SearchConfig.from_env` here, on the
+        client).
+
+    Returns
+    -------
+    list
+        ``body``'s result of each rank, in rank order; with ``gather=False`` the finished futures of those
+        results, left on the ranks' workers.
+
+    Raises
+    ------
+    RankError
+        When a rank failed: its exception, or its worker's death, is the ``cause``.
+    ValueError
+        For an unknown ``protocol``, ``"nccl"`` on CPU ranks, or a worker hosting more ranks than it has
+        threads (the ranks could never all run).
+
+    Examples
+    --------
+    >>> from breadth.bfs import run_session
+    >>> def reached(engine, setup_s, root):
+    ...     engine.search(root)                  # collective: every rank searches
+    ...     return int((engine.level >= 0).sum())  # this rank's reached vertices
+    >>> sum(run_session(g, reached, 0))           # doctest: +SKIP
     """
     from distributed import wait
 
@@ -317,8 +359,8 @@ def _first_failure(client, graph, futs, started: float) -> tuple[int, BaseExcept
 
     # By now some rank has failed.  The others settle at once (they see its closed connections) unless
     # one is stalled -- and then its peers have already waited `timeout` for it (that is how the failure
-    # came), so waiting another `timeout` for it (as this did: 251 s for a 120 s timeout) only delays
-    # the report; a stalled rank does not settle anyway.  A short grace lets the cascade land.
+    # came), so waiting another `timeout` for it would only delay the report (to twice the timeout); a
+    # stalled rank does not settle anyway.  A short grace lets the cascade land.
     deadline = time.monotonic() + _GRACE_S
     while True:
         dead = _dead_ranks(client, graph)
@@ -363,7 +405,32 @@ def _how_workers_died(started: float, deadline: float) -> str:
 
 
 class RankError(RuntimeError):
-    """A search session failed on one rank."""
+    """A search session failed on one rank: :func:`run_session` (and so every search) raises it.
+
+    Parameters
+    ----------
+    rank : int
+        The rank that failed first.
+    worker : str
+        The address of its Dask worker.
+    cause : BaseException
+        Why: the rank's own exception, ``CommError`` for a peer it lost, or ``WorkerDied`` when its worker
+        left the cluster.
+
+    Attributes
+    ----------
+    rank, worker, cause
+        As given.
+
+    Examples
+    --------
+    >>> from breadth.bfs import RankError
+    >>> err = RankError(1, "tcp://10.0.0.2:40001", MemoryError("shard of 12 GB"))
+    >>> str(err)
+    'BFS rank 1 on worker tcp://10.0.0.2:40001 failed: MemoryError: shard of 12 GB'
+    >>> err.rank, type(err.cause).__name__
+    (1, 'MemoryError')
+    """
 
     def __init__(self, rank: int, worker: str, cause: BaseException):
         super().__init__(f"BFS rank {rank} on worker {worker} failed: {type(cause).__name__}: {cause}")

@@ -41,8 +41,8 @@ from .kernels import (_BU_CHUNK, _BU_LONG, _FULL_GRID_PER_SM, _SCAN_TILE, _SMALL
 def use_cupy_pool() -> None:
     """Make CuPy allocate from its own memory pool in this process.  Where RMM is installed, dask-cuda (and
     cuDF) route CuPy through RMM, whose default resource is a cudaMalloc/cudaFree per array and whose pool
-    costs more per allocation than CuPy's: a search allocates per level, and on one H200 at scale 26 made
-    91-113 GTEPS (no pool) or 181-194 (an RMM pool) against 231-256 with CuPy's pool.  cuDF keeps RMM for
+    costs more per allocation than CuPy's: a search allocates per level, and on one H200 at scale 26 makes
+    91-113 GTEPS with no pool, 181-194 with an RMM pool and 231-256 with CuPy's.  cuDF keeps RMM for
     its own buffers; arrays already allocated keep their allocator."""
     cp.cuda.set_allocator(cp.get_default_memory_pool().malloc)
 
@@ -75,11 +75,11 @@ class GpuBackend:
         self._bu_cols = None  # (cols, the same rows with neighbours by decreasing degree) for bottom-up
         self._first = None  # (offsets, bottom-up columns, degree << 32 | first neighbour per owned vertex)
         #: bottom-up may read each vertex's degree and first neighbour from one packed array on levels with a
-        #: large frontier (see :meth:`bottom_up_async`); False: always from its row (for A/B measurements)
+        #: large frontier (see :meth:`bottom_up_async`); False: always from its row (to measure what it saves)
         self.first_neighbours = True
         self._tasks = None  # (offsets, int64 buffer of bottom-up's deferred long-row tasks)
         #: bottom-up hands rows longer than BU_LONG to bu_long, a warp per 1024 entries (False, from
-        #: SearchConfig.defer_long_rows: every lane scans its own row, for A/B measurements)
+        #: SearchConfig.defer_long_rows: every lane scans its own row, to measure what deferring saves)
         self.defer_long_rows = True
         #: bottom-up scans a copy of the rows ordered by neighbour degree (one-rank shards, when device
         #: memory allows; built once, in the first bottom-up step); False keeps the sorted rows
@@ -91,7 +91,7 @@ class GpuBackend:
     # -- state ------------------------------------------------------------------------------------
     def start_search(self, parent, level, root_local: int) -> None:
         """Engine hook at the start of a search: ``parent = level = -1`` (all bytes 0xFF: two memsets, which
-        write at ~1.5x the speed of the fused kernel's 16-byte stores on an H200: 0.19 against 0.28 ms at
+        write at ~1.5x the speed of a fused kernel's 16-byte stores on an H200: 0.19 ms, the kernel 0.28, at
         2^26 vertices) and the visited bitmap cleared but for the root (``root_local`` < 0 when another
         rank owns it)."""
         self._start(parent, level, root_local, -1, None)
@@ -157,7 +157,7 @@ class GpuBackend:
         """What bottom-up reads first for each owned vertex, packed as uint64 ``degree << 32 | first
         neighbour`` in ``bu_cols`` (0 for an empty row): 8 coalesced bytes instead of the row's two offsets
         and a scattered 32-byte sector of its columns, which on the late levels (almost every vertex settled
-        by its first, highest-degree neighbour) was most of the kernel's memory traffic.  Built once per
+        by its first, highest-degree neighbour) are most of the kernel's memory traffic.  Built once per
         ``(offsets, bu_cols)``; a null pointer (the rows are read directly) for 64-bit column ids."""
         if bu_cols.dtype != cp.int32 or not self.first_neighbours:
             return np.uint64(0)

@@ -29,7 +29,7 @@ __device__ __forceinline__ void record(rec_t* rec, i64 nloc, i64 j, u64 bits, i6
 }
 
 // Top-down over the frontier's edges, one thread an edge (grid-stride): a hub's row is spread over many
-// threads instead of walked by one (at scale 26, 64 roots' second level of 2,086 frontier vertices took
+// threads instead of walked by one (at scale 26, 64 roots' second level of 2,086 frontier vertices takes
 // 0.64 s with a thread per frontier vertex).  qstart: (qn + 1) prefix sums of the queue's degrees; a thread
 // finds its queue entry by binary search.  An owned neighbour gets the bits of the frontier word its
 // next word lacks (atomicOr: each bit set once, so its parent recorded once); a remote one becomes a
@@ -85,7 +85,7 @@ extern "C" __global__ void batch_claim(const i64* __restrict__ pairs, int pwidth
 
 // A level's counters (vertices found, set bits, their out-degree sum, the unfinished in-degree sum, OR of the
 // found words), summed in a thread and then over its warp (flush): one atomic per warp and counter, where one
-// per vertex on the same five words serialised the level (tens of millions of vertices end a level).
+// per vertex on the same five words would serialise the level (tens of millions of vertices end a level).
 struct Counters {
     u64 found, bits, out_deg, unfinished, orw;
 };

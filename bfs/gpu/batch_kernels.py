@@ -27,7 +27,7 @@ word and bit-sliced levels (``planes``, ``(nloc, B)`` row-major), as on the CPU:
   levels are read from the planes a group of searches at a time.  Otherwise (**derive**) one thread per owned
   vertex writes a group of searches' levels (from the planes) and parents (the first in-neighbour one level
   up, for all the group's searches in one scan) after the pass, ``(count, nloc)`` each, a group at a time.
-  At scale 26 on an H200, deriving 64 searches' parents took 5.2 s after a 1.5 s pass.
+  At scale 26 on an H200, deriving 64 searches' parents takes 5.2 s after a 1.5 s pass.
 
 Device memory of a pass: ``3 + B`` words per owned vertex (``B`` = 4 up to depth 15), the recorded parents
 (``4 k`` bytes per owned vertex below 2**31 vertices), plus, on several ranks, the gathered frontier and the
@@ -58,8 +58,8 @@ _KERNELS = ("batch_td", "batch_claim", "batch_clear", "batch_finish", "batch_bu"
             "batch_derive", "batch_levels", "batch_nonzero")
 #: rows longer than this go to warps in bottom-up, in tasks of _BU_CHUNK entries (BU_CHUNK of the CUDA source).
 #: Scale 26, 64 roots on an H100, pass seconds by threshold: 8: 0.264, 32: 0.231, 128: 0.207, 512: 0.201,
-#: 4096: 0.220 (benchmarks/results/batch_cli_gpu_h100_s26_long_rows_sweep.json): a lane walks a row of a few
-#: hundred entries faster than a warp's steps (a scan and an atomic each) cover it
+#: 4096: 0.220: a lane walks a row of a few hundred entries faster than a warp's steps (a scan and an atomic
+#: each) cover it
 _BU_LONG, _BU_CHUNK = 512, 1024
 #: the most blocks of a grid-stride launch
 _MAX_BLOCKS = 1 << 16

@@ -185,12 +185,12 @@ extern "C" __global__ void stamp(i64* ts, int i) {
 // Rows longer than BU_LONG whose first neighbour is not in the frontier are not scanned by their lane: a
 // lane walking a long row alone holds its warp (and the level) for the whole row, and on a level whose
 // frontier is small but whose unvisited rows are long (a degree-1 root next to a hub) that serial tail
-// was most of the level.  They become tasks of BU_CHUNK entries (tasks[], counted in ctr[2]) that bu_long
+// is most of the level.  They become tasks of BU_CHUNK entries (tasks[], counted in ctr[2]) that bu_long
 // scans a warp per task, 32 entries per step.
 // A long row is first scanned inline up to BU_INLINE entries (its lane's work stays bounded): rows are
 // ordered by decreasing neighbour degree, so most vertices that miss on their first neighbour (a hub found
 // one level earlier, settled but no longer in the frontier) hit on one of the next few, and a task per
-// such row cost more than those checks (at scale 26, deferring after one entry made bu_long most of the
+// such row costs more than those checks (at scale 26, deferring after one entry makes bu_long most of the
 // first bottom-up level).  The rest of the row, from entry BU_INLINE, becomes the tasks.
 #define BU_LONG 32
 #ifndef BU_INLINE

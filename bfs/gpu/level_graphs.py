@@ -1,8 +1,8 @@
 """Multi-GPU BFS levels captured as CUDA graphs: one launch and one wait per level.
 
 On two NVLink H200s a level's GPU work and NCCL rounds take tens of µs, but queueing them from Python
-took 90-230 µs per level (CuPy launches, NCCL calls, allocations, measured as the time between a level's
-start and its last launch), and that host time was most of the "exchange" time of a search.  Here a
+takes 90-230 µs per level (CuPy launches, NCCL calls, allocations: the time between a level's start and its
+last launch), most of a search's "exchange" time.  Here a
 level's whole sequence (parameter copy, frontier all-gather, kernels, the pairs' exchange, claims, the
 counters' all-gather and their copy to the host) is captured once into a CUDA graph and replayed:
 

@@ -141,7 +141,41 @@ def _graph500_batch_rank(engine, setup_s, roots, validate, topic):
 
 @dataclass
 class Graph500Result:
-    """Per-root figures and the benchmark statistics; :meth:`report` prints the reference format."""
+    """What :func:`graph500` measured: per-root figures, and the benchmark's statistics over them.
+
+    Parameters
+    ----------
+    header : dict
+        The report's leading ``name: value`` fields (``SCALE``, ``edgefactor``, ``NBFS``, ``num_ranks``,
+        ``protocol``, ``search_config``, ``construction_time``, ...).
+    rows : list of dict
+        One per root, in search order: ``root`` (dense id), ``time`` (seconds), ``nedge`` (input edge
+        tuples in the root's component), ``reached``, ``depth``, ``validate_time`` (seconds),
+        ``violations`` (:data:`~breadth.bfs.graph500.validate.RULES` -> count, or None when not validated),
+        ``bytes_sent`` and ``levels`` (per-level records); batched runs add ``batch``, ``batch_size``,
+        ``batch_time``, ``pass_time`` and ``results_time``.
+    setup_s : list of float
+        Each rank's seconds to connect and build its engine.
+
+    Examples
+    --------
+    >>> from breadth.bfs import Graph500Result
+    >>> res = Graph500Result(header={"SCALE": 10, "edgefactor": 16, "NBFS": 2},
+    ...                      rows=[{"root": 5, "time": 0.002, "nedge": 16000, "validate_time": 0.01,
+    ...                             "violations": {"tree": 0}},
+    ...                            {"root": 9, "time": 0.004, "nedge": 16000, "validate_time": 0.01,
+    ...                             "violations": {"tree": 0}}])
+    >>> res.teps.tolist(), round(res.harmonic_mean_teps), res.valid
+    ([8000000.0, 4000000.0], 5333333, True)
+    >>> print(res.report())
+    SCALE: 10
+    edgefactor: 16
+    NBFS: 2
+    bfs  min_time: 2.00000000000000004e-03
+    ...
+    bfs  harmonic_mean_TEPS: 5.33333333333333302e+06
+    ...
+    """
 
     header: dict
     rows: list[dict]
@@ -151,33 +185,92 @@ class Graph500Result:
 
     @property
     def times(self) -> np.ndarray:
+        """``(nroots,)`` float64 seconds of each search, in row order."""
         return np.array([r["time"] for r in self.rows])
 
     @property
     def nedges(self) -> np.ndarray:
+        """``(nroots,)`` float64 edge counts of each search (Graph500's ``nedge``), in row order."""
         return np.array([r["nedge"] for r in self.rows], np.float64)
 
     @property
     def teps(self) -> np.ndarray:
+        """``(nroots,)`` float64 traversed edges per second of each search, ``nedges / times``."""
         return self.nedges / self.times
 
     @property
     def harmonic_mean_teps(self) -> float:
+        """The harmonic mean of :attr:`teps`: Graph500's headline figure, in edges per second."""
         return statistics(self.teps, rate=True)["harmonic_mean"]
 
     @property
     def valid(self) -> bool:
+        """Whether every validated search broke no rule (True when none was validated)."""
         return all(r["violations"] is None or not any(r["violations"].values()) for r in self.rows)
 
     def failures(self) -> list[tuple[int, dict]]:
+        """The searches that broke a rule.
+
+        Returns
+        -------
+        list of (int, dict)
+            ``(root, violations)`` of each failed search, in row order; empty when :attr:`valid`.
+
+        Examples
+        --------
+        >>> from breadth.bfs import Graph500Result
+        >>> res = Graph500Result({"NBFS": 1}, [{"root": 3, "time": 0.5, "nedge": 10, "validate_time": 0.1,
+        ...                                     "violations": {"tree": 1}}])
+        >>> res.failures(), res.valid
+        ([(3, {'tree': 1})], False)
+        """
         return [(r["root"], r["violations"]) for r in self.rows
                 if r["violations"] is not None and any(r["violations"].values())]
 
     def report(self) -> str:
+        """The reference implementation's report: ``name: value`` lines.
+
+        Returns
+        -------
+        str
+            The header's fields, then the order statistics, mean and standard deviation of the times
+            (seconds), of the edge counts and of the TEPS (with their harmonic mean and its deviation), and
+            of the validation times where searches were validated, one per line, floats as ``%.17e``.
+
+        Examples
+        --------
+        >>> from breadth.bfs import Graph500Result
+        >>> res = Graph500Result({"NBFS": 1}, [{"root": 3, "time": 0.5, "nedge": 10, "validate_time": 0.1,
+        ...                                     "violations": {"tree": 1}}])
+        >>> print(res.report())
+        NBFS: 1
+        bfs  min_time: 5.00000000000000000e-01
+        ...
+        bfs  harmonic_mean_TEPS: 2.00000000000000000e+01
+        ...
+        """
         vt = [r["validate_time"] for r in self.rows if r["violations"] is not None]
         return "\n".join(report_lines(self.header, self.times, self.nedges, vt))
 
     def to_dict(self) -> dict:
+        """Everything as JSON-ready values.
+
+        Returns
+        -------
+        dict
+            ``header``, ``statistics`` (``time``, ``nedge``, ``teps`` and, where recorded, ``bytes_sent``:
+            each a dict of order statistics, mean and standard deviation), ``valid``, ``rules``, ``setup_s``,
+            ``roots`` (the rows) and ``machine`` (Python version, platform, processor).
+
+        Examples
+        --------
+        >>> from breadth.bfs import Graph500Result
+        >>> res = Graph500Result({"NBFS": 1}, [{"root": 3, "time": 0.5, "nedge": 10, "validate_time": 0.1,
+        ...                                     "violations": {"tree": 1}}])
+        >>> d = res.to_dict()
+        >>> d["valid"], d["statistics"]["teps"]["harmonic_mean"]
+        (False, 20.0)
+        """
         return {
             "header": self.header,
             "statistics": {"time": statistics(self.times), "nedge": statistics(self.nedges),
@@ -191,7 +284,25 @@ class Graph500Result:
         }
 
     def write_json(self, path: str) -> None:
-        """Write :meth:`to_dict` as JSON through a temporary name and a rename."""
+        """Write :meth:`to_dict` as a JSON file.
+
+        The file is written under ``path + ".tmp"`` and renamed to ``path``: a reader never sees half a
+        file, and an existing ``path`` stays whole until the new one replaces it.
+
+        Parameters
+        ----------
+        path : str
+            The file to write.
+
+        Raises
+        ------
+        OSError
+            When the directory is missing or not writable.
+
+        Examples
+        --------
+        >>> graph500(g).write_json("graph500.json")      # doctest: +SKIP
+        """
         import os
 
         tmp = f"{path}.tmp"
@@ -203,21 +314,57 @@ class Graph500Result:
 def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, progress: bool = False,
              protocol: str = "auto", timeout: float = 120.0, alpha: float | None = None, beta: float | None = None,
              header: dict | None = None, batch: bool = False, config: SearchConfig | None = None) -> Graph500Result:
-    """Run the Graph500 BFS kernel: ``nroots`` validated searches from random roots of degree >= 1.
+    """Run the Graph500 BFS kernel: ``nroots`` timed, validated searches from random roots of degree >= 1.
 
-    ``config``: the search's tunables (:class:`~breadth.bfs.search_config.SearchConfig`; default: its
-    defaults with the environment's ``BREADTH_*`` overrides), recorded in the report's header
-    (``search_config``).  ``alpha``/``beta`` override its direction rule's thresholds (bottom-up once the
-    frontier's edges exceed the unexplored edges / alpha; top-down again below n / beta vertices);
-    ``alpha`` None is the backend's default (:meth:`breadth.bfs.engine.engine.Engine.default_alpha`: 15 on CPUs,
-    50 on one or two GPUs, scaled by (ranks / 2)^2 beyond).
+    One session of the graph's ranks: an untimed warm-up search, then each search timed alone (the slowest
+    rank's time between two barriers), its edge count taken and its result validated where it lives.
 
-    ``batch``: search the roots 64 at a time in one pass each (MS-BFS, :mod:`breadth.bfs.engine.batch_engine`);
-    each root's ``time`` is then its batch's time -- the pass plus deriving every root's parents and
-    levels -- divided by the batch's size (the rows also carry ``batch``, ``batch_size``, ``batch_time``,
-    ``pass_time`` and ``results_time``), so TEPS are the batch's edges per second shared out, not a
-    single search's.
+    Parameters
+    ----------
+    graph : ShardedGraph
+        The prepared graph.
+    nroots : int
+        Searches to run (Graph500: 64); fewer where the graph has fewer vertices of degree >= 1.
+    seed : int
+        The roots' seed (:func:`~breadth.bfs.graph500.roots.choose_roots`).
+    validate : bool
+        Check every search against the five rules (:mod:`~breadth.bfs.graph500.validate`).
+    progress : bool
+        Draw a progress bar on stderr.
+    protocol : str
+        The ranks' transport (:func:`~breadth.bfs.engine.session.run_session`).
+    timeout : float
+        Seconds a rank waits for a silent peer before the run fails.
+    alpha, beta : float, optional
+        Override ``config``'s direction rule: bottom-up once the frontier's edges exceed the unexplored
+        edges / alpha, top-down again below n / beta vertices; ``alpha`` None is the backend's default
+        (:meth:`breadth.bfs.engine.engine.Engine.default_alpha`: 15 on CPUs, 50 on one or two GPUs, scaled
+        by (ranks / 2)^2 beyond).
+    header : dict, optional
+        Extra report header fields.
+    batch : bool
+        Search the roots 64 at a time in one pass each (MS-BFS, :mod:`breadth.bfs.engine.batch_engine`).
+        Each root's ``time`` is then its batch's time -- the pass plus laying out every root's parents and
+        levels -- divided by the batch's size, so TEPS are the batch's edges per second shared out, not a
+        single search's.
+    config : SearchConfig, optional
+        The search's tunables (default: :meth:`SearchConfig.from_env`), recorded in the report's header
+        (``search_config``).
 
+    Returns
+    -------
+    Graph500Result
+        The per-root rows and the statistics.
+
+    Raises
+    ------
+    ValueError
+        For ``nroots < 1`` or an unknown ``protocol``.
+    RankError
+        When a rank fails during the run.
+
+    Examples
+    --------
     >>> from breadth.bfs import graph500
     >>> res = graph500(g, nroots=64)               # doctest: +SKIP
     >>> print(res.report())                        # doctest: +SKIP

@@ -24,10 +24,38 @@ def degrees(graph, ids) -> np.ndarray:
 
 
 def choose_roots(graph, nroots: int = 64, seed: int = 2) -> np.ndarray:
-    """``nroots`` distinct dense ids of degree >= 1, drawn uniformly with ``numpy.random.default_rng(seed)``.
+    """Graph500 search roots: distinct vertices of degree >= 1, drawn uniformly, reproducible from a seed.
 
-    The same seed gives the same roots for any number of shards.  Fewer come back (with a warning) only
-    when the graph has fewer non-isolated vertices.
+    Candidates are drawn with ``numpy.random.default_rng(seed)`` in rounds and their degrees asked of the
+    shards that own them (a few numbers per candidate travel), so the same seed gives the same roots for
+    any number of shards.
+
+    Parameters
+    ----------
+    graph : ShardedGraph
+        The prepared graph.
+    nroots : int
+        How many roots.
+    seed : int
+        The random generator's seed.
+
+    Returns
+    -------
+    ndarray
+        ``(nroots,)`` int64 dense ids, in draw order; fewer (with a warning) only when the graph has fewer
+        vertices of degree >= 1.
+
+    Raises
+    ------
+    ValueError
+        For ``nroots < 1``.
+
+    Examples
+    --------
+    >>> from breadth.bfs import choose_roots
+    >>> roots = choose_roots(g, 64, seed=2)          # doctest: +SKIP
+    >>> roots.shape, roots.dtype                     # doctest: +SKIP
+    ((64,), dtype('int64'))
     """
     if nroots < 1:
         raise ValueError(f"nroots must be >= 1, got {nroots}")

@@ -18,6 +18,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+#: the rules' names, in the order of the module notes (1-5): the keys of :func:`validate`'s answer and of a
+#: Graph500 report's per-root ``violations``
 RULES = ("tree", "tree_edge_levels", "edge_levels", "spans_component", "parent_is_neighbour")
 
 
@@ -124,13 +126,44 @@ def row_violations(shard, parent_local: np.ndarray, level_g: np.ndarray, root: i
 
 
 def validate(shards, parent: np.ndarray, level: np.ndarray, root: int) -> dict[str, int]:
-    """Violations of each rule for a whole result (``parent``/``level`` over all ``n`` vertices).
+    """Check a whole search result against the five Graph500 rules, in this process.
 
-    ``shards``: the graph's shards (one or several).  An empty dict value of 0 everywhere means valid.
+    For results gathered on one machine (tests, small graphs); a search session checks each rank's part
+    where it lives instead (the Graph500 driver).
 
-    >>> v = validate([shard], parent, level, root)   # doctest: +SKIP
+    Parameters
+    ----------
+    shards : list of Shard
+        Every shard of the graph (NumPy arrays), together covering ``0..n-1``.
+    parent : array_like
+        ``(n,)`` parents in dense ids (a root its own parent, -1 unreached).
+    level : array_like
+        ``(n,)`` levels (-1 unreached).
+    root : int
+        The search's root (dense id).
+
+    Returns
+    -------
+    dict of str to int
+        Each rule's name (:data:`RULES`) -> its number of violations; all 0 means valid.
+
+    Examples
+    --------
+    An undirected path 0 - 1 - 2 - 3 and a vertex 4 alone, searched from 0:
+
+    >>> import numpy as np
+    >>> from breadth.bfs import Shard, validate
+    >>> shard = Shard(rank=0, nparts=1, num_vertices=5, lo=0, hi=5,
+    ...               offsets=np.array([0, 1, 3, 5, 6, 6]), columns=np.array([1, 0, 2, 1, 3, 2], np.int32),
+    ...               tuple_degree=np.array([1, 2, 2, 1, 0], np.int32), self_loops=np.zeros(5, np.int32))
+    >>> v = validate([shard], parent=[0, 0, 1, 2, -1], level=[0, 1, 2, 3, -1], root=0)
     >>> all(x == 0 for x in v.values())
     True
+
+    Vertex 3's parent claimed to be 1, which is no neighbour of 3:
+
+    >>> validate([shard], parent=[0, 0, 1, 1, -1], level=[0, 1, 2, 2, -1], root=0)["parent_is_neighbour"]
+    1
     """
     parent = np.asarray(parent, np.int64)
     level = np.asarray(level, np.int32)

@@ -16,7 +16,7 @@ asynchronous copies, so an all-reduce or a header round costs one wait, not thre
 
 Failure model: NCCL itself would wait forever for a dead peer.  Every collective therefore ends by
 polling a CUDA event (never a blocking synchronize).  The poll first spins on the event (``_SPIN_S``):
-``time.sleep(0)`` costs ~55 µs on Linux (the default 50 µs timer slack), which was most of a small
+``time.sleep(0)`` costs ~55 µs on Linux (the default 50 µs timer slack), which would be most of a small
 collective's latency.  Past the spin it yields the CPU between queries and peeks at the peers' TCP
 sockets every ``_PEEK_EVERY_S``.  A peer whose process died closes them (EOF): once its collective has
 not completed within a short grace the communicator aborts NCCL (``ncclCommAbort``, on a helper thread
@@ -81,7 +81,7 @@ class NCCLCommunicator(Communicator):
         self._hdr_recv = cp.zeros((self.size, _HDR), cp.int64)
         self._pin = self._pin_recv = self._dstage = None
         self._stage(_STAGE)
-        # poll="sleep" restores the old wait (time.sleep(0) between queries), for measurements
+        # poll="sleep": time.sleep(0) between queries from the start, no spin (to measure what the spin saves)
         self._spin_s = 0.0 if poll == "sleep" else _SPIN_S
         self._cancelled = task_cancelled_probe()
         #: peer-mapped receive buffers for captured rounds (:mod:`breadth.bfs.transport.peer_memory`), set by

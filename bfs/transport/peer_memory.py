@@ -21,10 +21,9 @@ buffer is written by two consecutive rounds, so a peer one round ahead never ove
 still reads.  A push lands where the *sender* points, so every rank must receive a round's data in the
 same buffer (level_graphs shares one per kind of level).
 
-Measured on four H200s (``benchmarks/results/multigpu_h200x4_peer_bounded.log``): top-down levels with
-large frontiers spend 121 µs beyond their kernels against 205 µs over NCCL (73 vs 306 on two), since only
-the filled pair rows move and the second round is rarer; a tiny round is not faster than NCCL's (45 vs
-36 µs per level on four GPUs).
+On four H200s, top-down levels with large frontiers spend ~120 µs beyond their kernels this way, ~205 µs
+over NCCL (on two: ~75 and ~305), since only the filled pair rows move and the second round is rarer; a tiny
+round is no faster than NCCL's (~45 µs per level on four GPUs, NCCL's ~36).
 
 Failure: the spin gives up after ``timeout`` seconds, or at once when the host raises the abort flag (in
 pinned host memory, which the GPU reads through unified addressing): the kernel records why in the same

@@ -35,8 +35,8 @@ from .wire_format import HEADER, MAGIC, MAXDIM, as_host_array, session_digest, w
 _HELLO = struct.Struct("<4s8sQ")
 _CHUNK = 1 << 22  # bytes per send/recv call: large enough to amortize the syscall, small enough to interleave
 #: messages up to this size are sent before anything is received (they fit the sockets' buffers); a round of
-#: larger ones is driven by the selector loop (sending 128 KB eagerly gave no steady gain: 42-127 us against
-#: 63-110 us in the same runs)
+#: larger ones is driven by the selector loop (sending 128 KB eagerly gains nothing steady: a round takes
+#: 42-127 us so, 63-110 us not)
 _EAGER = 1 << 15
 
 
@@ -181,8 +181,8 @@ class TCPCommunicator(PeerCommunicator):
         try:
             # Most rounds of a search are small: every message leaves in the first send, and each peer's
             # is then awaited on its socket alone, with no selector to set up and tear down (an all-reduce
-            # between two ranks: 35-52 us against 66-82 before; scale-20 search times did not move beyond
-            # their noise).  A message that does not leave at once goes on in the selector loop.
+            # between two ranks: 35-52 us so, 66-82 through the selector).  A message that does not leave at
+            # once goes on in the selector loop.
             if all(sum(len(b) for b in peer.out) <= _EAGER for peer in self._peers.values()):
                 for peer in self._peers.values():
                     if peer.out:

@@ -77,20 +77,20 @@ def _import_ucxx():
 # Every slot round's message starts with a slot: the header, then the payload itself when it is a host array
 # of at most the rank's inline size (counters, barriers, frontiers and pair lists), so those take one UCX
 # message instead of two, into a receive posted ahead.  A slot goes out at its length; its receive buffer
-# holds the largest.  CPU ranks inline up to _INLINE_HOST bytes (two ranks at scale 20: a level's 31 KB of
-# pairs waited for the slot before the data's receive could be posted, 585-722 us against TCP's 471-655),
-# within _SLOTS_MAX bytes of receive buffers per rank; GPU ranks up to _INLINE (their large payloads are
-# device buffers).  The header's flags say whether a payload is inline, so the two sides need not agree.
+# holds the largest.  CPU ranks inline up to _INLINE_HOST bytes, within _SLOTS_MAX bytes of receive buffers
+# per rank: a payload in a message of its own waits for the slot before its receive can be posted (at scale 20
+# a level's pairs are ~31 KB, and sent so its exchange takes longer over UCX than over TCP); GPU ranks up to
+# _INLINE (their large payloads are device buffers).  The header's flags say whether a payload is inline, so the
+# two sides need not agree.
 _INLINE = 1 << 14
 _INLINE_HOST = 1 << 18
 _SLOTS_MAX = 1 << 23
 _INLINED = 2  # header flag beside "device" (1)
 # Device arrays of at most _STAGE bytes travel through host memory (a copy to the host on the sender, one to
-# the device on the receiver): UCX moves a small device buffer between two processes on one H100 in a
-# 340 us round trip against 22 us for host bytes (benchmarks/results/ucx_one_gpu_h100.json.gz), and the
-# copies cost ~10 us each.  In a slot round such an array rides inline in the slot, as a small host one does.
-# Staging up to 1 MiB instead was slower (scale 24, two ranks on one H100, 3 alternating runs: 14.2-15.1
-# against 24.1-25.6 GTEPS, small levels 1154-1227 against 1034-1139 us; results/ucx_stage_ab_h100.json).
+# the device on the receiver): UCX moves a small device buffer between two processes on one H100 in a ~340 us
+# round trip, host bytes in ~22 us, and the copies cost ~10 us each.  In a slot round such an array rides inline
+# in the slot, as a small host one does.  Larger arrays go device to device: staging up to 1 MiB cut a scale-24
+# search on two ranks of one H100 to ~60 % of its GTEPS.
 _STAGE = _INLINE
 _WRAPS = 256  # device buffers whose ucxx wrappers a communicator caches (UCXCommunicator._device_array)
 
@@ -102,17 +102,16 @@ _CAPPED = (1 << _INDEX_BITS) - 1  # index of a capped round's message (kind _SIZ
 _HELLO, _GOODBYE = 0, 1  # indices of the control messages (their sequence field holds the session digest)
 
 _SPIN_S = 5e-5  # GPU ranks busy-poll the worker this long before waiting on its epoll wakeup (see _spin_for)
-# (GPU ranks polling 2 ms, as NCCL's waits do, were slower on an H100: a one-element all-reduce 141 us against
-# 91 us, benchmarks/results/ucx_one_gpu_h100_spin2ms.json.gz)
+# (not NCCL's 2 ms: polling that long, a one-element all-reduce between GPU ranks on an H100 takes ~140 us, ~90
+# polling 50 us)
 # CPU ranks poll up to 1 ms: a message above the eager 32 KB (_HOST_UCX) goes by rendezvous, whose steps each
-# need the other side to progress, and a side asleep in epoll delays every step by a wake-up.  Scale 20, two
-# ranks on this 2-core machine (bench_multirank.py, 12 sessions each way in 5 alternating runs,
-# results/multirank_cpu_ucx2_spin_{50us,1ms}_*.json.gz): the level exchange over UCX, relative to TCP's in the same
-# session, 0.92-1.74x (median 1.35) polling 50 us, 0.87-1.35x (median 1.03) polling 1 ms.
+# need the other side to progress, and a side asleep in epoll delays every step by a wake-up.  Two ranks at
+# scale 20 on a 2-core machine: polling 1 ms, the level exchange over UCX takes about as long as over TCP
+# (median 1.03x); polling 50 us, 1.35x.
 _HOST_SPIN_S = 1e-3
 # Rounds that move device buffers poll longer: the CUDA IPC copies' completion does not wake the worker's
-# epoll, so a wait that went to sleep returned late (two ranks on one H100: a 64 MB sized round at 103 GB/s
-# per direction against raw ucxx's 158, 134 GB/s when polled; benchmarks/results/ucx_sized_rounds_h100_*.json.gz)
+# epoll, so a wait that goes to sleep returns late (two ranks on one H100: a 64 MB sized round moves ~103 GB/s
+# per direction that way, 134-158 GB/s polled)
 _DEVICE_SPIN_S = 2e-3
 _EVENT_MS = 2  # longest sleep in the worker's epoll wait between checks of time, liveness and cancellation
 _CHECK_EVERY_S = 0.005  # how often a long wait looks at goodbyes, the timeout and the task's cancellation
@@ -123,20 +122,17 @@ _SEND_WRAPS = 64  # capped rounds' send arrays kept wrapped for ucxx (at most th
 
 
 # UCX settings for host-only ranks (a user's own UCX_* variables win).  Between two CPU processes on one host,
-# on endpoints with error handling (UCX then moves host messages over TCP), UCX's defaults moved 16 KB-800 KB
-# messages slower than a TCP socket; its put protocol and eager messages up to 32 KB were faster at every size (a
-# round both ways, 3 alternating runs, benchmarks/diag_ucx_host.py -> results/ucx_cpu_settings.json): 16 KB 44-58
-# -> 20 us, 64 KB 83-114 -> 58-61, 200 KB 168-284 -> 85, 800 KB 584-639 -> 159-179 (TCP sockets: 24-51, 22-50,
-# 46-127, 228-490 us).  On the rounds' endpoints without error handling (shared memory) they make no difference:
-# 40 B 8, 32 KB 16, 200 KB 34 us against 8, 14, 32 (session 34).
+# on endpoints with error handling (UCX then moves host messages over TCP), UCX's defaults move 16 KB-800 KB
+# messages slower than a TCP socket; its put protocol and eager messages up to 32 KB are faster at every size
+# (a 200 KB round both ways: ~85 us with them, 168-284 with the defaults).  On the rounds' endpoints without
+# error handling (shared memory) they make no difference.
 _HOST_UCX = {"RNDV_SCHEME": "put_zcopy", "RNDV_THRESH": "32k"}
 
 
 def _context_config(device: bool) -> dict[str, str]:
     """UCX settings for this rank's context: :data:`_HOST_UCX` on CPU ranks, minus what the user set."""
-    if device:  # GPU ranks keep UCX's choice (measured in bench_multigpu; the put protocol moved their host
-        # messages faster only while those went over TCP: benchmarks/diag_ucx_host.py --gpu,
-        # results/ucx_gpu_host_settings_h200*.json.gz)
+    if device:  # GPU ranks keep UCX's choice: the put protocol moves their host messages faster only over TCP,
+        # and their rounds with peers of the host go over shared memory
         return {}
     return {k: v for k, v in _HOST_UCX.items() if f"UCX_{k}" not in os.environ}
 
@@ -144,10 +140,8 @@ def _context_config(device: bool) -> dict[str, str]:
 def _spin_for(ranks_here: int, device: bool = False) -> float:
     """How long a rank busy-polls before sleeping on the worker's wakeup: :data:`_HOST_SPIN_S` on CPU ranks,
     :data:`_SPIN_S` on GPU ranks, where this host has a core for every rank on it, else not at all -- a polling
-    rank then holds a core its peers need to send what it waits for.  Barriers of ranks on this 2-core
-    machine (``run_session``, 2000 a session, two sessions each way, polling 50 us): 2 ranks 61-63 us polling,
-    122-123 us not; 4 ranks 578-594 us polling (255-261 us of CPU per barrier and rank), 492-508 us not
-    (212-221 us; TCP's 403-472 us, 153-172 us)."""
+    rank then holds a core its peers need to send what it waits for.  On a 2-core machine a barrier of 2 ranks
+    takes ~62 us polling and ~122 us not; one of 4 ranks ~500 us not polling, ~590 polling."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -181,12 +175,10 @@ def _flat_bytes(a: Any) -> Any:
 
 class _DeviceBytes:
     """The bytes of a C-contiguous device array as ucxx's ``Array`` reads them: the CUDA array interface of a
-    flat uint8 array, built from the array's pointer.  A flat byte view costs two CuPy array objects: wrapping
-    one took 3.7-7.3 us a message on an H200, this 1.7-3.6.  A 64 MB round both ways between two ranks on one
-    H200 (MPS), alternating call by call in one process: 155-166 us against 185-200 with flat views, raw ucxx
-    on the same endpoints 118-134 (``benchmarks/diag_ucx_gpu_rounds.py``, 3 runs,
-    ``benchmarks/results/ucx_gpu_rounds_h200_session27_{1,2,4}.json``).  ``base`` keeps the array, and so its
-    memory, alive as long as UCX holds the wrapper (``keep``; the sized rounds' cached wrappers do not)."""
+    flat uint8 array, built from the array's pointer.  A flat byte view costs two CuPy array objects (wrapping
+    one takes 3.7-7.3 us a message on an H200, this 1.7-3.6): a 64 MB round both ways between two ranks on one
+    H200 takes ~160 us with these wrappers, ~190 with flat views.  ``base`` keeps the array, and so its memory,
+    alive as long as UCX holds the wrapper (``keep``; the sized rounds' cached wrappers do not)."""
 
     __slots__ = ("__cuda_array_interface__", "base")
 
@@ -291,15 +283,12 @@ class UCXCommunicator(PeerCommunicator):
         # transports cannot report a peer's failure, so an endpoint asked to (ucxx's default) leaves them out
         # and moves a host message over TCP even between two processes of one host: on the rounds' endpoints to
         # a peer of this host none is asked, and a peer's failure is seen on its control endpoint, whose goodbye
-        # receive it cancels.  A round both ways (benchmarks/diag_ucx_host.py, ERROR_HANDLING=n against
-        # default): two CPU processes here 40 B 18 -> 8 us, 32 KB 57 -> 14, 200 KB 171 -> 32; two GPU processes
-        # of one H200, page-locked host words 40 B 15-17 -> 10-14, 128 KB 81-83 -> 17-18, device 64 MB 512-575
-        # -> 440-459 (results/ucx_gpu_host_settings_h200_error_handling.json.gz).  The rounds' endpoint to a peer
-        # of this host goes to its worker address, not through its listener: closing a listener's connection
-        # without error handling flushes it, and where the peer had closed its end first UCX printed "error during
-        # flush: Connection reset by remote peer" at about one close in ten (tests/test_multirank.py).  The same
-        # shared-memory lanes, no slower: alternating sessions in one pair of GPU processes, small top-down
-        # levels 49-99 us against 50-118 (results/one_round_levels_h200_session37_endpoints_ab.json.gz).
+        # receive it cancels.  Without error handling a round both ways of 128 KB of page-locked host words
+        # between two GPU processes of one H200 takes ~17 us, with it ~82 (two CPU processes, 200 KB: 32 and
+        # 171 us).  The rounds' endpoint to a peer of this host goes to its worker address, not through its
+        # listener: closing a listener's connection without error handling flushes it, and where the peer had
+        # closed its end first UCX prints "error during flush: Connection reset by remote peer" at about one
+        # close in ten (tests/test_multirank.py); the worker address takes the same shared-memory lanes.
         # ``accepted``: the endpoints of the peers' connections to our listener (their hellos, goodbyes and the
         # rounds of peers elsewhere: they send on them, we on our own)
         accepted: list = []
@@ -534,15 +523,12 @@ class UCXCommunicator(PeerCommunicator):
         such copies queued before the round's one wait on the stream) and, received, copied to the device
         on the stream without a wait.  A larger array is a message of its own (index ``1 + i``), device to
         device.  A host array is read after the round's wait for the stream, so one that a copy queued on the
-        stream writes may be sent.  Two ranks on one H100 (MPS), a top-down level's round of counters and
-        pairs, 2 alternating runs of ``diag_ucx_gpu_rounds.py``: 169 / 174 us as four messages with a wait per
-        copy, 146 / 93 us packed (``benchmarks/results/ucx_gpu_rounds_h100_mps_pack_{old,new}_{1,2}.json``).
+        stream writes may be sent.  A top-down level's round of counters and pairs between two ranks on one
+        H100 takes 93-146 us packed, ~170 as four messages with a wait per copy.
 
-        Plain loops, device buffers wrapped once (:meth:`_device_array`): on two ranks sharing an H200 the
-        round's own code took 21-28 us beside its posts and wait at 256 KB-64 MB, now 2-12 us; a 64 MB round
-        and the stream's wait, back to back, 170 us before, 139 / 144 after, raw ucxx's exchange 112-116
-        (alternating runs on one machine, ``benchmarks/diag_ucx_sized_round.py``,
-        ``results/ucx_sized_round_h200_session29_ab_{1_new,2_old,3_new}.json``)."""
+        Plain loops, device buffers wrapped once (:meth:`_device_array`): the round's own code takes 2-12 us
+        beside its posts and wait on an H200's host, and a 64 MB round with the stream's wait ~140 us, where raw
+        ucxx's exchange takes 112-116."""
         self._check()
         self._dseq = seq = self._dseq + 1
         me, on_dev = self.rank, self._on_device
@@ -621,8 +607,7 @@ class UCXCommunicator(PeerCommunicator):
 
     def _device_array(self, a) -> Any:
         """ucxx's ``Array`` over device array ``a``'s bytes, wrapped once per address and length: wrapping a
-        round's two buffers anew cost a 64 MB round 5-13 us on an H200's host (raw ucxx on the communicator's
-        endpoints, ``diag_ucx_sized_round.py``, ``ucx_sized_round_h200_session29_*.json``).  The wrapper holds
+        round's two buffers anew costs a 64 MB round 5-13 us on an H200's host.  The wrapper holds
         no reference to ``a``: the caller's arrays are alive through the round, and a failed round keeps them
         (``_orphans``) until the communicator is released.  The cache forgets everything past ``_WRAPS``
         entries."""
@@ -778,10 +763,8 @@ class UCXCommunicator(PeerCommunicator):
     def _wrap_words(self, a: np.ndarray) -> tuple:
         """``(a, ucxx's wrapper of a, its bytes)``, kept for the next capped rounds that send the same array
         object (the callers send from a few buffers).  Making one takes 1.5 us in a loop but 5 or more
-        between a level's other steps: two CPU ranks here starting their rounds 0-40 us apart, as in a search,
-        the later rank's round took 31-53 us sending a new array (wrapped) each time, 24-42 the same array,
-        raw ucxx on the same endpoint 20-33, in three sessions whose speeds differ; 7-12 us more than the kept
-        wrapper in each (``benchmarks/diag_capped_round.py``, ``results/capped_round_cpu_session36_quiet``)."""
+        between a level's other steps: for two CPU ranks starting their rounds 0-40 us apart, as in a search,
+        a new wrapper each round adds 7-12 us to a round of 24-42 us."""
         if a.ndim != 1 or not a.flags.c_contiguous:
             raise ValueError(f"rank {self.rank}: a capped round sends 1-D C-contiguous words, got shape {a.shape} "
                              f"and strides {a.strides}")
@@ -891,7 +874,7 @@ class UCXCommunicator(PeerCommunicator):
         except Exception:
             pass
         # the endpoints without error handling close without waiting: their blocking close waits until the peer
-        # answers, and a silent peer never does (a stalled rank's kept its failed peers 60 s); the others' forced
+        # answers, and a silent peer never does (a stalled rank would hold its failed peers 60 s); the others' forced
         # close returns at once
         unhandled = [ep for p, ep in self._eps.items() if p in self._local]
         handled = [ep for p, ep in self._eps.items() if p not in self._local] + list(self._ctl.values())
