@@ -312,7 +312,8 @@ def main(argv=None) -> int:
     for r in sorted(results["single_rank"], key=lambda r: r["scale"]):
         d, t = r.get("default", {}), r.get("tuned", r.get("default", {}))
         rows.append([r["scale"], r["generate_s"], r["build_s"], d.get("hmean_teps", 0) / 1e9,
-                     t.get("hmean_teps", 0) / 1e9, t.get("median_time_s", 0) * 1e3, f"{d.get('valid')} {t.get('valid')}",
+                     t.get("hmean_teps", 0) / 1e9, t.get("median_time_s", 0) * 1e3,
+                     f"{d.get('valid')} {t.get('valid')}",
                      dask_prep.get(r["scale"])])
     print_table(["scale", "generate s", "build s", "GTEPS default (hm)", "GTEPS tuned (hm)", "median ms", "valid",
                  "Dask generate -> shards s"], rows)

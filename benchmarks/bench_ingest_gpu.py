@@ -281,7 +281,8 @@ def main(argv=None) -> int:
                       "gpu_memory_peak_bytes": median_range(r["gpu_memory_peak_bytes"] for r in rs
                                                             if r.get("gpu_memory_peak_bytes") is not None)}
     if "breadth" in summary and "peer" in summary:
-        summary["breadth_over_peer_time"] = summary["breadth"]["seconds"]["median"] / summary["peer"]["seconds"]["median"]
+        summary["breadth_over_peer_time"] = (summary["breadth"]["seconds"]["median"]
+                                             / summary["peer"]["seconds"]["median"])
     doc.update(summary=summary, runs=runs)
     if a.json:
         write_json(a.json, doc)

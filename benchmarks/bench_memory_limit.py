@@ -99,7 +99,7 @@ def main(argv=None) -> int:
             row: dict = {"scale": scale, "workers": args.workers, "computed_minimum_bytes": plan.minimum,
                          "computed_minimum_numba_path_bytes": numba.minimum, "runs": []}
             store = os.path.join(work, f"s{scale}.store")
-            # the target limit, and a run without a limit (default chunks, in memory) for reference
+            # 100 MB per worker (the memory target), and a run without a limit (default chunks, in memory) for reference
             for name, extra in (("limit_100MB", ["--memory-limit", "100MB"]),
                                 ("limit_numba_path_minimum", ["--memory-limit", str(numba.minimum)]),
                                 ("no_limit", [])):

@@ -6,8 +6,9 @@ measure (payload bytes that every rank sent, summed over ranks; headers not coun
 For each worker count: one local cluster (one rank per worker process), the Kronecker graph prepared 1D once,
 then each partitioning cut from those shards (:func:`breadth.bfs.partitioned.partition_graph`) and the same
 roots searched and validated.  Every grid of the worker count (with 2D's own bottom-up over the row block, and
-with 1D's bottom-up at the owners) and each ``--delegate-degrees`` threshold is measured.  The JSON holds, per variant, the bytes of every search and
-of every level (with its direction and frontier), and the ratio of the median search's bytes to 1D's.
+with 1D's bottom-up at the owners) and each ``--delegate-degrees`` threshold is measured.  The JSON holds, per
+variant, the bytes of every search and of every level (with its direction and frontier), and the ratio of the
+median search's bytes to 1D's.
 """
 
 from __future__ import annotations
