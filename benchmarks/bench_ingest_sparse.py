@@ -265,7 +265,7 @@ def main(argv=None) -> int:
     print_table(["kind", "runs", "median s", "min s", "max s", "M tuples/s", "tree peak GiB (median)", "failed"],
                 [[k, v["seconds"]["n"], v["seconds"]["median"], v["seconds"]["min"], v["seconds"]["max"],
                   v["mtuples_per_s"], v["tree_rss_peak_bytes"]["median"] / GiB, v["failed"]]
-                 for k, v in summary.items() if "seconds" in v and "tree_rss_peak_bytes" in v])
+                 for k, v in summary.items() if isinstance(v, dict) and "tree_rss_peak_bytes" in v])
     if "cli_over_peer_time" in summary:
         print(f"cli / peer time: {summary['cli_over_peer_time']:.2f}")
     if any(failed.values()):
