@@ -1,8 +1,8 @@
 """The floor of a batched pass (MS-BFS, one bit per search) on one CPU rank: the least work any bit-parallel
 pass must do for given roots, each kind of work timed at this machine's best rate for it.
 
-``bench_batch.py --floor`` runs it after its timed rounds, on the same shard and roots, with the roots'
-levels from the batch (equal to the single searches').  Its parts, each a lower bound:
+``python -m benchmarks.bench_batch --floor`` runs it after its timed rounds, on the same shard and roots, with the
+roots' levels from the batch (equal to the single searches').  Its parts, each a lower bound:
 
 * **Edge visits with an oracle for the direction.**  At depth ``d`` a top-down level reads the rows of the
   aggregate frontier (every vertex some search reached at ``d - 1``); a bottom-up level reads, for every

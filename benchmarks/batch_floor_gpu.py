@@ -1,4 +1,4 @@
-"""The floor of a batched pass on one GPU: :mod:`batch_floor`'s parts with CuPy arrays (see there).
+"""The floor of a batched pass on one GPU: :mod:`benchmarks.batch_floor`'s parts with CuPy arrays (see there).
 
 * the oracle's edge visits: one thread per vertex and depth over the ``(n, k)`` int8 levels on the device;
 * a visit's cost: bare scans, one thread per column entry (grid-stride, the column reads coalesced) reading
@@ -14,7 +14,7 @@ from __future__ import annotations
 import cupy as cp
 import numpy as np
 
-from batch_floor import depth_seconds
+from benchmarks.batch_floor import depth_seconds
 
 _SOURCE = r"""
 typedef long long i64;

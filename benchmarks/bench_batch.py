@@ -1,7 +1,7 @@
 """64 roots in one batched pass (MS-BFS) against the same 64 roots searched one by one, side by side.
 
-    python benchmarks/bench_batch.py --scale 20 --workers 1 2 --repeats 3 \\
-        --json benchmarks/results/batch_cpu_s20.json
+    python -m benchmarks.bench_batch --scale 20 --workers 1 2 --repeats 3 --json batch_cpu_s20.json
+    python -m benchmarks.bench_batch --device gpu --scale 26 --workers 1 --json batch_gpu_s26.json
 
 For each worker count: a fresh local cluster, the Kronecker graph generated and prepared into one shard
 per worker, 64 Graph500 roots (degree >= 1, from the seed).  One search session then alternates, for
@@ -22,24 +22,21 @@ figure is the 64 roots' edges over the batch's time.  The JSON holds machine, ve
 round's times and the batch's per-level records.
 
 ``--floor`` (one worker) then measures the least a pass of this algorithm costs on this machine for
-the same shard and roots (``batch_floor.py``), beside the 8x budget (the single searches' median / 8):
+the same shard and roots (:mod:`benchmarks.batch_floor`), beside the 8x budget (the single searches'
+median / 8):
 
-    python benchmarks/bench_batch.py --scale 20 --workers 1 --floor \
-        --json benchmarks/results/batch_cpu_s20_floor.json
+    python -m benchmarks.bench_batch --scale 20 --workers 1 --floor --json batch_cpu_s20_floor.json
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 import numpy as np
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, _HERE)
-from results_file import machine, versions, write_json  # noqa: E402
+from benchmarks.harness import add_json_argument, new_record, print_table, write_json
 
 
 def _rank(engine, setup_s, roots, repeats, nvalidate, with_floor=False):
@@ -98,13 +95,11 @@ def _rank(engine, setup_s, roots, repeats, nvalidate, with_floor=False):
     out = {"rank": comm.rank, "setup_s": setup_s, "batch_setup_s": batch_setup, "nedge": nedge,
            "rounds": rounds, "mismatched_levels": mismatched, "violations": violations}
     if with_floor:  # one rank: the batch's levels, the shard's rows (bottom-up's order where it has one)
-        if _HERE not in sys.path:  # the rank's worker process: batch_floor*.py sit beside this script
-            sys.path.insert(0, _HERE)
         xp = batch.xp
         if engine.b.name == "gpu":
-            from batch_floor_gpu import floor
+            from benchmarks.batch_floor_gpu import floor
         else:
-            from batch_floor import floor
+            from benchmarks.batch_floor import floor
         s = engine.shard
         levels_vm = xp.empty((s.num_local, len(roots)), np.int8)
         for i in range(len(roots)):
@@ -172,12 +167,12 @@ def run_one(scale: int, workers: int, nroots: int, repeats: int, seed: int, nval
 
 
 def _floor_summary(fl: dict, single_s: float) -> dict:
-    """The floor beside the single searches' median and the 8x budget (see batch_floor.py)."""
+    """The floor beside the single searches' median and the 8x budget (see :mod:`benchmarks.batch_floor`)."""
     return {**fl, "median_single_s": single_s, "budget_8x_s": single_s / 8,
             "most_speedup": single_s / fl["floor_s"]}
 
 
-def main() -> None:
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=int, default=20)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
@@ -188,30 +183,24 @@ def main() -> None:
     ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
                     help="gpu: one dask-cuda worker per GPU (--workers GPUs), CuPy kernels")
     ap.add_argument("--floor", action="store_true",
-                    help="after the rounds, the least a pass of this algorithm costs here (batch_floor.py, "
-                         "batch_floor_gpu.py; one worker)")
-    ap.add_argument("--json", default=None)
-    a = ap.parse_args()
+                    help="after the rounds, the least a pass of this algorithm costs here "
+                         "(benchmarks.batch_floor, benchmarks.batch_floor_gpu; one worker)")
+    add_json_argument(ap)
+    a = ap.parse_args(argv)
     if not 1 <= a.roots <= 64:
         ap.error("--roots must be in 1..64 (one batch)")
     if a.floor and a.workers != [1]:
         ap.error("--floor needs --workers 1 (one rank holds every vertex)")
-    doc = {"benchmark": "bench_batch", "machine": machine(), "versions": versions(),
-           "parameters": {"scale": a.scale, "workers": a.workers, "roots": a.roots, "repeats": a.repeats,
-                          "seed": a.seed, "validate": a.validate, "edgefactor": 16, "protocol": "tcp",
-                          "device": a.device},
-           "teps_convention": "Graph500 nedge per root (input tuples in its component); aggregate = sum of "
-                              "the roots' nedge / time of all roots",
-           "runs": []}
-    print(f"{'workers':>7} {'single 64 (s)':>14} {'batch 64 (s)':>13} {'speedup':>8} {'+results (s)':>13} "
-          f"{'speedup':>8} {'levels==':>9} valid")
+    doc = new_record("bench_batch", a)
+    doc.update(edgefactor=16, protocol="tcp",
+               teps_convention="Graph500 nedge per root (input tuples in its component); aggregate = sum of "
+                               "the roots' nedge / time of all roots",
+               runs=[])
     for w in a.workers:
         res = run_one(a.scale, w, a.roots, a.repeats, a.seed, a.validate, a.device, a.floor)
         doc["runs"].append(res)
-        print(f"{w:>7} {res['median_single_s']:>14.3f} {res['median_batch_s']:>13.3f} "
-              f"{res['speedup_of_medians']:>7.2f}x {res['median_results_s']:>13.3f} "
-              f"{res['speedup_with_results_of_medians']:>7.2f}x {str(res['levels_equal']):>9} {res['valid']}  "
-              f"(pass per round: {', '.join(f'{x:.2f}x' for x in res['speedup_per_round'])})", flush=True)
+        print(f"workers {w}: pass per round " + ", ".join(f"{x:.2f}x" for x in res["speedup_per_round"]),
+              flush=True)
         if "floor" in res:
             fl = res["floor"]
             vs = fl["visit"]
@@ -220,9 +209,15 @@ def main() -> None:
                   f"{fl['floor_s']:.4f} s against the 8x budget {fl['budget_8x_s']:.4f} s (at most "
                   f"{fl['most_speedup']:.1f}x)", flush=True)
         if a.json:
-            doc["machine"]["loadavg_end"] = os.getloadavg()
+            doc["machine"]["loadavg_end"] = list(os.getloadavg())
             write_json(a.json, doc)
+    print_table(["workers", "single searches s", "batch pass s", "speedup", "+results s", "speedup with results",
+                 "levels equal", "valid"],
+                [[r["workers"], r["median_single_s"], r["median_batch_s"], f"{r['speedup_of_medians']:.2f}x",
+                  r["median_results_s"], f"{r['speedup_with_results_of_medians']:.2f}x", r["levels_equal"], r["valid"]]
+                 for r in doc["runs"]])
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

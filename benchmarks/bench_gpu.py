@@ -1,6 +1,6 @@
 """GPU benchmark: Kronecker generate -> shards and Graph500 BFS on one GPU, with the card's ceilings.
 
-    python benchmarks/bench_gpu.py --scales 22 24 26 --roots 64 --out $OUT/bench_gpu.json
+    python -m benchmarks.bench_gpu --scales 22 24 26 --roots 64 --json bench_gpu.json
 
 Per scale, in one process:
 1. ceilings measured first in the same run: device-to-device copy bandwidth (bytes read + written) and the
@@ -14,24 +14,25 @@ Per scale, in one process:
 4. the same through Dask (``prepare(kronecker(..., device="gpu"), device="gpu")`` on a one-GPU cluster:
    generate -> shards time, then :func:`breadth.bfs.graph500` over the Dask session).
 
-Writes JSON (machine, GPU, versions, parameters, per-root times and per-level records) and prints a table.
+Before all that, the figure users get: ``breadth bench --scale S --device gpu`` at the largest scale, as typed,
+``--cli-repeat`` times, each a fresh process (median and range of its harmonic-mean TEPS and construction).
+
+Writes JSON (machine, GPU, versions, parameters, per-root times and per-level records) with ``--json`` and
+prints a table.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 import traceback
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import write_json  # noqa: E402
-
+from benchmarks.harness import (JSON_PATH, add_json_argument, breadth_command, harmonic_mean, median_range,
+                                new_record, print_table, run_fresh, write_json)
 
 
 def _sync():
@@ -47,22 +48,15 @@ def _free():
     cp.get_default_memory_pool().free_all_blocks()
 
 
-def machine_info() -> dict:
+def gpu_info() -> dict:
+    """The GPU this process uses: name, SMs, L2, memory, CUDA runtime and driver versions."""
     import cupy as cp
 
     dev = cp.cuda.Device()
     props = cp.cuda.runtime.getDeviceProperties(dev.id)
-    info = {"python": sys.version.split()[0], "platform": platform.platform(), "numpy": np.__version__,
-            "cupy": cp.__version__, "cuda_runtime": cp.cuda.runtime.runtimeGetVersion(),
-            "cuda_driver": cp.cuda.runtime.driverGetVersion(), "gpu": props["name"].decode(),
-            "sms": props["multiProcessorCount"], "l2_bytes": props["l2CacheSize"],
-            "memory_bytes": props["totalGlobalMem"], "cpu_count": os.cpu_count()}
-    for mod in ("dask", "distributed", "dask_cuda", "numba"):
-        try:
-            info[mod] = __import__(mod).__version__
-        except Exception as e:  # recorded, not fatal: the single-rank figures need none of them
-            info[mod] = f"unavailable: {type(e).__name__}"
-    return info
+    return {"gpu": props["name"].decode(), "sms": props["multiProcessorCount"], "l2_bytes": props["l2CacheSize"],
+            "memory_bytes": props["totalGlobalMem"], "cuda_runtime": cp.cuda.runtime.runtimeGetVersion(),
+            "cuda_driver": cp.cuda.runtime.driverGetVersion()}
 
 
 def ceilings() -> dict:
@@ -143,11 +137,6 @@ def run_searches(engine, roots, validate: bool, info: dict | None = None) -> lis
     return rows
 
 
-def hmean(x) -> float:
-    x = np.asarray(x, np.float64)
-    return float(x.size / (1.0 / x).sum())
-
-
 def single_rank(scale: int, args, results: dict) -> None:
     import cupy as cp
 
@@ -185,7 +174,7 @@ def single_rank(scale: int, args, results: dict) -> None:
             for beta in (18.0, 64.0):
                 eng = Engine(shard, alpha=alpha, beta=beta, backend="gpu")
                 rows = run_searches(eng, roots[:args.sweep], validate=False)
-                sweep.append({"alpha": alpha, "beta": beta, "hmean_teps": hmean([r["teps"] for r in rows])})
+                sweep.append({"alpha": alpha, "beta": beta, "hmean_teps": harmonic_mean([r["teps"] for r in rows])})
                 print(f"  sweep scale {scale} alpha {alpha:6.1f} beta {beta:5.1f}: "
                       f"{sweep[-1]['hmean_teps'] / 1e9:8.1f} GTEPS", flush=True)
                 del eng
@@ -203,9 +192,9 @@ def single_rank(scale: int, args, results: dict) -> None:
         rows = run_searches(eng, roots, validate=not args.no_validate, info=info)
         teps = [r["teps"] for r in rows]
         valid = all(r["violations"] is None or not any(r["violations"].values()) for r in rows)
-        out[label] = {"alpha": al, "beta": be, "degree_ordered_bottom_up": order, **info, "hmean_teps": hmean(teps), "median_time_s": float(np.median(
+        out[label] = {"alpha": al, "beta": be, "degree_ordered_bottom_up": order, **info, "hmean_teps": harmonic_mean(teps), "median_time_s": float(np.median(
             [r["time"] for r in rows])), "valid": valid, "nroots": len(rows), "roots": rows}
-        print(f"  scale {scale} {label:12s} alpha {al:6.1f} beta {be:5.1f}: {hmean(teps) / 1e9:8.1f} GTEPS "
+        print(f"  scale {scale} {label:12s} alpha {al:6.1f} beta {be:5.1f}: {harmonic_mean(teps) / 1e9:8.1f} GTEPS "
               f"(harmonic mean, {len(rows)} roots), median {np.median([r['time'] for r in rows]) * 1e3:.2f} ms, "
               f"valid={valid}", flush=True)
         del eng
@@ -257,6 +246,28 @@ def through_dask(args, results: dict) -> None:
             client.cluster.close()
 
 
+def cli_runs(args, results: dict) -> None:
+    """``breadth bench --scale S --device gpu`` at the largest scale, ``--cli-repeat`` fresh processes."""
+    scale = max(args.scales)
+    cmd = [breadth_command(), "bench", "--scale", scale, "--device", "gpu", "--roots", args.roots,
+           "--seed", args.seed, "--json", JSON_PATH]
+    runs = run_fresh({"cli": cmd}, args.cli_repeat, check=True)["cli"]
+    rows = [{"wall_s": r["wall_s"], "valid": r["json"]["valid"],
+             "harmonic_mean_teps": r["json"]["statistics"]["teps"]["harmonic_mean"],
+             "median_time_s": r["json"]["statistics"]["time"]["median"],
+             "construction_s": float(r["json"]["header"]["construction_time"])} for r in runs]
+    results["cli"] = {"command": runs[0]["command"], "scale": scale, "runs": rows,
+                      "harmonic_mean_teps": median_range(r["harmonic_mean_teps"] for r in rows),
+                      "construction_s": median_range(r["construction_s"] for r in rows)}
+    print(f"  breadth bench --scale {scale} --device gpu, {len(rows)} fresh processes: "
+          + ", ".join(f"{r['harmonic_mean_teps'] / 1e9:.1f}" for r in rows) + " GTEPS", flush=True)
+
+
+def dump(args, results: dict) -> None:
+    if args.json:
+        write_json(args.json, results)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scales", type=int, nargs="+", default=[22, 24, 26])
@@ -267,10 +278,19 @@ def main(argv=None) -> int:
     ap.add_argument("--sweep", type=int, default=8, help="roots per alpha/beta sweep point (0: no sweep)")
     ap.add_argument("--no-validate", action="store_true")
     ap.add_argument("--no-dask", action="store_true")
-    ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "bench_gpu.json"))
+    ap.add_argument("--cli-repeat", type=int, default=3,
+                    help="fresh processes of breadth bench --device gpu at the largest scale (0: none)")
+    add_json_argument(ap)
     args = ap.parse_args(argv)
-    results = {"machine": machine_info(), "params": vars(args), "single_rank": []}
-    print(json.dumps(results["machine"]), flush=True)
+    results = new_record("bench_gpu", args)
+    results.update(gpu=gpu_info(), single_rank=[])
+    print(json.dumps(results["gpu"]), flush=True)
+    if args.cli_repeat:
+        try:
+            cli_runs(args, results)
+        except Exception:
+            results.setdefault("errors", []).append(traceback.format_exc())
+            traceback.print_exc()
     results["ceilings"] = ceilings()
     print(f"  ceilings: {json.dumps(results['ceilings'])}", flush=True)
     for scale in sorted(args.scales, reverse=True):  # the largest first: the sweep picks alpha/beta
@@ -279,22 +299,32 @@ def main(argv=None) -> int:
         except Exception:
             results.setdefault("errors", []).append(traceback.format_exc())
             traceback.print_exc()
-        write_json(args.out, results)
+        dump(args, results)
     if not args.no_dask:
         try:
             through_dask(args, results)
         except Exception:
             results.setdefault("errors", []).append(traceback.format_exc())
             traceback.print_exc()
-    write_json(args.out, results)
-    print("\nscale | gen s | build s | GTEPS default (hm) | GTEPS tuned (hm) | median ms | valid | dask gen->shards s")
+    dump(args, results)
     dask_prep = {r["scale"]: r["generate_to_shards_s"] for r in results.get("dask", {}).get("prepare", [])}
+    rows = []
     for r in sorted(results["single_rank"], key=lambda r: r["scale"]):
         d, t = r.get("default", {}), r.get("tuned", r.get("default", {}))
-        print(f"{r['scale']:5d} | {r['generate_s']:.3f} | {r['build_s']:.3f} | {d.get('hmean_teps', 0) / 1e9:8.1f} | "
-              f"{t.get('hmean_teps', 0) / 1e9:8.1f} | {t.get('median_time_s', 0) * 1e3:.2f} | "
-              f"{d.get('valid')} {t.get('valid')} | {dask_prep.get(r['scale'], float('nan')):.2f}")
-    return 0
+        rows.append([r["scale"], r["generate_s"], r["build_s"], d.get("hmean_teps", 0) / 1e9,
+                     t.get("hmean_teps", 0) / 1e9, t.get("median_time_s", 0) * 1e3,
+                     f"{d.get('valid')} {t.get('valid')}",
+                     dask_prep.get(r["scale"])])
+    print_table(["scale", "generate s", "build s", "GTEPS default (hm)", "GTEPS tuned (hm)", "median ms", "valid",
+                 "Dask generate -> shards s"], rows)
+    if "cli" in results:
+        c = results["cli"]
+        print_table(["breadth bench, scale", "fresh processes", "GTEPS (hm) median", "min", "max",
+                     "construction s median", "valid"],
+                    [[c["scale"], len(c["runs"]), c["harmonic_mean_teps"]["median"] / 1e9,
+                      c["harmonic_mean_teps"]["min"] / 1e9, c["harmonic_mean_teps"]["max"] / 1e9,
+                      c["construction_s"]["median"], all(r["valid"] for r in c["runs"])]])
+    return 1 if results.get("errors") else 0
 
 
 if __name__ == "__main__":

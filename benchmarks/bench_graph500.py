@@ -1,6 +1,6 @@
-"""Graph500 BFS on this machine: harmonic-mean TEPS and construction time per scale, to JSON.
+"""Graph500 BFS through the Python API on this machine: harmonic-mean TEPS and construction time per scale.
 
-    python benchmarks/bench_graph500.py --scales 20 22 --roots 64 --json benchmarks/results/graph500_cpu.json
+    python -m benchmarks.bench_graph500 --scales 20 22 --roots 64 --json graph500_cpu.json
 
 Runs the same path as ``breadth bench`` (local Dask cluster, generate -> prepare -> 64 validated
 searches) once per scale, and records per-root times, the per-level breakdown of the median root,
@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import machine, versions, write_json  # noqa: E402
+from benchmarks.harness import add_json_argument, new_record, print_table, write_json
 
 
 def run_scale(client, scale: int, roots: int, seed: int) -> dict:
@@ -49,29 +47,35 @@ def run_scale(client, scale: int, roots: int, seed: int) -> dict:
     }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scales", type=int, nargs="+", default=[20, 22])
     ap.add_argument("--roots", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--json", required=True)
-    args = ap.parse_args()
+    add_json_argument(ap)
+    args = ap.parse_args(argv)
     from breadth.pipeline import local_cluster
 
+    out = new_record("bench_graph500", args)
+    out.update(teps_convention="Graph500 (input tuples in component / time)", runs=[])
     client = local_cluster(workers=args.workers)
-    out = {"benchmark": "graph500_bfs_cpu", "teps_convention": "Graph500 (input tuples in component / time)",
-           "machine": machine(), "versions": versions(), "workers": args.workers, "runs": []}
-    for s in args.scales:
-        r = run_scale(client, s, args.roots, args.seed)
-        out["runs"].append(r)
-        print(f"scale {s:2d}: harmonic-mean {r['harmonic_mean_teps'] / 1e9:.3f} GTEPS, median search "
-              f"{r['median_time_s'] * 1e3:.1f} ms, construction {r['construction_s']:.2f} s, "
-              f"generation {r['graph_generation_s']:.2f} s, valid={r['valid']}", flush=True)
-    out["machine"]["loadavg_end"] = os.getloadavg()
-    client.close()
-    write_json(args.json, out)
+    try:
+        for s in args.scales:
+            r = run_scale(client, s, args.roots, args.seed)
+            r["loadavg_after"] = list(os.getloadavg())
+            out["runs"].append(r)
+            if args.json:
+                write_json(args.json, out)
+    finally:
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+    print_table(["scale", "GTEPS (hm)", "median ms", "construction s", "generation s", "valid"],
+                [[r["scale"], r["harmonic_mean_teps"] / 1e9, r["median_time_s"] * 1e3, r["construction_s"],
+                  r["graph_generation_s"], r["valid"]] for r in out["runs"]])
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,7 +1,8 @@
-"""Ingest throughput (edges/s): breadth's SNAP reader vs pandas.read_csv and pyarrow.csv, same files, same run.
+"""Text ingest throughput (edges/s): breadth's SNAP reader vs pandas.read_csv and pyarrow.csv, same files, same run.
 
-    python benchmarks/bench_ingest.py --json ingest.json            # cnr-2000 + a ~1 GB Kronecker text file
-    python benchmarks/bench_ingest.py --scale 18 --json small.json  # quicker
+    python -m benchmarks.bench_ingest --json ingest.json                       # a ~1 GB Kronecker text file
+    python -m benchmarks.bench_ingest --input cnr-2000.txt.gz --json ingest.json  # a SNAP file beside it
+    python -m benchmarks.bench_ingest --scale 18 --json small.json             # quicker
 
 For each file it times, in one process:
   * ``breadth.read``   -- ``read_snap`` to a dense-relabeled EdgeList, parsed chunks materialised
@@ -13,27 +14,25 @@ For each file it times, in one process:
 The pandas/pyarrow figures only parse (no relabeling, no shards); pyarrow uses all cores, pandas one.
 Each is run ``--repeat`` times and the best time is reported (``first_s``: the first run).  The machine's
 load average is recorded: on a shared machine compare figures of the same run only.  The Kronecker file
-is written to /tmp (never into the repository) once and reused when it exists.
+(SNAP text of scale ``--scale``, tab-separated, a ``#`` header) is written to /tmp, never into the
+repository, and reused by later runs with ``--keep``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import sys
 import tempfile
 import time
 
-import numba
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from edge_text import format_edges  # noqa: E402
-from results_file import write_json  # noqa: E402
+from benchmarks.edge_text import format_edges
+from benchmarks.harness import add_json_argument, new_record, print_table, write_json
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
+READERS = ("breadth.read", "breadth.ingest", "pandas.read_csv", "pyarrow.csv")
 
 
 def write_kronecker_text(path: str, scale: int, edgefactor: int = 16) -> int:
@@ -147,18 +146,18 @@ def _header_lines(path: str) -> int:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--input", action="append", default=[], metavar="FILE",
+                   help="a SNAP text file (.txt or .txt.gz) read beside the Kronecker file (repeatable)")
     p.add_argument("--scale", type=int, default=22, help="Kronecker scale of the big text file (22: ~1 GB)")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--json", default=None)
     p.add_argument("--repeat", type=int, default=2, help="runs per reader; the best is reported (and the first)")
-    p.add_argument("--keep", action="store_true", help="keep the generated text file in /tmp")
+    p.add_argument("--keep", action="store_true", help="keep the generated text file in /tmp (reused next time)")
+    add_json_argument(p)
     args = p.parse_args(argv)
-
-    import dask
-    import distributed
-    import pandas as pd
-    import pyarrow as pa
+    for f in args.input:
+        if not os.path.isfile(f):
+            p.error(f"--input {f}: no such file")
 
     from breadth.pipeline import local_cluster
 
@@ -166,33 +165,30 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     if not os.path.exists(big):
         write_kronecker_text(big, args.scale)
-    gen_s = time.perf_counter() - t0
+    out = new_record("bench_ingest", args)
+    out["kronecker_text"] = {"scale": args.scale, "path": big, "write_s": time.perf_counter() - t0}
     client = local_cluster(workers=args.workers, threads_per_worker=args.threads)
     store_dir = tempfile.mkdtemp(prefix="bench-ingest-", dir="/tmp")
     try:
         results = []
-        for path in (os.path.join(DATA, "cnr-2000.txt.gz"), big):
+        for path in [*args.input, big]:
             r = bench_file(path, client, _header_lines(path), store_dir, args.repeat)
             results.append(r)
-            print(f"{os.path.basename(path)}: {r['bytes'] / 2**20:,.0f} MiB, {r['edges']:,} edges")
-            for k in ("breadth.read", "breadth.ingest", "pandas.read_csv", "pyarrow.csv"):
-                print(f"  {k:16s} {r[k]['s']:8.2f} s  {r[k]['edges_per_s'] / 1e6:8.2f} M edges/s  "
-                      f"(first run {r[k]['first_s']:.2f} s)")
-            print(f"  load average {r['loadavg_before'][0]:.2f} -> {r['loadavg_after'][0]:.2f} "
-                  f"on {os.cpu_count()} cpus (shared machine)")
+            print(f"{os.path.basename(path)}: {r['bytes'] / 2**20:,.0f} MiB, {r['edges']:,} edges, load average "
+                  f"{r['loadavg_before'][0]:.2f} -> {r['loadavg_after'][0]:.2f}", flush=True)
     finally:
+        cluster = client.cluster
         client.close()
+        cluster.close()
         shutil.rmtree(store_dir, ignore_errors=True)
         if not args.keep and os.path.exists(big):
             os.remove(big)
-    out = {"benchmark": "ingest", "results": results, "kronecker_text": {"scale": args.scale, "write_s": gen_s},
-           "workers": args.workers, "threads": args.threads, "repeat": args.repeat,
-           "machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
-                       "processor": platform.processor() or platform.machine()},
-           "versions": {"numpy": np.__version__, "numba": numba.__version__, "pandas": pd.__version__,
-                        "pyarrow": pa.__version__, "dask": dask.__version__, "distributed": distributed.__version__}}
+    out["results"] = results
     if args.json:
         write_json(args.json, out)
+    print_table(["file", "reader", "best s", "M edges/s", "first s"],
+                [[os.path.basename(r["file"]), k, r[k]["s"], r[k]["edges_per_s"] / 1e6, r[k]["first_s"]]
+                 for r in results for k in READERS])
     return 0
 
 

@@ -1,13 +1,13 @@
 """Sparse-id Parquet -> shards on one GPU: breadth (cuDF read, relabel and build on a dask-cuda worker)
 beside cuDF's own ``read_parquet`` + ``factorize`` of the same files, each in fresh processes.
 
-    python benchmarks/bench_ingest_gpu.py --make /tmp/wc28 --log2-tuples 28 --log2-ids 26   # the input, once
-    python benchmarks/bench_ingest_gpu.py --input /tmp/wc28 --repeat 3 --json benchmarks/results/ingest_gpu.json
+    python -m benchmarks.make_webcrawl /tmp/wc28 --log2-tuples 28 --log2-ids 26 --device gpu   # the input, once
+    python -m benchmarks.bench_ingest_gpu --input /tmp/wc28 --repeat 3 --json ingest_gpu.json
 
-The input (never in the repository) is web-crawl-like: Kronecker (R-MAT) tuples, so degrees follow a power
-law, over ``2^log2-ids`` vertices whose ids are replaced by a keyed 64-bit hash (63-bit non-negative int64),
-written by cuDF as ``--files`` Parquet files.  Then, each in a fresh process (``--repeat`` times, median and
-range reported):
+The input (:mod:`benchmarks.make_webcrawl`, never in the repository) is web-crawl-like: Kronecker (R-MAT)
+tuples, so degrees follow a power law, over ``2^log2-ids`` vertices whose ids are replaced by a keyed 64-bit
+hash (63-bit non-negative int64), in Parquet files.  Then, each in a fresh process, interleaved round by
+round (``--repeat`` rounds, median and range reported):
 
 * ``peer``: ``cudf.read_parquet`` of every file + ``factorize`` of the concatenated endpoints, one process:
   what a cuDF user gets before any graph exists;
@@ -28,53 +28,15 @@ than it streams through host memory, and the shards' digest must equal an unlimi
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import resource
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_ingest_sparse import breadth_command  # noqa: E402
-from make_webcrawl import hashed_ids  # noqa: E402
-from results_file import versions, write_json  # noqa: E402
-
-
-def _url(col):
-    """URL-like string ids from hashed ids, as :func:`make_webcrawl.url_ids` builds them (cuDF strings)."""
-    return "https://h" + (col % 1000).astype(str) + ".example.org/p/" + col.astype(str)
-
-
-def make_input(out: str, log2_tuples: int, log2_ids: int, files: int, seed: int = 1, ids_kind: str = "int") -> dict:
-    """Write the hashed-id Kronecker input as ``files`` Parquet files under ``out`` (cuDF, on the GPU)."""
-    import cupy as cp
-    import cudf
-
-    from breadth.pipeline.kronecker import KroneckerParams
-    from breadth.pipeline.kronecker_gpu import generate_edges_gpu
-
-    params = KroneckerParams.make(log2_ids, seed, 0.57, 0.19, 0.19)
-    m = 1 << log2_tuples
-    tmp = out + ".tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    per = -(-m // files)
-    for i in range(files):
-        ids = hashed_ids(generate_edges_gpu(params, i * per, min(m, (i + 1) * per)), xp=cp)
-        df = cudf.DataFrame({"src": ids[:, 0], "dst": ids[:, 1]})
-        if ids_kind == "str":
-            df = cudf.DataFrame({"src": _url(df["src"]), "dst": _url(df["dst"])})
-        df.to_parquet(os.path.join(tmp, f"part-{i:04d}.parquet"),
-                                                                        row_group_size_rows=1 << 22)
-        del ids, df
-    shutil.rmtree(out, ignore_errors=True)
-    os.rename(tmp, out)
-    return {"tuples": m, "log2_ids": log2_ids, "files": files, "seed": seed, "ids": ids_kind}
+from benchmarks.harness import (JSON_PATH, add_json_argument, breadth_command, median_range, module_command,
+                                new_record, print_table, run_command, write_json)
 
 
 def _files(d: str) -> list[str]:
@@ -183,22 +145,6 @@ def _shards_digest(store: str) -> str:
                                   for k in sorted(rec["files"])).encode()).hexdigest()
 
 
-class DeviceMemorySampler:
-    """The GPU's peak memory in use (bytes, every process on it) while a block runs, from ``nvidia-smi``
-    sampled every 50 ms: CuPy's pool and cuDF's allocations alike."""
-
-    def __enter__(self):
-        self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits",
-                                      "-lms", "50"], stdout=subprocess.PIPE, text=True)
-        return self
-
-    def __exit__(self, *exc):
-        self.proc.terminate()
-        out, _ = self.proc.communicate()
-        mib = [int(x.split(",")[0]) for x in out.split() if x.strip().isdigit()]
-        self.peak_bytes = max(mib, default=0) << 20
-
-
 def _tier(client, g) -> str:
     """Where the edge shuffle kept its pieces (the decision prepare made, asked again untimed)."""
     from breadth.pipeline.shuffle import choose_tier
@@ -271,99 +217,82 @@ def _timeline(records: list[dict], wall0: float) -> list:
 
 
 def run_cli(inp: str, device_memory_limit: str | None = None) -> dict:
+    """``breadth ingest DIR --device gpu`` as typed, a fresh process: wall time, the GPU's peak memory in use
+    and one digest of the shards' sha256s."""
     store = tempfile.mkdtemp(prefix="bench-store-")
     cmd = [breadth_command(), "ingest", inp, "--device", "gpu", "--out", os.path.join(store, "s")]
     cmd += ["--device-memory-limit", device_memory_limit] if device_memory_limit else []
     try:
-        with DeviceMemorySampler() as dev:
-            t0 = time.perf_counter()
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            wall = time.perf_counter() - t0
-        if r.returncode:
-            raise RuntimeError(r.stderr[-2000:])
-        return {"wall_s": wall, "stdout": r.stdout.strip()[-500:], "command": " ".join(cmd[1:]),
-                "gpu_memory_peak_bytes": dev.peak_bytes, "shards_sha256": _shards_digest(os.path.join(store, "s"))}
+        rec = run_command(cmd, gpu_memory=True, check=True)
+        return {"wall_s": rec["wall_s"], "stdout": rec["stdout_tail"].strip()[-500:], "command": rec["command"],
+                "gpu_memory_peak_bytes": rec["gpu_memory_peak_bytes"],
+                "shards_sha256": _shards_digest(os.path.join(store, "s"))}
     finally:
         shutil.rmtree(store, ignore_errors=True)
 
 
-def _fresh(kind: str, inp: str, roots: int, device_memory_limit: str | None = None) -> dict:
-    """One measurement in a new Python process (what a user's job gets: nothing warm but the disk cache),
-    with the GPU's peak memory in use meanwhile."""
-    cmd = [sys.executable, __file__, "--one", kind, "--input", inp, "--roots", str(roots)]
-    cmd += ["--device-memory-limit", device_memory_limit] if device_memory_limit else []
-    with DeviceMemorySampler() as dev:
-        r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode:
-        raise RuntimeError(f"{kind}: {r.stderr[-3000:]}")
-    out = json.loads(r.stdout.strip().splitlines()[-1])
-    out.setdefault("gpu_memory_peak_bytes", dev.peak_bytes)
+def _fresh(kind: str, a) -> dict:
+    """One measurement of ``kind`` in a new Python process (what a user's job gets: nothing warm but the disk
+    cache), with the GPU's peak memory in use meanwhile."""
+    if kind == "cli":
+        return run_cli(a.input, a.device_memory_limit)
+    cmd = module_command("benchmarks.bench_ingest_gpu", "--one", kind, "--input", a.input, "--roots", a.roots,
+                         "--json", JSON_PATH)
+    cmd += ["--device-memory-limit", a.device_memory_limit] if a.device_memory_limit else []
+    rec = run_command(cmd, gpu_memory=True, check=True)
+    out = rec["json"]
+    out.update(process_wall_s=rec["wall_s"], gpu_memory_peak_bytes=rec["gpu_memory_peak_bytes"])
     return out
 
 
-def _median_range(xs: list[float]) -> dict:
-    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "runs": xs}
-
-
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--make", default=None, help="write the input to this directory and stop")
-    p.add_argument("--log2-tuples", type=int, default=28)
-    p.add_argument("--log2-ids", type=int, default=26)
-    p.add_argument("--files", type=int, default=16)
-    p.add_argument("--ids", choices=("int", "str"), default="int", help="with --make: hashed int64 or URL-like ids")
-    p.add_argument("--input", default=None)
-    p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--roots", type=int, default=8)
-    p.add_argument("--kinds", default="peer,breadth,cli")
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--input", required=True, help="a Parquet dataset directory (benchmarks.make_webcrawl)")
+    p.add_argument("--repeat", type=int, default=3, help="rounds of the kinds, interleaved")
+    p.add_argument("--roots", type=int, default=8, help="breadth: validated Graph500 roots after the ingest")
+    p.add_argument("--kinds", default="peer,breadth,cli", help="which of peer, breadth, cli (comma-separated)")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)
     p.add_argument("--device-memory-limit", default=None,
                    help="breadth's GPU worker limit (dask-cuda device_memory_limit), e.g. 8GB, for breadth and cli")
-    p.add_argument("--json", default=None)
-    a = p.parse_args()
-    if a.make:
-        t0 = time.perf_counter()
-        info = make_input(a.make, a.log2_tuples, a.log2_ids, a.files, ids_kind=a.ids)
-        print(json.dumps(dict(info, seconds=time.perf_counter() - t0)))
-        return
-    if a.one:
+    add_json_argument(p)
+    a = p.parse_args(argv)
+    if a.one:  # one measurement, in the fresh process _fresh started
         fn = {"peer": lambda: run_peer(a.input),
-              "breadth": lambda: run_breadth(a.input, a.roots, a.device_memory_limit),
-              "cli": lambda: run_cli(a.input, a.device_memory_limit)}[a.one]
-        print(json.dumps(fn()))
-        return
-    runs: dict = {k: [] for k in a.kinds.split(",")}
+              "breadth": lambda: run_breadth(a.input, a.roots, a.device_memory_limit)}[a.one]
+        write_json(a.json, fn())
+        return 0
+    kinds = a.kinds.split(",")
+    if not set(kinds) <= {"peer", "breadth", "cli"}:
+        p.error(f"--kinds {a.kinds}: expected some of peer, breadth, cli")
+    doc = new_record("bench_ingest_gpu", a)
+    runs: dict = {k: [] for k in kinds}
     for i in range(a.repeat):  # interleaved: the peer and breadth see the same machine phases
-        for k in runs:
-            runs[k].append(_fresh(k, a.input, a.roots, a.device_memory_limit))
-            print(k, i, json.dumps(runs[k][-1])[:400], file=sys.stderr, flush=True)
+        for k in kinds:
+            runs[k].append(dict(_fresh(k, a), round=i))
+            print(f"  round {i} {k}: {runs[k][-1].get('total_s', runs[k][-1].get('wall_s')):.2f} s",
+                  file=sys.stderr, flush=True)
     if "breadth" in runs:  # the second ingest of each process, as a kind of its own
         runs["breadth_second"] = [{"total_s": r["second_total_s"], "tuples": r["tuples"]} for r in runs["breadth"]]
     summary = {}
-    tuples = next((r["tuples"] for rs in runs.values() for r in rs if "tuples" in r), 1 << a.log2_tuples)
+    tuples = next((r["tuples"] for rs in runs.values() for r in rs if "tuples" in r), None)
     for k, rs in runs.items():
-        key = "wall_s" if k == "cli" else "total_s"
-        secs = [r[key] for r in rs]
-        summary[k] = {"seconds": _median_range(secs), "mtuples_per_s": tuples / statistics.median(secs) / 1e6}
+        sec = median_range(r["wall_s" if k == "cli" else "total_s"] for r in rs)
+        summary[k] = {"seconds": sec, "mtuples_per_s": tuples / sec["median"] / 1e6 if tuples else None,
+                      "gpu_memory_peak_bytes": median_range(r["gpu_memory_peak_bytes"] for r in rs
+                                                            if r.get("gpu_memory_peak_bytes") is not None)}
     if "breadth" in summary and "peer" in summary:
-        summary["breadth_over_peer_time"] = summary["breadth"]["seconds"]["median"] / summary["peer"]["seconds"]["median"]
-    doc = {"benchmark": "ingest_gpu", "machine": platform.node(), "python": platform.python_version(),
-           "gpu": _gpu_name(), "versions": versions("cupy", "cudf", "dask_cuda"), "input": a.input, "repeat": a.repeat,
-           "device_memory_limit": a.device_memory_limit,
-           "summary": summary, "runs": runs}
-    print(json.dumps(summary, indent=1))
+        summary["breadth_over_peer_time"] = (summary["breadth"]["seconds"]["median"]
+                                             / summary["peer"]["seconds"]["median"])
+    doc.update(summary=summary, runs=runs)
     if a.json:
         write_json(a.json, doc)
-
-
-def _gpu_name() -> str:
-    try:
-        import cupy as cp
-
-        return cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
-    except Exception as e:  # noqa: BLE001 - recorded, not fatal
-        return f"unknown ({e})"
+    print_table(["kind", "runs", "median s", "min s", "max s", "M tuples/s"],
+                [[k, v["seconds"]["n"], v["seconds"]["median"], v["seconds"]["min"], v["seconds"]["max"],
+                  v["mtuples_per_s"]] for k, v in summary.items() if isinstance(v, dict)])
+    if "breadth_over_peer_time" in summary:
+        print(f"breadth / peer time: {summary['breadth_over_peer_time']:.2f}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

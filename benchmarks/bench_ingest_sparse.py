@@ -1,127 +1,55 @@
 """Sparse-id Parquet -> shards on the CPU: ``breadth ingest`` as users type it beside one process doing
 pyarrow + ``pandas.factorize`` + a scipy CSR build of the same files, each in fresh processes.
 
-    python benchmarks/make_webcrawl.py /tmp/wc24 --log2-tuples 24 --log2-ids 21       # the input, once
-    python benchmarks/bench_ingest_sparse.py /tmp/wc24 --workers 2 --repeat 3 --json benchmarks/results/ingest_sparse_cpu.json
+    python -m benchmarks.make_webcrawl /tmp/wc24 --log2-tuples 24 --log2-ids 21       # the input, once
+    python -m benchmarks.bench_ingest_sparse /tmp/wc24 --workers 2 --repeat 3 --json ingest_sparse_cpu.json
 
-Each measurement is a new process tree, interleaved round by round (this machine has slow and fast phases):
+Each measurement is a new process tree whose memory is sampled every 50 ms (the peak of the tree's summed RSS
+and each process's peak), interleaved round by round (these machines have slow and fast phases):
 
 * ``peer``: one process reads the files with pyarrow, numbers the ids with ``pandas.factorize`` of both
   columns together, and builds the symmetrized, deduplicated CSR with scipy (``coo -> csr``,
-  ``sum_duplicates``): the one-process baseline the real-datasets issue names.  Its time is its own clock
-  from the first read to the CSR (imports excluded); ``process_wall_s`` (summary ``peer_process_wall``) is
-  its whole process, as ``cli`` is timed.  ``--peer-env NUMPY_MADVISE_HUGEPAGE=0`` gives it the setting
-  breadth's workers start with (the peer then took 4.3-4.6 s instead of 8.4-8.6 s at 2^24);
+  ``sum_duplicates``): the one-process baseline.  Its time is its own clock from the first read to the CSR
+  (imports excluded); ``process_wall_s`` (summary ``peer_process_wall``) is its whole process, as ``cli``
+  is timed.  ``--peer-env NUMPY_MADVISE_HUGEPAGE=0`` gives it the setting breadth's workers start with (at
+  2^24 tuples the peer then takes about half the time);
 * ``cli``: ``breadth ingest DIR --workers W --out STORE`` (plus ``--memory-limit``/``--spill-dir`` when
-  given): wall time of the command, the time it reports (read, relabel, shards and the store's write), and
-  the peak of the summed RSS of its whole process tree (client, nanny, workers), sampled every 50 ms, each
-  process's peak, the read + relabel seconds (from the store's manifest) and the peak bytes under
-  ``--spill-dir``; with ``--search-roots R``, then ``breadth bench STORE --roots R`` (validated) and ``breadth
-  bfs STORE --root ... --out DIR`` (a results dataset, read back with pyarrow), sampled alike (``--store``
-  keeps the store).  The 2^30 web-crawl run::
+  given): wall time of the command, the time it reports (read, relabel, shards and the store's write), the
+  read + relabel seconds (from the store's manifest) and the peak bytes under ``--spill-dir``.  ``--store``
+  keeps the store (one round), to be searched by :mod:`benchmarks.bench_store_search`; the out-of-core
+  web-crawl run::
 
-      python benchmarks/bench_ingest_sparse.py /tmp/wc30 --kinds cli --repeat 1 --workers 2 --memory-limit 6.3GB \
-          --spill-dir /tmp/spill --search-roots 4 --json benchmarks/results/ingest_webcrawl_2e30_cpu.json
+      python -m benchmarks.make_webcrawl /tmp/wc30 --log2-tuples 30 --log2-ids 26
+      python -m benchmarks.bench_ingest_sparse /tmp/wc30 --kinds cli --repeat 1 --workers 2 --memory-limit 6.3GB \\
+          --spill-dir /tmp/spill --store /tmp/s30 --json ingest_webcrawl_2e30_cpu.json
+      python -m benchmarks.bench_store_search /tmp/s30 --workers 2 --roots 4 --json store_search_2e30_cpu.json
 
 * ``api`` (with ``--kinds ...,api``): the same through the Python API on a local cluster with the stages
   (``read_parquet`` with the relabeling, then ``prepare``), each process's peak RSS, then ``--roots``
   validated Graph500 roots and a results dataset written by the workers.  The edge list is not used
   again, so ``prepare`` gets it with ``keep_edges=False``, as ``breadth ingest`` does (``--keep-edges``:
   the API's default, the list kept until the graph is built).
-* ``kronecker``: the issue's per-tuple reference: ``prepare(kronecker(S))`` through the same API and
-  cluster, with ``16 * 2**S`` the input's tuple count (rounded to a power of two; scale 22 for 2^26 tuples).
+* ``kronecker``: the per-tuple reference: ``prepare(kronecker(S))`` through the same API and cluster, with
+  ``16 * 2**S`` the input's tuple count (rounded to a power of two; scale 22 for 2^26 tuples).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import resource
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import write_json  # noqa: E402
+from benchmarks.harness import (JSON_PATH, add_json_argument, breadth_command, median_range, module_command,
+                                new_record, print_table, run_command, write_json)
+
+GiB = 1 << 30
 
 
-# ---------------------------------------------------------------- memory of a process tree
-
-def _children() -> dict[int, list[int]]:
-    kids: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            kids.setdefault(ppid, []).append(int(d))
-    return kids
-
-
-def tree_rss(pid: int, each: dict | None = None) -> int:
-    """Summed resident bytes of ``pid`` and all its descendants (from /proc); ``each[pid]`` (when given)
-    keeps every process's largest RSS seen."""
-    kids, todo, total = _children(), [pid], 0
-    while todo:
-        p = todo.pop()
-        todo += kids.get(p, [])
-        try:
-            with open(f"/proc/{p}/statm") as f:
-                rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, IndexError, ValueError):
-            continue
-        total += rss
-        if each is not None:
-            each[p] = max(each.get(p, 0), rss)
-    return total
-
-
-def dir_bytes(path: str) -> int:
-    """Bytes of the files under ``path`` (0 when it does not exist)."""
-    total = 0
-    for d, _, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(d, f)).st_size
-            except OSError:
-                pass
-    return total
-
-
-class TreeSampler(threading.Thread):
-    """Peak summed RSS of a process tree (and each process's peak), sampled every ``period`` seconds until
-    :meth:`stop`; with ``spill_dir``, also the peak bytes under it (sampled every ``dir_period`` seconds)."""
-
-    def __init__(self, pid: int, period: float = 0.05, spill_dir: str | None = None, dir_period: float = 1.0):
-        super().__init__(daemon=True)
-        self.pid, self.period, self.peak, self._done = pid, period, 0, threading.Event()
-        self.each: dict[int, int] = {}
-        self.spill_dir, self.dir_period, self.spill_peak = spill_dir, dir_period, 0
-
-    def run(self) -> None:
-        next_dir = 0.0
-        while not self._done.is_set():
-            self.peak = max(self.peak, tree_rss(self.pid, self.each))
-            if self.spill_dir and time.monotonic() >= next_dir:
-                self.spill_peak = max(self.spill_peak, dir_bytes(self.spill_dir))
-                next_dir = time.monotonic() + self.dir_period
-            self._done.wait(self.period)
-
-    def stop(self) -> int:
-        self._done.set()
-        self.join()
-        return self.peak
-
-
-# ---------------------------------------------------------------- the three measurements
+# ---------------------------------------------------------------- the measurements
 
 def run_peer(inp: list[str]) -> dict:
     import numpy as np
@@ -151,35 +79,10 @@ def run_peer(inp: list[str]) -> dict:
             "rss_peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
 
 
-def breadth_command() -> str:
-    """The ``breadth`` console script of this interpreter's environment (an unactivated venv's too)."""
-    here = os.path.join(os.path.dirname(sys.executable), "breadth")
-    return here if os.path.exists(here) else "breadth"
-
-
-def run_sampled(cmd: list[str], spill_dir: str | None = None) -> tuple[dict, str]:
-    """Run ``cmd`` with its process tree's RSS sampled (and the bytes under ``spill_dir``): its record
-    (wall seconds, peak summed RSS, the largest processes' peaks, peak spill bytes) and its stdout."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    sampler = TreeSampler(proc.pid, spill_dir=spill_dir)
-    sampler.start()
-    out, err = proc.communicate()
-    wall = time.perf_counter() - t0
-    peak = sampler.stop()
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd)}: {err[-2000:]}")
-    return ({"command": " ".join(cmd), "wall_s": wall, "tree_rss_peak_bytes": peak,
-             "process_rss_peak_bytes": sorted(sampler.each.values(), reverse=True)[:8],
-             "spill_dir_peak_bytes": sampler.spill_peak if spill_dir else None,
-             "stdout": out.strip()[-400:], "stderr": err.strip()[-1500:]}, out)
-
-
 def run_cli(inp: list[str], workers: int, memory_limit: str | None, spill_dir: str | None,
-            store: str | None = None, roots: int = 0) -> dict:
-    """``breadth ingest`` of ``inp`` into ``store`` (default: a temporary one, removed), sampled; with
-    ``roots``, then ``breadth bench STORE --roots`` (validated Graph500 roots) and ``breadth bfs STORE
-    --root R --out DIR`` (a results dataset, its rows counted with pyarrow), each sampled alike."""
+            store: str | None = None) -> dict:
+    """``breadth ingest`` of ``inp`` into ``store`` (default: a temporary one, removed) in a fresh process
+    tree, sampled; the read + relabel seconds, vertices and tuples from the store's manifest."""
     from breadth.io.shard_store import read_manifest
 
     tmp = tempfile.mkdtemp(prefix="bench-store-")
@@ -190,39 +93,21 @@ def run_cli(inp: list[str], workers: int, memory_limit: str | None, spill_dir: s
     if spill_dir:
         cmd += ["--spill-dir", spill_dir]
     try:
-        rec, out = run_sampled(cmd, spill_dir)
+        rec = run_command(cmd, memory=True, spill_dir=spill_dir)
+        if rec["failed"]:
+            return rec
+        out = rec["stdout_tail"]
         rec["reported_s"] = float(out.rsplit("; ", 1)[-1].split(" s", 1)[0]) if " s (" in out else None
         m = read_manifest(store)
         rec["read_relabel_s"] = m.get("extra", {}).get("read_s")
         rec["vertices"], rec["tuples"] = m.get("num_vertices"), m.get("num_input_edges")
-        if roots:
-            import pyarrow as pa
-            import pyarrow.dataset as ds
-            import pyarrow.parquet as pq
-
-            js = os.path.join(tmp, "bench.json")
-            rec["graph500"], _ = run_sampled([breadth_command(), "bench", store, "--roots", str(roots), "--workers",
-                                              str(workers), "--json", js])
-            with open(js) as f:
-                g5 = json.load(f)
-            rec["graph500"]["result"] = {k: v for k, v in g5.items() if not isinstance(v, (list, dict))}
-            rec["graph500"]["statistics"] = g5["statistics"]
-            files = [inp[0]] if inp[0].endswith(".parquet") else sorted(os.path.join(inp[0], f)
-                                                                        for f in os.listdir(inp[0]))
-            root = pq.ParquetFile(files[0]).read_row_group(0, columns=["src"]).column(0)[0].as_py()  # int or str
-            res = os.path.join(tmp, "results")
-            rec["results"], _ = run_sampled([breadth_command(), "bfs", store, "--root", str(root), "--out", res,
-                                             "--workers", str(workers)])
-            t = ds.dataset(res, format="parquet")
-            rec["results"].update(root=root, rows=t.count_rows(), schema=str(t.schema),
-                                  roots_in_dataset=pa.compute.unique(t.to_table(columns=["root"])
-                                                                     .column(0)).to_pylist())
         return rec
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _peak_rss() -> int:
+    """This process's peak RSS (bytes), from the kernel's high-water mark."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
@@ -289,63 +174,72 @@ def _peer_env(pairs: list[str]) -> dict[str, str]:
     for kv in pairs:
         k, eq, v = kv.partition("=")
         if not eq or not k:
-            raise SystemExit(f"bench_ingest_sparse.py: error: --peer-env {kv!r}: expected KEY=VALUE")
+            raise SystemExit(f"bench_ingest_sparse: error: --peer-env {kv!r}: expected KEY=VALUE")
         env[k] = v
     return env
 
 
 def _fresh(kind: str, a) -> dict:
-    args = [sys.executable, __file__, *a.input, "--one", kind, "--workers", str(a.workers), "--roots", str(a.roots)]
-    args += ["--memory-limit", a.memory_limit] if a.memory_limit else []
-    args += ["--spill-dir", a.spill_dir] if a.spill_dir else []
-    args += ["--store", a.store] if a.store else []
-    args += ["--search-roots", str(a.search_roots)] + ["--keep-edges"] * a.keep_edges
-    env = dict(os.environ, **_peer_env(a.peer_env)) if kind == "peer" else None
-    t0 = time.perf_counter()
-    r = subprocess.run(args, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - t0
-    if r.returncode:  # kept as a record: the runs before it, minutes each at 2^30 tuples, are not lost
-        return {"failed": True, "wall_s": wall, "stderr": r.stderr[-3000:]}
-    rec = json.loads(r.stdout.strip().splitlines()[-1])
-    if kind == "peer":  # its process as a whole (interpreter start, imports of pyarrow, pandas, scipy)
-        rec["process_wall_s"] = wall
-        rec["env"] = _peer_env(a.peer_env)
-    return rec
+    """One measurement of ``kind`` in a fresh process tree, sampled (``cli``: ``breadth ingest`` itself; the
+    others: this module with ``--one KIND``, which writes its figures to the JSON file it is given)."""
+    if kind == "cli":
+        return run_cli(a.input, a.workers, a.memory_limit, a.spill_dir, a.store)
+    cmd = module_command("benchmarks.bench_ingest_sparse", *a.input, "--one", kind, "--workers", a.workers,
+                         "--roots", a.roots, "--json", JSON_PATH, *(["--keep-edges"] if a.keep_edges else []))
+    env = _peer_env(a.peer_env) if kind == "peer" else None
+    rec = run_command(cmd, env=env, memory=True)
+    if rec["failed"]:  # kept as a record: the runs before it, minutes each at 2^30 tuples, are not lost
+        return rec
+    out = rec.pop("json")
+    out.update(process_wall_s=rec["wall_s"], tree_rss_peak_bytes=rec["tree_rss_peak_bytes"],
+               processes=rec["processes"], command=rec["command"])
+    if kind == "peer":
+        out["env"] = env
+    return out
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("input", nargs="+", help="a Parquet dataset directory (benchmarks/make_webcrawl.py), or some "
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("input", nargs="+", help="a Parquet dataset directory (benchmarks.make_webcrawl), or some "
                                          "of its files")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--memory-limit", default=None)
-    p.add_argument("--spill-dir", default=None)
-    p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--roots", type=int, default=4)
-    p.add_argument("--kinds", default="peer,cli")
-    p.add_argument("--store", default=None, help="cli: ingest into this store and keep it")
+    p.add_argument("--memory-limit", default=None, help="cli: breadth ingest --memory-limit")
+    p.add_argument("--spill-dir", default=None, help="cli: breadth ingest --spill-dir (its peak size is sampled)")
+    p.add_argument("--repeat", type=int, default=3, help="rounds of the kinds, interleaved")
+    p.add_argument("--roots", type=int, default=4, help="api: validated Graph500 roots after the ingest")
+    p.add_argument("--kinds", default="peer,cli", help="which of peer, cli, api, kronecker (comma-separated)")
+    p.add_argument("--store", default=None, help="cli: ingest into this store and keep it (needs --repeat 1)")
     p.add_argument("--keep-edges", action="store_true",
                    help="api: prepare with keep_edges=True (the API's default) instead of handing the list over")
-    p.add_argument("--search-roots", type=int, default=0,
-                   help="cli: after ingesting, this many validated Graph500 roots and a results dataset")
     p.add_argument("--peer-env", action="append", default=[], metavar="KEY=VALUE",
                    help="peer: run its process with this environment variable too (repeatable), e.g. "
                         "NUMPY_MADVISE_HUGEPAGE=0, the setting breadth's workers start with")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)
-    p.add_argument("--json", default=None)
-    a = p.parse_args()
-    if a.one:
-        fn = {"peer": lambda: run_peer(a.input), "cli": lambda: run_cli(a.input, a.workers, a.memory_limit, a.spill_dir, a.store,
-                                                                 a.search_roots),
-              "api": lambda: run_api(a.input, a.workers, a.roots, a.keep_edges),
+    add_json_argument(p)
+    a = p.parse_args(argv)
+    if a.one:  # one measurement, in the fresh process _fresh started
+        fn = {"peer": lambda: run_peer(a.input), "api": lambda: run_api(a.input, a.workers, a.roots, a.keep_edges),
               "kronecker": lambda: run_kronecker(a.input, a.workers)}[a.one]
-        print(json.dumps(fn()))
-        return
-    runs: dict = {k: [] for k in a.kinds.split(",")}
+        write_json(a.json, fn())
+        return 0
+    kinds = a.kinds.split(",")
+    if not set(kinds) <= {"peer", "cli", "api", "kronecker"}:
+        p.error(f"--kinds {a.kinds}: expected some of peer, cli, api, kronecker")
+    if a.store and a.repeat != 1:
+        p.error("--store keeps one store: give --repeat 1")
+    _peer_env(a.peer_env)
+    doc = new_record("bench_ingest_sparse", a)
+    doc["environ"] = {k: os.environ.get(k) for k in ("NUMPY_MADVISE_HUGEPAGE", "MALLOC_MMAP_THRESHOLD_",
+                                                      "NUMBA_CACHE_DIR")}
+    runs: dict = {k: [] for k in kinds}
     for i in range(a.repeat):
-        for k in runs:
-            runs[k].append(_fresh(k, a))
-            print(k, i, json.dumps(runs[k][-1])[:300], file=sys.stderr, flush=True)
+        for k in kinds:
+            rec = _fresh(k, a)
+            rec["round"] = i
+            runs[k].append(rec)
+            print(f"  round {i} {k}: " + ("FAILED " + rec["stderr_tail"][-300:] if rec.get("failed")
+                                           else f"{rec.get('total_s', rec.get('wall_s')):.2f} s"),
+                  file=sys.stderr, flush=True)
     tuples = next((r["tuples"] for rs in runs.values() for r in rs if "tuples" in r), None)
     summary = {}
     failed = {k: sum(1 for r in rs if r.get("failed")) for k, rs in runs.items()}
@@ -354,36 +248,32 @@ def main() -> None:
         if not rs:
             summary[k] = {"failed": failed[k]}
             continue
-        secs = [r["wall_s" if k == "cli" else "total_s"] for r in rs]
-        med = statistics.median(secs)
+        sec = median_range(r["wall_s" if k == "cli" else "total_s"] for r in rs)
         n = rs[0].get("tuples", tuples)  # kronecker: its own count (a power of two)
-        summary[k] = {"seconds": {"median": med, "min": min(secs), "max": max(secs)},
-                      "mtuples_per_s": n / med / 1e6 if n else None, "failed": failed[k]}
+        summary[k] = {"seconds": sec, "mtuples_per_s": n / sec["median"] / 1e6 if n else None,
+                      "tree_rss_peak_bytes": median_range(r["tree_rss_peak_bytes"] for r in rs), "failed": failed[k]}
     if runs_ok.get("peer"):  # the peer's process as a whole, as `cli` is timed (its own clock excludes imports)
-        secs = [r["process_wall_s"] for r in runs_ok["peer"]]
-        summary["peer_process_wall"] = {"seconds": {"median": statistics.median(secs), "min": min(secs),
-                                                    "max": max(secs)}}
+        summary["peer_process_wall"] = {"seconds": median_range(r["process_wall_s"] for r in runs_ok["peer"])}
     if runs_ok.get("api") and runs_ok.get("kronecker"):  # per tuple: above 1, the sparse ids cost more
         summary["api_over_kronecker_per_tuple"] = \
             summary["kronecker"]["mtuples_per_s"] / summary["api"]["mtuples_per_s"]
     if runs_ok.get("cli") and runs_ok.get("peer"):
         summary["cli_over_peer_time"] = summary["cli"]["seconds"]["median"] / summary["peer"]["seconds"]["median"]
-    import breadth
-
-    doc = {"benchmark": "ingest_sparse_cpu", "machine": platform.node(), "cpus": os.cpu_count(),
-           "python": platform.python_version(), "breadth": getattr(breadth, "__version__", None),
-           "input": a.input, "workers": a.workers, "memory_limit": a.memory_limit, "repeat": a.repeat,
-           "keep_edges": a.keep_edges,
-           "peer_env": _peer_env(a.peer_env), "environ": {k: os.environ.get(k) for k in (
-               "NUMPY_MADVISE_HUGEPAGE", "MALLOC_MMAP_THRESHOLD_", "NUMBA_CACHE_DIR", "PYTHONDONTWRITEBYTECODE")},
-           "load_average_after": os.getloadavg(), "summary": summary, "runs": runs}
-    print(json.dumps(summary, indent=1))
+    doc.update(summary=summary, runs=runs)
     if a.json:
         write_json(a.json, doc)
+    print_table(["kind", "runs", "median s", "min s", "max s", "M tuples/s", "tree peak GiB (median)", "failed"],
+                [[k, v["seconds"]["n"], v["seconds"]["median"], v["seconds"]["min"], v["seconds"]["max"],
+                  v["mtuples_per_s"], v["tree_rss_peak_bytes"]["median"] / GiB, v["failed"]]
+                 for k, v in summary.items() if isinstance(v, dict) and "tree_rss_peak_bytes" in v])
+    if "cli_over_peer_time" in summary:
+        print(f"cli / peer time: {summary['cli_over_peer_time']:.2f}")
     if any(failed.values()):
-        sys.exit(f"bench_ingest_sparse: {sum(failed.values())} run(s) failed; their stderr is in the runs"
-                 + (f" ({a.json})" if a.json else ""))
+        print(f"bench_ingest_sparse: {sum(failed.values())} run(s) failed; their stderr is in the runs"
+              + (f" ({a.json})" if a.json else ""), file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

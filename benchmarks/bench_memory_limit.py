@@ -3,33 +3,27 @@
 For each scale, ``breadth generate --scale S --workers W --memory-limit L`` runs as a subprocess (the CLI,
 as a user runs it) for ``L`` = the minimum that :mod:`breadth.pipeline.memory_plan` computes, then a few
 values upward from it, until one *works*: the command succeeds and no worker's sampled RSS went above
-``L``.  A thread samples the RSS of every worker process (psutil, every 50 ms).  The store of the
+``L``.  A thread samples the RSS of every worker process (from /proc, every 50 ms).  The store of the
 smallest working limit is then searched and validated (``breadth bench STORE``, without a limit: the
 search runs Numba kernels, and a limit below the Numba path's baseline only fits the NumPy path of
 ``generate``).  The idle RSS of a
 worker process is measured too: started from a script that imports only distributed, and from one that
 imports the CLI module first, as the ``breadth`` console script does (a spawned worker re-imports the
-parent's main module).  Not a test::
+parent's main module)::
 
-    python benchmarks/bench_memory_limit.py --scales 18 20 --json benchmarks/results/memory_limit_cpu.json
+    python -m benchmarks.bench_memory_limit --scales 18 20 --json memory_limit_cpu.json
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 
-import psutil
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import versions, write_json  # noqa: E402
+from benchmarks.harness import add_json_argument, new_record, print_table, run_command, write_json
 
 MiB = 1 << 20
 STEPS = (1.0, 1.05, 1.1, 1.2, 1.35, 1.5, 2.0)
@@ -47,58 +41,18 @@ if __name__ == "__main__":
 """
 
 
-class WorkerSampler(threading.Thread):
-    """Peak RSS (bytes) of every worker process under ``root`` (children running ``spawn_main``), and the
-    seconds (since the sampler started) at which each was first and last seen."""
-
-    def __init__(self, root: int, period: float = 0.05):
-        super().__init__(daemon=True)
-        self.root, self.period = psutil.Process(root), period
-        self.peak: dict[int, int] = {}
-        self.seen: dict[int, list[float]] = {}
-        self.t0 = time.perf_counter()
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            try:
-                kids = self.root.children(recursive=True)
-            except psutil.Error:
-                return
-            for k in kids:
-                try:
-                    if "spawn_main" not in " ".join(k.cmdline()):
-                        continue
-                    rss = k.memory_info().rss
-                except psutil.Error:
-                    continue
-                self.peak[k.pid] = max(self.peak.get(k.pid, 0), rss)
-                t = round(time.perf_counter() - self.t0, 2)
-                self.seen.setdefault(k.pid, [t, t])[1] = t
-            self.stop.wait(self.period)
-
-
 def run_sampled(cmd: list[str], timeout: float) -> dict:
-    """Run ``cmd``; its exit status, wall seconds, stderr's last lines and each worker's peak RSS."""
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    s = WorkerSampler(p.pid)
-    s.start()
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-    s.stop.set()
-    s.join()
-    lines = [ln for ln in err.splitlines() if ln.startswith("breadth:")]
-    # workers in order of start; a process started after the first ones is one the nanny started again
-    pids = sorted(s.peak, key=lambda pid: s.seen[pid][0])
-    return {"cmd": " ".join(cmd[2:]), "rc": p.returncode, "wall_s": time.perf_counter() - t0,
-            "stdout_last": out.strip().splitlines()[-1:] if out.strip() else [], "breadth_stderr": lines,
-            "worker_processes": [{"pid": pid, "peak_rss_bytes": s.peak[pid], "first_seen_s": s.seen[pid][0],
-                                  "last_seen_s": s.seen[pid][1]} for pid in pids],
-            "peak_rss_per_worker_bytes": [s.peak[pid] for pid in pids]}
+    """Run ``cmd``; its exit status, wall seconds, stderr's ``breadth:`` lines and each worker's peak RSS (the
+    processes of its tree running ``spawn_main``, sampled every 50 ms, in order of start: one started after
+    the first ones is a worker the nanny started again)."""
+    r = run_command(cmd, memory=True, timeout=timeout)
+    workers = sorted((p for p in r["processes"] if "spawn_main" in p["cmdline"]), key=lambda p: p["first_s"])
+    return {"cmd": " ".join(cmd[2:]), "rc": r["rc"], "wall_s": r["wall_s"],
+            "stdout_last": r["stdout_tail"].strip().splitlines()[-1:],
+            "breadth_stderr": [ln for ln in r["stderr_tail"].splitlines() if ln.startswith("breadth:")],
+            "worker_processes": [{"pid": p["pid"], "peak_rss_bytes": p["rss_peak_bytes"], "first_seen_s": p["first_s"],
+                                  "last_seen_s": p["last_s"]} for p in workers],
+            "peak_rss_per_worker_bytes": [p["rss_peak_bytes"] for p in workers]}
 
 
 def idle_worker_rss(import_cli: bool) -> list[int]:
@@ -113,23 +67,21 @@ def idle_worker_rss(import_cli: bool) -> list[int]:
     return [int(x) for x in out.split()]
 
 
-def main() -> None:
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scales", type=int, nargs="+", default=[18, 20])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--roots", type=int, default=4, help="validated searches on the smallest working limit's store")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
-    ap.add_argument("--json", required=True)
-    args = ap.parse_args()
+    add_json_argument(ap)
+    args = ap.parse_args(argv)
 
     from breadth.pipeline.memory_plan import NUMPY_WORKER_BASELINE, WORKER_BASELINE, plan_memory
 
     threads = max(1, (os.cpu_count() or 1) // args.workers)
-    doc: dict = {"benchmark": "memory_limit", "args": vars(args),
-                 "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                             "memory_bytes": psutil.virtual_memory().total, "loadavg_start": os.getloadavg()},
-                 "versions": versions(), "worker_baseline_bytes": WORKER_BASELINE,
-                 "numpy_path_worker_baseline_bytes": NUMPY_WORKER_BASELINE, "threads_per_worker": threads}
+    doc = new_record("bench_memory_limit", args)
+    doc.update(worker_baseline_bytes=WORKER_BASELINE, numpy_path_worker_baseline_bytes=NUMPY_WORKER_BASELINE,
+               threads_per_worker=threads)
     doc["idle_worker_rss_bytes"] = {"script_importing_only_distributed": idle_worker_rss(False),
                                     "script_importing_the_cli_module": idle_worker_rss(True)}
     print("idle worker RSS (MiB): plain", [b // MiB for b in doc["idle_worker_rss_bytes"]
@@ -147,7 +99,7 @@ def main() -> None:
             row: dict = {"scale": scale, "workers": args.workers, "computed_minimum_bytes": plan.minimum,
                          "computed_minimum_numba_path_bytes": numba.minimum, "runs": []}
             store = os.path.join(work, f"s{scale}.store")
-            # the issue's target limit, and a run without a limit (default chunks, in memory) for reference
+            # 100 MB per worker (the memory target), and a run without a limit (default chunks, in memory) for reference
             for name, extra in (("limit_100MB", ["--memory-limit", "100MB"]),
                                 ("limit_numba_path_minimum", ["--memory-limit", str(numba.minimum)]),
                                 ("no_limit", [])):
@@ -182,13 +134,23 @@ def main() -> None:
                     print(f"  store searched and validated: rc {v.returncode}", flush=True)
                     break
             doc["scales"].append(row)
-            write_json(args.json, doc)  # after every scale: a later one killed keeps the earlier results
+            if args.json:  # after every scale: a later one killed keeps the earlier results
+                write_json(args.json, doc)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    doc["machine"]["loadavg_end"] = os.getloadavg()
-    write_json(args.json, doc)
-    print(f"wrote {args.json}")
+    doc["machine"]["loadavg_end"] = list(os.getloadavg())
+    if args.json:
+        write_json(args.json, doc)
+    print_table(["scale", "computed minimum MB", "smallest working limit MB", "worker peaks MiB", "store valid",
+                 "100MB: rc", "no limit: worker peaks MiB"],
+                [[r["scale"], round(r["computed_minimum_bytes"] / 1e6),
+                  round(r["smallest_working_limit_bytes"] / 1e6) if "smallest_working_limit_bytes" in r else None,
+                  " ".join(str(b // MiB) for b in r.get("peak_rss_per_worker_bytes", [])),
+                  r.get("validation", {}).get("valid"), r["limit_100MB"]["rc"],
+                  " ".join(str(b // MiB) for b in r["no_limit"]["peak_rss_per_worker_bytes"])]
+                 for r in doc["scales"]])
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

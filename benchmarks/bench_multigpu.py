@@ -1,13 +1,15 @@
 """Multi-GPU Graph500 BFS on one node: weak and strong scaling, and the communicators' own speed.
 
-    python benchmarks/bench_multigpu.py --gpus 4 --configs 26:1 26:2 26:4 28:4 --protocols nccl \\
-        --roots 64 --json $OUT/multigpu.json
+    python -m benchmarks.bench_multigpu --gpus 4 --configs 26:1 26:2 26:4 28:4 --protocols nccl ucx \\
+        --roots 64 --json multigpu.json
 
 One dask-cuda cluster (one worker per GPU, ``--cluster-protocol``, tcp by default) serves every configuration: ``SCALE:P``
 prepares the Kronecker graph of that scale on the GPUs into ``P`` shards (on the first ``P`` workers) and
 runs ``--roots`` Graph500 searches (warm-up first, each timed between barriers, max over ranks), every
 one validated on the device (the five rules).  TEPS follow Graph500 (input tuples in the root's component
-over the search time), harmonic mean.  Every rank's per-level records (direction, frontier, local, exchange,
+over the search time), harmonic mean; each run's is divided by the 1-GPU run's of the same variant in this
+run, at its scale per GPU (weak scaling: ``26:1`` for ``27:2`` and ``28:4``) and at its scale (strong
+scaling), where the configurations include them.  Every rank's per-level records (direction, frontier, local, exchange,
 reduction seconds, bytes) go to the JSON.  ``--commbench`` first times each protocol's communicator
 inside a session: 1-64 MB alltoallv between ranks 0 and 1 (GB/s per direction; sizes unknown to the
 receiver, so a header first), the same as the device engine's sized rounds (``exchange_device``, sizes known
@@ -26,29 +28,24 @@ shared memory, as the UCX communicator's rounds with a peer of its host).
 UCX moves the device buffers between the processes through CUDA IPC); the workers are then clients of a
 private MPS daemon unless ``--mps off`` (``local_cuda_cluster``'s ``mps``; the JSON's ``mps`` says which ran):
 
-    python benchmarks/bench_multigpu.py --ranks-per-gpu 2 --configs 24:2 --protocols ucx tcp \
-        --commbench --raw-ucxx --roots 16 --json $OUT/ucx_one_gpu.json
+    python -m benchmarks.bench_multigpu --ranks-per-gpu 2 --configs 24:2 --protocols ucx tcp \\
+        --commbench --raw-ucxx --roots 16 --json ucx_one_gpu.json
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 import traceback
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_multirank import _bench_rank  # noqa: E402
-from raw_ucxx import ping_pong, raw_pair, release  # noqa: E402
-from results_file import write_json  # noqa: E402
+from benchmarks.bench_multirank import bench_rank
+from benchmarks.harness import add_json_argument, harmonic_mean, new_record, print_table, write_json
+from benchmarks.raw_ucxx import ping_pong, raw_pair, release
 
-
-#: transfers timed per size (medians) in the communicators' and raw ucxx's benchmarks, after 10 untimed ones: with
-#: 10 after 3, a 64 MB sized round back to back took 177 us where diag_ucx_sized_round.py's 200 took 139-144 on
-#: the same H200 (session 29)
+#: transfers timed per size (medians) in the communicators' and raw ucxx's benchmarks, after 10 untimed ones: 10
+#: timed after 3 untimed put a 64 MB sized round back to back at 177 us, 200 timed at 139-144 us on the same H200
 _REPS = 50
 #: raw ucxx round trips timed after each search with --raw-ucxx (their median is the root's)
 _BESIDE_REPS = 20
@@ -132,7 +129,7 @@ def _commbench(engine, setup_s, sizes, reps):
 
 
 def _bench_rank_beside_raw(engine, setup_s, roots, nvalidate, nbarriers, reps):
-    """:func:`bench_multirank._bench_rank` with raw ucxx's 8-byte device round trip between ranks 0 and 1 timed
+    """:func:`benchmarks.bench_multirank.bench_rank` with raw ucxx's 8-byte device round trip between ranks 0 and 1 timed
     right after each root's search (``reps`` after 3 untimed; the root's record's ``after``: their median, µs),
     so that a level and the round trip it is measured against are timed within a second of each other (two
     processes sharing one H200 drifted between runs from 52 to 77 µs in that round trip).  Two pairs: ucxx's
@@ -152,7 +149,7 @@ def _bench_rank_beside_raw(engine, setup_s, roots, nvalidate, nbarriers, reps):
         return [float(np.median(ping_pong((worker, ep, api), a, b, r, reps + 3)[3:]) * 1e6)
                 for worker, ep, api, _, _ in pairs]
 
-    out = _bench_rank(engine, setup_s, roots, nvalidate, nbarriers, after_search=raw_rt)
+    out = bench_rank(engine, setup_s, roots, nvalidate, nbarriers, after_search=raw_rt)
     engine.comm.barrier()  # both ends done before either closes
     for pair in pairs:
         release(pair)
@@ -162,7 +159,7 @@ def _bench_rank_beside_raw(engine, setup_s, roots, nvalidate, nbarriers, reps):
 def _rawbench(engine, setup_s, sizes, reps, error_handling=True):
     """Ranks 0 and 1 ping-pong with ucxx's low-level API (their own UCX context; the listener's port goes
     through the session's communicator; ``error_handling``: ucxx's default endpoints, else without peer error
-    handling, see :func:`raw_ucxx.raw_pair`), progressing the worker in this thread: per size, the median
+    handling, see :func:`benchmarks.raw_ucxx.raw_pair`), progressing the worker in this thread: per size, the median
     round trip and the one-way rate (two transfers per round trip)."""
     import cupy as cp
 
@@ -222,7 +219,7 @@ def summarize(out, rts, g, scale, protocol, session_s) -> dict:
     by_dir = {d: [s for s, sd in small if sd == d] for d in ("td", "bu")}
     small = [s for s, _ in small]
     # raw ucxx's device round trip timed right after each search (_bench_rank_beside_raw), where it was: ucxx's
-    # default endpoints, and (since session 35) endpoints without peer error handling
+    # default endpoints, and endpoints without peer error handling
     after = [r["after"] if isinstance(r.get("after"), list) else [r.get("after"), None] for r in rows0]
     beside = {}
     for i, suffix in enumerate(("", "_no_error_handling")):
@@ -236,7 +233,7 @@ def summarize(out, rts, g, scale, protocol, session_s) -> dict:
     return {"scale": scale, "gpus": g.nparts, "protocol": protocol,
             "roots": nroot, "validated_roots": len(viol), "valid": bool(viol) and all(not any(v.values()) for v in viol),
             "construction_s": g.construction_time, "session_s": session_s,
-            "harmonic_mean_teps": float(len(teps) / np.sum(1.0 / teps)),
+            "harmonic_mean_teps": harmonic_mean(teps),
             "median_teps": float(np.median(teps)), "median_time_s": float(np.median(times)),
             "median_local_s": float(np.median(local)), "median_exchange_s": float(np.median(exch)),
             "median_reduce_s": float(np.median(red)), "median_levels": float(np.median(nlev)),
@@ -251,7 +248,7 @@ def summarize(out, rts, g, scale, protocol, session_s) -> dict:
             "median_root_levels": levels}
 
 
-def main() -> None:
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gpus", type=int, default=None, help="cluster workers (default: every GPU)")
     ap.add_argument("--configs", nargs="+", default=["26:1", "26:2"], help="SCALE:GPUS")
@@ -277,8 +274,8 @@ def main() -> None:
                          "where a hung run waits")
     ap.add_argument("--timeout", type=float, default=300.0,
                     help="seconds a session's round may wait for a peer before it fails")
-    ap.add_argument("--json", required=True)
-    args = ap.parse_args()
+    add_json_argument(ap)
+    args = ap.parse_args(argv)
     import cupy as cp
 
     from breadth.bfs import choose_roots, run_session
@@ -286,13 +283,14 @@ def main() -> None:
     from breadth.pipeline import kronecker, prepare
     from breadth.pipeline.cluster import local_cuda_cluster, worker_addresses
 
-    props = cp.cuda.runtime.getDeviceProperties(0)
-    out = {"benchmark": "multigpu_bfs", "teps_convention": "Graph500 (input tuples in component / time), harmonic mean",
-           "gpu": props["name"].decode(), "ngpus_visible": cp.cuda.runtime.getDeviceCount(), "args": vars(args),
-           "cupy": cp.__version__, "nccl": __import__("cupy.cuda.nccl").cuda.nccl.get_version(), "comm": [], "runs": [], "errors": []}
+    out = new_record("bench_multigpu", args)
+    out.update(teps_convention="Graph500 (input tuples in component / time), harmonic mean",
+               ngpus_visible=cp.cuda.runtime.getDeviceCount(),
+               nccl=__import__("cupy.cuda.nccl").cuda.nccl.get_version(), comm=[], runs=[], errors=[])
 
     def dump():
-        write_json(args.json, out, default=float)
+        if args.json:
+            write_json(args.json, out, default=float)
 
     t0 = time.perf_counter()
     client = local_cuda_cluster(workers=args.gpus, protocol=args.cluster_protocol, ranks_per_gpu=args.ranks_per_gpu,
@@ -361,7 +359,7 @@ def main() -> None:
                     given = {k: float(env.pop(k)) for k in ("alpha", "beta") if k in env}
                     config = SearchConfig.from_env(env, **given)  # the variant's BREADTH_* alone
                     ts = time.perf_counter()
-                    body, extra = _bench_rank, ()
+                    body, extra = bench_rank, ()
                     if args.raw_ucxx and proto == "ucx" and p > 1:  # raw ucxx's round trip beside every search
                         body, extra = _bench_rank_beside_raw, (_BESIDE_REPS,)
                     res = run_session(g, body, rts, args.validate, 200, *extra, protocol=proto if p > 1 else "tcp",
@@ -392,21 +390,28 @@ def main() -> None:
             dump()
     out["total_s"] = time.perf_counter() - t0
     dump()
-    # each multi-GPU figure against the 1-GPU scale-26 figure of the same variant and against the best one
-    one = [r for r in out["runs"] if r["gpus"] == 1 and r["scale"] == 26]
-    best = max(one, key=lambda r: r["harmonic_mean_teps"]) if one else None
+    # each run against the 1-GPU run of the same variant: at the scale per GPU (weak scaling: scale - log2(P)) and
+    # at the same scale (strong scaling), where the run has them
     for r in out["runs"]:
-        same = next((o for o in one if o.get("variant") == r.get("variant")), None)
-        if r["gpus"] > 1 and best is not None:
-            print(f"scale {r['scale']} x{r['gpus']} {r['protocol']} [{r.get('variant', '')}]: "
-                  + (f"{r['harmonic_mean_teps'] / same['harmonic_mean_teps']:.2f}x the same variant's 1-GPU "
-                     "scale-26 TEPS, " if same is not None else "")
-                  + f"{r['harmonic_mean_teps'] / best['harmonic_mean_teps']:.2f}x the best 1-GPU scale-26 TEPS "
-                  f"[{best.get('variant', '')}]", flush=True)
+        one = {o["scale"]: o for o in out["runs"] if o["gpus"] == 1 and o.get("variant") == r.get("variant")}
+        p = r["gpus"]
+        weak = one.get(r["scale"] - (p.bit_length() - 1)) if p & (p - 1) == 0 else None
+        r["over_one_gpu_weak"] = r["harmonic_mean_teps"] / weak["harmonic_mean_teps"] if weak else None
+        strong = one.get(r["scale"])
+        r["over_one_gpu_strong"] = r["harmonic_mean_teps"] / strong["harmonic_mean_teps"] if strong else None
+    dump()
+    print_table(["scale", "GPUs", "protocol", "variant", "GTEPS (hm)", "median ms", "x 1 GPU (weak)",
+                 "x 1 GPU (strong)", "construction s", "valid"],
+                [[r["scale"], r["gpus"], r["protocol"], r.get("variant", ""), r["harmonic_mean_teps"] / 1e9,
+                  r["median_time_s"] * 1e3, r["over_one_gpu_weak"], r["over_one_gpu_strong"], r["construction_s"],
+                  r["valid"]] for r in out["runs"]])
     for k in list(cache):
         cache.pop(k).release()
+    cluster = client.cluster
     client.close()
+    cluster.close()
+    return 1 if out["errors"] else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,9 +1,8 @@
 """Graph500 BFS on 1, 2 and 4 ranks (worker processes) of this machine: TEPS and the exchange's share.
 
-    python benchmarks/bench_multirank.py --scales 20 22 --workers 1 2 4 --roots 16 \\
-        --json benchmarks/results/multirank_cpu.json
-    python benchmarks/bench_multirank.py --scales 20 --workers 2 4 --protocols tcp ucx --repeats 3 \\
-        --json benchmarks/results/multirank_cpu_tcp_ucx.json
+    python -m benchmarks.bench_multirank --scales 20 22 --workers 1 2 4 --roots 16 --json multirank_cpu.json
+    python -m benchmarks.bench_multirank --scales 20 --workers 2 4 --protocols tcp ucx --repeats 3 \\
+        --json multirank_cpu_tcp_ucx.json
 
 For each (scale, workers): a fresh local cluster, the Kronecker graph generated and prepared into one
 shard per worker, then for each repeat one session per protocol (alternating, on the same graph):
@@ -19,16 +18,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import machine, versions, write_json  # noqa: E402
+from benchmarks.harness import add_json_argument, new_record, print_table, write_json
 
 
-def _bench_rank(engine, setup_s, roots, nvalidate, nbarriers, after_search=None):
+def bench_rank(engine, setup_s, roots, nvalidate, nbarriers, after_search=None):
     """Rank body: warm-up, then each root timed between barriers, then ``nbarriers`` barriers and one-element
     all-reduces; every rank returns its own records and its mean seconds per barrier / all-reduce.
     ``after_search``: called on every rank after each root's search is timed (collective); what it returns
@@ -85,7 +82,7 @@ def run_one(scale: int, workers: int, roots: int, seed: int, protocols: list[str
         for rep in range(repeats):
             for protocol in protocols:
                 t0 = time.perf_counter()
-                out = run_session(g, _bench_rank, rts, nvalidate, nbarriers, protocol=protocol, timeout=300.0)
+                out = run_session(g, bench_rank, rts, nvalidate, nbarriers, protocol=protocol, timeout=300.0)
                 session_s = time.perf_counter() - t0
                 r = _summary(out, g, scale, workers, threads, protocol, session_s)
                 r["repeat"] = rep
@@ -145,7 +142,7 @@ def _summary(out: list[dict], g, scale: int, workers: int, threads: list, protoc
     }
 
 
-def main() -> None:
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scales", type=int, nargs="+", default=[20, 22])
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
@@ -156,28 +153,28 @@ def main() -> None:
                     help="the ranks' transports, one session each per repeat, alternating on the same graph")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--barriers", type=int, default=2000, help="barriers (and all-reduces) timed per session")
-    ap.add_argument("--json", required=True)
-    args = ap.parse_args()
-    out = {"benchmark": "multirank_bfs_cpu", "teps_convention": "Graph500 (input tuples in component / time)",
-           "machine": machine(), "versions": versions("ucxx"), "args": vars(args), "runs": []}
-    print(f"{'scale':>5} {'ranks':>5} {'proto':>5} {'GTEPS(hm)':>10} {'median ms':>10} {'local ms':>9} "
-          f"{'exch ms':>8} {'exch %':>6} {'lvl exch us':>11} {'barrier us':>10} {'allred us':>9} {'MB sent':>8} "
-          f"{'valid':>5}  load", flush=True)
+    add_json_argument(ap)
+    args = ap.parse_args(argv)
+    out = new_record("bench_multirank", args)
+    out.update(teps_convention="Graph500 (input tuples in component / time)", runs=[])
     for s in args.scales:
         for w in args.workers:
             protocols = args.protocols if w > 1 else args.protocols[:1]  # one rank talks to nobody
             for r in run_one(s, w, args.roots, args.seed, protocols, args.repeats, args.validate, args.barriers):
-                r["loadavg"] = os.getloadavg()
+                r["loadavg"] = list(os.getloadavg())
                 out["runs"].append(r)
-                print(f"{s:5d} {w:5d} {r['protocol']:>5} {r['harmonic_mean_teps'] / 1e9:10.3f} "
-                      f"{r['median_time_s'] * 1e3:10.1f} {r['median_local_s'] * 1e3:9.1f} "
-                      f"{r['median_exchange_s'] * 1e3:8.1f} {100 * r['exchange_share']:6.1f} "
-                      f"{r['median_level_exchange_s'] * 1e6:11.0f} {r['barrier_s'] * 1e6:10.0f} "
-                      f"{r['allreduce_s'] * 1e6:9.0f} {r['median_bytes_sent_total'] / 1e6:8.2f} "
-                      f"{str(r['valid']):>5}  {r['loadavg'][0]:.2f}", flush=True)
-    out["machine"]["loadavg_end"] = os.getloadavg()
-    write_json(args.json, out)
+                print(f"scale {s} ranks {w} {r['protocol']}: {r['harmonic_mean_teps'] / 1e9:.3f} GTEPS", flush=True)
+            if args.json:
+                write_json(args.json, out)
+    print_table(["scale", "ranks", "protocol", "GTEPS (hm)", "median ms", "local ms", "exchange ms", "exchange %",
+                 "level exchange us", "barrier us", "allreduce us", "MB sent", "valid", "load"],
+                [[r["scale"], r["workers"], r["protocol"], r["harmonic_mean_teps"] / 1e9, r["median_time_s"] * 1e3,
+                  r["median_local_s"] * 1e3, r["median_exchange_s"] * 1e3, 100 * r["exchange_share"],
+                  round(r["median_level_exchange_s"] * 1e6), round(r["barrier_s"] * 1e6),
+                  round(r["allreduce_s"] * 1e6), r["median_bytes_sent_total"] / 1e6, r["valid"],
+                  f"{r['loadavg'][0]:.2f}"] for r in out["runs"]])
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -4,18 +4,17 @@ The tier of the shuffle to owners (:mod:`breadth.pipeline.shuffle`) follows the 
 ``--tier`` forces one (Dask's ``breadth.shuffle.tier``).  CPU (this 2-core, 24 GiB machine; the disk tier's
 bucket files under ``--spill-dir``)::
 
-    python benchmarks/bench_out_of_core.py --scale 26 --spill-dir /tmp/breadth-spill \\
-        --json benchmarks/results/out_of_core_cpu_s26_stages.json
+    python -m benchmarks.bench_out_of_core --scale 26 --spill-dir /tmp/breadth-spill --json out_of_core_cpu_s26.json
 
 GPU (dask-cuda workers, one per GPU; the host tier, :mod:`breadth.pipeline.shuffle_tiers`, when the edges do
 not fit the GPU: chunks are split on the GPU and wait in host memory, owners build batch by batch on their GPU)::
 
-    python benchmarks/bench_out_of_core.py --device gpu --gpus 1 --scale 28 \\
-        --local-directory /tmp/breadth-dask --json $OUT/out_of_core_gpu_s28.json
-    python benchmarks/bench_out_of_core.py --device gpu --gpus 2 --scale 29 --memory-limit 120GB \
-        --local-directory /tmp/breadth-dask --json $OUT/out_of_core_gpu_s29.json
-    python benchmarks/bench_out_of_core.py --device gpu --gpus 4 --scale 30 --memory-limit 120GB \
-        --local-directory /tmp/breadth-dask --json $OUT/out_of_core_gpu_s30.json
+    python -m benchmarks.bench_out_of_core --device gpu --gpus 1 --scale 28 \\
+        --local-directory /tmp/breadth-dask --json out_of_core_gpu_s28.json
+    python -m benchmarks.bench_out_of_core --device gpu --gpus 2 --scale 29 --memory-limit 120GB \\
+        --local-directory /tmp/breadth-dask --json out_of_core_gpu_s29.json
+    python -m benchmarks.bench_out_of_core --device gpu --gpus 4 --scale 30 --memory-limit 120GB \\
+        --local-directory /tmp/breadth-dask --json out_of_core_gpu_s30.json
 
 (``--memory-limit`` / ``--device-memory-limit`` / ``--rmm-pool-size`` go to dask-cuda's
 ``LocalCUDACluster``: host bytes per worker before Dask spills host data to ``--local-directory``, device
@@ -35,68 +34,22 @@ time of each phase (chunks: generate, split, sort by row batch, write bucket fil
 build: per owner read or copy to the device, deduplicate/build per batch, assemble; finish), every task's
 stage seconds (``prepare(..., stages=...)``, :mod:`breadth.pipeline.stages`), the bytes spilled, and the
 Graph500 figures of a few validated roots (``--roots``, warm-up search first, each validated).  The summary
-printed last says where the time went.  Not a test.
+printed last says where the time went.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
-import sys
-import threading
 import time
 
 import numpy as np
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import write_json  # noqa: E402
 import psutil
 
+from benchmarks.harness import TreeSampler, add_json_argument, dir_bytes, new_record, print_table, write_json
+
 GiB = 1 << 30
-
-
-def _dir_bytes(path: str | None) -> int:
-    """Bytes of the files under ``path`` now (0 for none); files vanishing mid-walk are skipped."""
-    total = 0
-    for root, _, files in os.walk(path or "/nonexistent"):
-        for f in files:
-            try:
-                total += os.path.getsize(os.path.join(root, f))
-            except OSError:
-                pass
-    return total
-
-
-class Sampler(threading.Thread):
-    """Peak RSS of this process tree (the sum, and each process's own peak) and peak size of a directory,
-    sampled in the background."""
-
-    def __init__(self, spill_dir: str | None, period: float = 0.2):
-        super().__init__(daemon=True)
-        self.spill_dir, self.period = spill_dir, period
-        self.peak_rss = self.peak_spill = 0
-        self.peak_by_pid: dict[int, int] = {}
-        self.stop = threading.Event()
-
-    def _rss(self) -> int:
-        me = psutil.Process()
-        total = 0
-        for p in [me, *me.children(recursive=True)]:
-            try:
-                rss = p.memory_info().rss
-            except psutil.Error:
-                continue
-            total += rss
-            self.peak_by_pid[p.pid] = max(self.peak_by_pid.get(p.pid, 0), rss)
-        return total
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            self.peak_rss = max(self.peak_rss, self._rss())
-            self.peak_spill = max(self.peak_spill, _dir_bytes(self.spill_dir))
-            time.sleep(self.period)
 
 
 def _worker_peak_rss() -> dict:
@@ -106,11 +59,11 @@ def _worker_peak_rss() -> dict:
     return {"pid": os.getpid(), "peak_rss_bytes": process_peak_rss()}
 
 
-def per_process(sampler: Sampler, workers: dict) -> list[dict]:
+def per_process(sampler: TreeSampler, workers: dict) -> list[dict]:
     """Each sampled process's peak RSS with its role (main: client + scheduler + nannies; worker; other)."""
     wpid = {v["pid"]: addr for addr, v in workers.items()}
     rows = []
-    for pid, peak in sorted(sampler.peak_by_pid.items()):
+    for pid, peak in sorted((p["pid"], p["rss_peak_bytes"]) for p in sampler.processes()):
         role = "main (client, scheduler, nanny)" if pid == os.getpid() else (
             f"worker {wpid[pid]}" if pid in wpid else "other")
         rows.append({"pid": pid, "role": role, "peak_rss_sampled_bytes": peak})
@@ -144,7 +97,7 @@ def _start_worker_sampler(dask_worker, period: float = 0.05) -> int:
                    "dask_device_bytes": weight(getattr(data, "device_buffer", None)),
                    "dask_host_bytes": weight(getattr(data, "host_buffer", None))}
             if i % 20 == 0:
-                now["dask_disk_bytes"] = _dir_bytes(dask_worker.local_directory)
+                now["dask_disk_bytes"] = dir_bytes(dask_worker.local_directory)
             for k, v in now.items():
                 peaks[k] = max(peaks[k], int(v))
             i += 1
@@ -201,7 +154,7 @@ def stage_lines(st: dict) -> list[str]:
     return lines
 
 
-def main() -> None:
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     ap.add_argument("--scale", type=int, default=26)
@@ -225,9 +178,8 @@ def main() -> None:
     ap.add_argument("--rmm-pool-size", default=None, help="dask-cuda's rmm_pool_size, RMM as CuPy's allocator")
     ap.add_argument("--local-directory", default=None, help="Dask workers' local directory (their spill disk)")
     ap.add_argument("--no-warmup", action="store_true", help="GPU: skip the scale-16 warm-up preparation")
-    ap.add_argument("--json", default=None)
-    args = ap.parse_args()
-    args.json = args.json or f"benchmarks/results/out_of_core_{args.device}_s{args.scale}.json"
+    add_json_argument(ap)
+    args = ap.parse_args(argv)
 
     import dask
 
@@ -238,12 +190,9 @@ def main() -> None:
     dask.config.set({"breadth.shuffle.tier": args.tier})
     spill_dir = args.spill_dir
     os.makedirs(spill_dir, exist_ok=True)
-    sampler = Sampler(spill_dir)
+    sampler = TreeSampler(os.getpid(), period=0.2, spill_dir=spill_dir, dir_period=0.2)
     sampler.start()
-    out: dict = {"benchmark": f"out_of_core_preparation_{args.device}", "args": vars(args), "scale": args.scale,
-                 "seed": args.seed,
-                 "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                             "memory_bytes": psutil.virtual_memory().total}}
+    out = new_record("bench_out_of_core", args)
     t0 = time.perf_counter()
     if args.device == "gpu":
         import cupy as cp
@@ -259,8 +208,8 @@ def main() -> None:
             kw["rmm_allocator_external_lib_list"] = ["cupy"]
         client = local_cuda_cluster(workers=args.gpus, local_directory=args.local_directory, **kw)
         props = cp.cuda.runtime.getDeviceProperties(0)
-        out["machine"].update(gpu=props["name"].decode(), gpu_memory_bytes=props["totalGlobalMem"],
-                              cupy=cp.__version__, cluster_kwargs={k: str(v) for k, v in kw.items()})
+        out["gpu"] = {"name": props["name"].decode(), "memory_bytes": props["totalGlobalMem"]}
+        out["cluster_kwargs"] = {k: str(v) for k, v in kw.items()}
         client.run(_start_worker_sampler)
     else:
         from distributed import Client, LocalCluster
@@ -283,7 +232,7 @@ def main() -> None:
     g = prepare(el, client, stages=stages, **opts)
     prep_s = time.perf_counter() - t0
     print(f"prepared scale {args.scale} in {prep_s:.1f} s", flush=True)
-    rss_after_prep = sampler.peak_rss
+    rss_after_prep = sampler.peak
     peaks = _worker_sampler_peaks if args.device == "gpu" else (lambda dask_worker, stop=False: _worker_peak_rss())
     workers_after_prep = client.run(peaks)
     protocol = args.protocol or ("nccl" if args.device == "gpu" and g.nparts > 1 else "tcp")
@@ -291,20 +240,19 @@ def main() -> None:
     res = graph500(g, nroots=args.roots, seed=args.seed + 1, timeout=3600.0, protocol=protocol)
     search_s = time.perf_counter() - t1
     workers_end = client.run(peaks, stop=True)
-    sampler.stop.set()
-    sampler.join()
-    out["machine"]["loadavg_end"] = os.getloadavg()
+    sampler.stop()
+    out["machine"]["loadavg_end"] = list(os.getloadavg())
     out.update({
         "path": stages["path"], "input_tuples": el.num_edges, "input_bytes_int64_pairs": el.num_edges * 16,
         "symmetrized_bytes_int64_pairs": el.num_edges * 32, "num_edges_undirected": g.num_edges,
         "nparts": g.nparts, "batch_entries": stages["tier"]["batch_entries"], "tier": stages["tier"],
         "preparation_s": prep_s,
         "construction_time_s": g.construction_time, "graph500_session_s": search_s, "protocol": protocol,
-        "peak_rss_all_processes_bytes": sampler.peak_rss, "peak_rss_during_preparation_bytes": rss_after_prep,
+        "peak_rss_all_processes_bytes": sampler.peak, "peak_rss_during_preparation_bytes": rss_after_prep,
         "peak_rss_per_worker_after_preparation_bytes": {a: v["peak_rss_bytes"] for a, v in workers_after_prep.items()},
         "peak_rss_per_worker_bytes": {a: v["peak_rss_bytes"] for a, v in workers_end.items()},
         "peak_rss_per_process_sampled": per_process(sampler, workers_end),
-        "peak_spill_bytes": sampler.peak_spill,
+        "peak_spill_bytes": sampler.spill_peak,
         "bytes_spilled": stages["chunk_task_s_total"].get("bytes_written", 0)
         + stages["owner_task_s_total"].get("bytes_written", 0),
         "stages": stages, "valid": res.valid, "roots": len(res.rows),
@@ -319,14 +267,15 @@ def main() -> None:
         client.cluster.close()
     if spill_dir:
         shutil.rmtree(spill_dir, ignore_errors=True)
-    write_json(args.json, out, default=float)
+    if args.json:
+        write_json(args.json, out, default=float)
     print("\n".join(stage_lines(stages)))
     print(f"graph500 session {search_s:.1f} s: {len(res.rows)} roots, valid={res.valid}, "
           f"{res.harmonic_mean_teps / 1e9:.2f} GTEPS (harmonic mean), median search {np.median(res.times):.3f} s")
     if stages["path"] == "disk":
         print(f"bytes spilled {out['bytes_spilled'] / 1e9:.2f} GB (bucket files + batch columns), peak on disk "
-              f"{sampler.peak_spill / 1e9:.2f} GB")
-    print(f"peak RSS: all processes {sampler.peak_rss / GiB:.2f} GiB (sampled every 0.2 s); "
+              f"{sampler.spill_peak / 1e9:.2f} GB")
+    print(f"peak RSS: all processes {sampler.peak / GiB:.2f} GiB (sampled every 0.2 s); "
           + ", ".join(f"{r['role']} {r['peak_rss_sampled_bytes'] / GiB:.2f} GiB"
                       for r in out["peak_rss_per_process_sampled"] if r["role"] != "other")
           + "; worker high-water marks "
@@ -338,8 +287,12 @@ def main() -> None:
                   "Dask held at most "
                   f"{w['dask_device_bytes'] / GiB:.1f} GiB on the device, {w['dask_host_bytes'] / GiB:.1f} GiB in host "
                   f"memory, {w['dask_disk_bytes'] / GiB:.1f} GiB on disk", flush=True)
-    print(f"wrote {args.json}")
+    print_table(["device", "scale", "path", "preparation s", "peak RSS all processes GiB", "peak spill GB",
+                 "GTEPS (hm)", "valid"],
+                [[args.device, args.scale, stages["path"], prep_s, sampler.peak / GiB, sampler.spill_peak / 1e9,
+                  res.harmonic_mean_teps / 1e9, res.valid]])
+    return 0 if res.valid else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

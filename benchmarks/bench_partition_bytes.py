@@ -1,27 +1,25 @@
 """Bytes exchanged per search and per level by the 1D, 2D and delegates partitionings: a machine-independent
 measure (payload bytes that every rank sent, summed over ranks; headers not counted).
 
-    python benchmarks/bench_partition_bytes.py --scale 20 --workers 4 8 --roots 8 \\
-        --json benchmarks/results/partition_bytes_cpu_s20.json
+    python -m benchmarks.bench_partition_bytes --scale 20 --workers 4 8 --roots 8 --json partition_bytes.json
 
 For each worker count: one local cluster (one rank per worker process), the Kronecker graph prepared 1D once,
 then each partitioning cut from those shards (:func:`breadth.bfs.partitioned.partition_graph`) and the same
 roots searched and validated.  Every grid of the worker count (with 2D's own bottom-up over the row block, and
-with 1D's bottom-up at the owners) and each ``--delegate-degrees`` threshold is measured.  The JSON holds, per variant, the bytes of every search and of every level (with its direction and
-frontier), and the ratio of the median search's bytes to 1D's.
+with 1D's bottom-up at the owners) and each ``--delegate-degrees`` threshold is measured.  The JSON holds, per
+variant, the bytes of every search and of every level (with its direction and frontier), and the ratio of the
+median search's bytes to 1D's.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import machine, versions, write_json  # noqa: E402
+from benchmarks.harness import add_json_argument, new_record, print_table, write_json
 
 
 def _bytes_rank(engine, setup_s, roots):
@@ -97,27 +95,27 @@ def run_workers(scale: int, workers: int, roots: int, seed: int, degrees: list[i
     return out
 
 
-def main() -> None:
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=int, default=20)
     ap.add_argument("--workers", type=int, nargs="+", default=[4, 8])
     ap.add_argument("--roots", type=int, default=8)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--delegate-degrees", type=int, nargs="+", default=[16, 64, 256, 1024])
-    ap.add_argument("--json", required=True)
-    args = ap.parse_args()
-    doc = {"benchmark": "partition_bytes_cpu", "measure": "payload bytes sent by all ranks (headers not counted)",
-           "machine": machine(), "versions": versions(), "args": vars(args), "runs": []}
-    print(f"{'ranks':>5} {'partition':<40} {'delegates':>9} {'MB/search':>10} {'vs 1d':>6} {'valid':>5}", flush=True)
+    add_json_argument(ap)
+    args = ap.parse_args(argv)
+    doc = new_record("bench_partition_bytes", args)
+    doc.update(measure="payload bytes sent by all ranks (headers not counted)", runs=[])
     for w in args.workers:
-        for r in run_workers(args.scale, w, args.roots, args.seed, args.delegate_degrees):
-            doc["runs"].append(r)
-            print(f"{w:5d} {r['label']:<40} {r['delegates'] if r['delegates'] is not None else '':>9} "
-                  f"{r['median_bytes_per_search'] / 1e6:10.3f} {r['ratio_to_1d']:6.2f} {str(r['all_valid']):>5}",
-                  flush=True)
-    doc["machine"]["loadavg_end"] = os.getloadavg()
-    write_json(args.json, doc)
+        doc["runs"] += run_workers(args.scale, w, args.roots, args.seed, args.delegate_degrees)
+        if args.json:
+            doc["machine"]["loadavg_end"] = list(os.getloadavg())
+            write_json(args.json, doc)
+    print_table(["ranks", "partition", "delegates", "MB/search", "vs 1D", "valid"],
+                [[r["workers"], r["label"], r["delegates"], r["median_bytes_per_search"] / 1e6,
+                  f"{r['ratio_to_1d']:.2f}", r["all_valid"]] for r in doc["runs"]])
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,122 +1,31 @@
-"""Searching a stored graph as users type it: ``breadth bench STORE`` (validated Graph500 roots) and ``breadth
-bfs STORE --root R --out DIR`` (a results dataset), each a fresh process tree whose memory is sampled.
+"""A stored graph searched as users type it: ``breadth bench STORE`` (validated Graph500 roots) and ``breadth bfs
+STORE --root R --out DIR`` (a results dataset), each a fresh process tree whose memory is sampled.
 
-    breadth ingest /tmp/wc30/part-00{00..15}.parquet --workers 2 --memory-limit 5GB --out /tmp/s28   # once
-    python benchmarks/bench_store_search.py /tmp/s28 --workers 2 --roots 4 \\
-        --json benchmarks/results/store_search_webcrawl_2e28_cpu.json
+    breadth ingest /tmp/wc28 --workers 2 --memory-limit 5GB --out /tmp/s28          # the store, once
+    python -m benchmarks.bench_store_search /tmp/s28 --workers 2 --roots 4 --json store_search.json
 
 Every 50 ms the RSS of each process of the command's tree (client, nannies, workers) is read from
-``/proc/PID/status``, split into anonymous memory (``RssAnon``: the arrays a worker allocated) and mapped file
-pages (``RssFile``: a memory-mapped shard file's pages once read, which count in RSS like anonymous pages
-until they are unmapped).  Recorded per command: the peak of the tree's summed RSS (the 12 GiB target of
-the real-datasets issue), each process's peak RSS and its peaks of anonymous and file pages, the wall time,
-and from the store's manifest the bytes of its shard files (``shard_bytes``) and of its id map, so that a
-worker's peak reads against the shard it holds.  ``bench`` adds its Graph500 figures (harmonic-mean TEPS,
-validated or not, load time); ``bfs`` the dataset's row count read back with pyarrow.  The root of ``bfs``
-is the first id of the store's id map (dense id 0 without one).
+``/proc/PID/status``, split into anonymous memory (``RssAnon``: the arrays a worker allocated) and mapped
+file pages (``RssFile``: a memory-mapped shard file's pages once read, which count in RSS like anonymous
+pages until they are unmapped).  Recorded per command and round: the peak of the tree's summed RSS, each
+process's peaks, the wall time, and from the store's manifest the bytes of its shard files and of its id
+map, so that a worker's peak reads against the shard it holds.  ``bench`` adds its Graph500 figures
+(harmonic-mean TEPS, validated or not); ``bfs`` the dataset's row count read back with pyarrow.  The root
+of ``bfs`` is the first id of the store's id map (dense id 0 without one).  With ``--repeat N`` the
+commands alternate for N rounds.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import shutil
-import subprocess
-import sys
 import tempfile
-import threading
-import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import machine, versions, write_json  # noqa: E402
+from benchmarks.harness import (JSON_PATH, add_json_argument, breadth_command, median_range, new_record,
+                                print_table, run_command, write_json)
 
-
-def _descendants(pid: int) -> list[int]:
-    kids: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            kids.setdefault(ppid, []).append(int(d))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += kids.get(p, [])
-    return out
-
-
-def _rss(pid: int) -> tuple[int, int, int] | None:
-    """``(VmRSS, RssAnon, RssFile)`` bytes of ``pid``, or None once it has gone."""
-    vals = {}
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                if k in ("VmRSS", "RssAnon", "RssFile"):
-                    vals[k] = int(v.split()[0]) * 1024
-    except OSError:
-        return None
-    return (vals["VmRSS"], vals["RssAnon"], vals["RssFile"]) if len(vals) == 3 else None
-
-
-class Sampler(threading.Thread):
-    """Peak summed RSS of a process tree, each process's peaks (total, anonymous, file pages) and a coarse
-    timeline of the sum (one point a second), until :meth:`stop`."""
-
-    def __init__(self, pid: int, period: float = 0.05):
-        super().__init__(daemon=True)
-        self.pid, self.period, self.peak = pid, period, 0
-        self.each: dict[int, list[int]] = {}
-        self.timeline: list[tuple[float, int]] = []
-        self._done = threading.Event()
-
-    def run(self) -> None:
-        t0 = time.monotonic()
-        next_point = 0.0
-        while not self._done.is_set():
-            total = 0
-            for p in _descendants(self.pid):
-                r = _rss(p)
-                if r is None:
-                    continue
-                total += r[0]
-                old = self.each.setdefault(p, [0, 0, 0])
-                self.each[p] = [max(a, b) for a, b in zip(old, r)]
-            self.peak = max(self.peak, total)
-            now = time.monotonic() - t0
-            if now >= next_point:
-                self.timeline.append((round(now, 1), total))
-                next_point = now + 1.0
-            self._done.wait(self.period)
-
-    def stop(self) -> int:
-        self._done.set()
-        self.join()
-        return self.peak
-
-
-def run_sampled(cmd: list[str]) -> dict:
-    """Run ``cmd`` with its process tree sampled; its record (raises with its stderr when it fails)."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    s = Sampler(proc.pid)
-    s.start()
-    out, err = proc.communicate()
-    wall = time.perf_counter() - t0
-    peak = s.stop()
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {err[-2000:]}")
-    procs = sorted(s.each.values(), reverse=True)[:6]
-    return {"command": " ".join(cmd), "wall_s": wall, "tree_rss_peak_bytes": peak,
-            "process_rss_peak_bytes": [p[0] for p in procs],
-            "process_anon_peak_bytes": [p[1] for p in procs], "process_file_peak_bytes": [p[2] for p in procs],
-            "timeline_s_bytes": s.timeline, "stdout": out.strip()[-600:], "stderr": err.strip()[-1500:]}
+GiB = 1 << 30
 
 
 def store_sizes(store: str) -> dict:
@@ -150,62 +59,70 @@ def first_root(store: str) -> str:
     return str(pq.ParquetFile(f).read_row_group(0, columns=["id"]).column(0)[0].as_py())
 
 
-def breadth_command() -> str:
-    """The ``breadth`` console script of this interpreter's environment (an unactivated venv's too)."""
-    here = os.path.join(os.path.dirname(sys.executable), "breadth")
-    return here if os.path.exists(here) else "breadth"
-
-
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("store")
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("store", help="a shard store (breadth ingest / breadth generate --out)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--roots", type=int, default=4, help="breadth bench --roots (validated)")
-    p.add_argument("--memory-limit", default=None, help="passed to breadth bench --memory-limit")
+    p.add_argument("--memory-limit", default=None, help="passed to both commands' --memory-limit")
     p.add_argument("--root", default=None, help="breadth bfs --root (default: the id map's first id)")
-    p.add_argument("--kinds", default="bench,bfs")
-    p.add_argument("--label", default=None, help="a note recorded with the run (e.g. the commit measured)")
-    p.add_argument("--json", default=None)
-    a = p.parse_args()
+    p.add_argument("--kinds", default="bench,bfs", help="which commands, of bench and bfs")
+    p.add_argument("--repeat", type=int, default=1, help="rounds of the commands, alternating")
+    add_json_argument(p)
+    a = p.parse_args(argv)
     import pyarrow.dataset as ds
 
-    doc = {"benchmark": "store_search_cpu", "machine": machine(), "hostname": platform.node(),
-           "versions": versions("pyarrow"), "label": a.label,
-           "parameters": {"store": os.path.abspath(a.store), "workers": a.workers, "roots": a.roots,
-                          "memory_limit": a.memory_limit},
-           "store": store_sizes(a.store), "runs": {}}
+    kinds = a.kinds.split(",")
+    if not set(kinds) <= {"bench", "bfs"}:
+        p.error(f"--kinds {a.kinds}: expected bench and/or bfs")
+    doc = new_record("bench_store_search", a)
+    doc["store"] = store_sizes(a.store)
+    limit = ["--memory-limit", a.memory_limit] if a.memory_limit else []
+    root = a.root or first_root(a.store)
     tmp = tempfile.mkdtemp(prefix="bench-store-search-")
+    results = os.path.join(tmp, "results")
+    commands = {
+        "bench": [breadth_command(), "bench", a.store, "--roots", a.roots, "--workers", a.workers,
+                  "--json", JSON_PATH, *limit],
+        "bfs": [breadth_command(), "bfs", a.store, "--root", root, "--out", results, "--workers", a.workers, *limit],
+    }
     try:
-        if "bench" in a.kinds.split(","):
-            js = os.path.join(tmp, "bench.json")
-            cmd = [breadth_command(), "bench", a.store, "--roots", str(a.roots), "--workers", str(a.workers),
-                   "--json", js] + (["--memory-limit", a.memory_limit] if a.memory_limit else [])
-            rec = run_sampled(cmd)
-            with open(js) as f:
-                g5 = json.load(f)
-            teps = g5["statistics"]["teps"]
-            rec.update(valid=g5["valid"], harmonic_mean_gteps=teps["harmonic_mean"] / 1e9,
-                       median_time_s=g5["statistics"]["time"]["median"],
-                       validate_s=[r["validate_time"] for r in g5["roots"]])
-            doc["runs"]["bench"] = rec
-            print("bench", json.dumps({k: v for k, v in rec.items() if k != "timeline_s_bytes"})[:700],
-                  file=sys.stderr, flush=True)
-        if "bfs" in a.kinds.split(","):
-            root = a.root or first_root(a.store)
-            out = os.path.join(tmp, "results")
-            rec = run_sampled([breadth_command(), "bfs", a.store, "--root", root, "--out", out,
-                               "--workers", str(a.workers)])
-            t = ds.dataset(out, format="parquet")
-            rec.update(root=root, rows=t.count_rows(), schema=str(t.schema).splitlines()[:4])
-            doc["runs"]["bfs"] = rec
-            print("bfs", json.dumps({k: v for k, v in rec.items() if k != "timeline_s_bytes"})[:700],
-                  file=sys.stderr, flush=True)
+        runs: dict = {}
+        for i in range(a.repeat):  # the dataset of bfs is read back after each of its runs, then removed
+            for name in kinds:
+                rec = run_command(commands[name], memory=True, check=True)
+                rec["round"] = i
+                if name == "bench":
+                    g5 = rec.pop("json")
+                    rec.update(valid=g5["valid"], harmonic_mean_teps=g5["statistics"]["teps"]["harmonic_mean"],
+                               median_time_s=g5["statistics"]["time"]["median"],
+                               validate_s=[r["validate_time"] for r in g5["roots"]])
+                else:
+                    t = ds.dataset(results, format="parquet")
+                    rec.update(root=root, rows=t.count_rows())
+                    shutil.rmtree(results, ignore_errors=True)
+                runs.setdefault(name, []).append(rec)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    doc["machine"]["loadavg_end"] = os.getloadavg()
+    doc["runs"] = runs
+    doc["summary"] = {k: {"wall_s": median_range(r["wall_s"] for r in rs),
+                          "tree_rss_peak_bytes": median_range(r["tree_rss_peak_bytes"] for r in rs)}
+                      for k, rs in runs.items()}
+    if "bench" in runs:
+        doc["summary"]["bench"]["harmonic_mean_teps"] = median_range(r["harmonic_mean_teps"] for r in runs["bench"])
     if a.json:
         write_json(a.json, doc)
+    s = doc["store"]
+    print(f"store: {s['num_vertices']:,} vertices, {s['num_edges']:,} edges, {s['nparts']} shards, "
+          f"{s['shard_bytes'] / GiB:.2f} GiB of shard files, {s['id_map_bytes'] / GiB:.2f} GiB of id map")
+    print_table(["command", "round", "wall s", "tree peak GiB", "largest process GiB", "GTEPS (hm)", "valid/rows"],
+                [[k, r["round"], r["wall_s"], r["tree_rss_peak_bytes"] / GiB,
+                  r["processes"][0]["rss_peak_bytes"] / GiB if r["processes"] else None,
+                  r["harmonic_mean_teps"] / 1e9 if k == "bench" else None,
+                  r["valid"] if k == "bench" else r["rows"]]
+                 for k, rs in runs.items() for r in rs])
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

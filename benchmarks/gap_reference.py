@@ -3,7 +3,7 @@
 gapbs (https://github.com/sbeamer/gapbs) is not vendored: build it elsewhere and pass the binary, e.g.::
 
     cd /tmp/gapbs && g++ -std=c++11 -O3 -Wall -fopenmp src/bfs.cc -o bfs
-    python benchmarks/gap_reference.py --gap-bfs /tmp/gapbs/bfs --scale 20 22 --json gap.json
+    python -m benchmarks.gap_reference --gap-bfs /tmp/gapbs/bfs --scale 20 22 --json gap.json
 
 For every scale the script
 
@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -46,9 +45,8 @@ import time
 import numba
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from edge_text import format_edges  # noqa: E402
-from results_file import write_json  # noqa: E402
+from benchmarks.edge_text import format_edges
+from benchmarks.harness import REPO_ROOT, add_json_argument, new_record, print_table, write_json
 
 EDGEFACTOR = 16
 A, B, C = 0.57, 0.19, 0.19
@@ -182,32 +180,15 @@ def parse_gap(out: str) -> dict:
     }
 
 
-def machine_info(gap_bfs: str) -> dict:
-    def first_line(cmd):
-        try:
-            return subprocess.run(cmd, capture_output=True, text=True).stdout.splitlines()[0]
-        except Exception:  # noqa: BLE001
-            return None
-
-    versions = {"python": sys.version.split()[0], "numpy": np.__version__, "numba": numba.__version__}
-    for mod in ("dask", "distributed", "breadth"):
-        try:
-            from importlib.metadata import version
-            versions[mod] = version(mod)
-        except Exception:  # noqa: BLE001
-            versions[mod] = None
+def gap_info(gap_bfs: str) -> dict:
+    """The GAP binary (its path and sha256) and the compiler that built the root picker (``g++ --version``)."""
+    try:
+        gcc = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    except (OSError, IndexError):
+        gcc = None
     with open(gap_bfs, "rb") as f:
         sha = hashlib.sha256(f.read()).hexdigest()
-    cpu = None
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), None)
-    except OSError:
-        pass
-    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-            "cpu_model": cpu, "cpu_count": os.cpu_count(), "versions": versions,
-            "gcc": first_line(["g++", "--version"]), "gap_bfs": os.path.abspath(gap_bfs), "gap_bfs_sha256": sha}
-
+    return {"gap_bfs": os.path.abspath(gap_bfs), "gap_bfs_sha256": sha, "gcc": gcc}
 
 
 # ------------------------------------------------------------------------------------------------ one scale
@@ -293,26 +274,24 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--trials", type=int, default=64)
     p.add_argument("--threads", type=int, default=2, help="OMP_NUM_THREADS for gapbs (default 2)")
-    p.add_argument("--json", help="write the results here (temp file + rename)")
     p.add_argument("--tmpdir", default=None, help="where the .el file goes (default: system temp dir)")
     p.add_argument("--keep-el", action="store_true")
     p.add_argument("--keep-stdout", action="store_true", help="store gapbs' full output in the JSON")
     p.add_argument("--skip-project-check", action="store_true")
+    add_json_argument(p)
     args = p.parse_args(argv)
     if not os.access(args.gap_bfs, os.X_OK):
-        p.error(f"not executable: {args.gap_bfs}")
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        p.error(f"--gap-bfs {args.gap_bfs}: not executable")
     base = os.path.abspath(args.tmpdir or tempfile.gettempdir())
-    if base == repo or base.startswith(repo + os.sep):
-        p.error("the edge list must not be written into the repository")
+    if base == REPO_ROOT or base.startswith(REPO_ROOT + os.sep):
+        p.error("--tmpdir: the edge list must not be written into the repository")
 
-    doc = {"benchmark": "gapbs bfs on breadth Kronecker graph", "machine": machine_info(args.gap_bfs),
-           "parameters": {"scales": args.scale, "seed": args.seed, "trials": args.trials,
-                          "omp_num_threads": args.threads, "edgefactor": EDGEFACTOR, "abc": [A, B, C]},
-           "notes": ["gapbs picks its own roots (SourcePicker, seed 27491095), not the Graph500 roots",
-                     "TEPS = input edge tuples in the root's component / per-search time (Graph500 convention)",
-                     "times are gapbs' own per-trial timer (gettimeofday around DOBFS)"],
-           "runs": []}
+    doc = new_record("gap_reference", args)
+    doc.update(gap=gap_info(args.gap_bfs), edgefactor=EDGEFACTOR, abc=[A, B, C],
+               notes=["gapbs picks its own roots (SourcePicker, seed 27491095), not the Graph500 roots",
+                      "TEPS = input edge tuples in the root's component / per-search time (Graph500 convention)",
+                      "times are gapbs' own per-trial timer (gettimeofday around DOBFS)"],
+               runs=[])
     with tempfile.TemporaryDirectory(prefix="gap_reference_", dir=base) as workdir:
         for scale in args.scale:
             rec = run_scale(args, scale, workdir)
@@ -323,16 +302,16 @@ def main(argv=None) -> int:
                   f"project prepare {rec.get('project_num_edges')}; numpy {rec['numpy_undirected_edges']}; "
                   f"load {rec['loadavg_before'][0]:.2f}->{rec['loadavg_after'][0]:.2f}", flush=True)
 
-    print()
-    print(f"{'scale':>5} {'trials':>6} {'thr':>3} {'median ms':>10} {'mean ms':>9} {'gap avg ms':>10} "
-          f"{'min ms':>8} {'hm GTEPS':>9} {'GTEPS@med':>9} {'edges ok':>8}")
+    rows = []
     for r in doc["runs"]:
         nmed = float(np.median(r["nedge"]))
         ok = r["gap_undirected_edges"] == r["numpy_undirected_edges"] and \
             r.get("project_num_edges", r["gap_undirected_edges"]) == r["gap_undirected_edges"]
-        print(f"{r['scale']:>5} {r['trials']:>6} {r['omp_num_threads']:>3} {r['median_s'] * 1e3:>10.2f} "
-              f"{r['mean_s'] * 1e3:>9.2f} {r['gap_average_s'] * 1e3:>10.2f} {r['time_stats']['min'] * 1e3:>8.2f} "
-              f"{r['harmonic_mean_gteps']:>9.3f} {nmed / r['median_s'] / 1e9:>9.3f} {str(ok):>8}")
+        rows.append([r["scale"], r["trials"], r["omp_num_threads"], r["median_s"] * 1e3, r["mean_s"] * 1e3,
+                     r["gap_average_s"] * 1e3, r["time_stats"]["min"] * 1e3, r["harmonic_mean_gteps"],
+                     nmed / r["median_s"] / 1e9, ok])
+    print_table(["scale", "trials", "threads", "median ms", "mean ms", "gap avg ms", "min ms", "GTEPS (hm)",
+                 "GTEPS at median", "edges equal"], rows)
     print("nedge per root:", ", ".join(f"s{r['scale']}: {r['nedge_method']}, "
                                        f"{r['roots_outside_giant']} roots outside giant" for r in doc["runs"]))
     return 0

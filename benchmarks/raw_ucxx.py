@@ -1,7 +1,6 @@
 """Raw ucxx between ranks 0 and 1 of a search session, to time UCX itself beside the communicators
-(``bench_multigpu.py --raw-ucxx``, ``diag_one_round_levels.py``): a context, worker and endpoint of their own;
-the listener's address goes through the session's communicator; and the ping-pong those benchmarks and
-``diag_ucx_cluster.py`` time on such a pair."""
+(``python -m benchmarks.bench_multigpu --commbench --raw-ucxx``): a context, worker and endpoint of their own,
+the listener's address sent through the session's communicator, and the ping-pong timed on such a pair."""
 
 from __future__ import annotations
 
