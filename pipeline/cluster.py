@@ -143,7 +143,7 @@ def ucx_progress_environ(protocol: str) -> dict[str, str]:
     its event loop spins and holds the GIL much of the time: a search rank's thread in that worker then
     waits for the GIL after every exchange: with two workers sharing an H100, the worker's main thread is
     busy 61 % of the time and a raw ucxx host round trip between their ranks takes about five times as long
-    as on a TCP cluster (``benchmarks/diag_ucx_cluster.py``).  UCX's own progress thread with completions
+    as on a TCP cluster.  UCX's own progress thread with completions
     delivered as Python futures leaves the loop idle.
     """
     if protocol not in ("ucx", "ucxx"):

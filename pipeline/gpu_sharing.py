@@ -3,8 +3,7 @@
 Without MPS, two processes on one GPU time-slice it: each holds a context of its own, and the GPU switches
 between them.  Two search ranks on one GPU reach their device waits at the same moments, and each such wait
 then costs a context switch: a tiny kernel and its synchronisation take 12-15 µs in one process, about
-275 µs in each of two processes doing it in step, whatever the kind of wait (one H100,
-``benchmarks/diag_gpu_context_switch.py``).  MPS runs the clients' kernels in one shared context, so nothing
+275 µs in each of two processes doing it in step, whatever the kind of wait (one H100).  MPS runs the clients' kernels in one shared context, so nothing
 switches: the same wait takes about 15 µs, and two ranks on one H100 search a scale-22 graph's small levels
 in about half the time.
 
