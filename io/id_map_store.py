@@ -8,9 +8,10 @@ Layout (inside the store directory)::
 Each part is written by the worker that holds it (temporary name, fsync, rename) and loaded by a worker,
 so neither the client nor any one worker handles the whole map.  The manifest's ``"id_map"`` record is
 ``{"layout": "parts", "owner": "hash" | "range", "order": "value" | "hash", "dtype", "offsets": [P+1],
-"bounds": [P] | None, "parts": [{file, sha256, bytes, dtype, shape}, ...]}``: ``O(P)`` numbers.  ``order``
-says how a part is sorted (:class:`~breadth.bfs.id_map.PartitionedIdMap`): integer ids by their hash, as
-hash relabeling sorts them; a record without ``order`` is sorted by value.
+"bounds": [P] | None, "parts": [{file, sha256_blocks, block_bytes, bytes, dtype, shape}, ...]}``: ``O(P)``
+numbers (and a part's sha256 per 64 MiB block).  ``order`` says how a part is sorted
+(:class:`~breadth.bfs.id_map.PartitionedIdMap`): integer ids by their hash, as hash relabeling sorts them; a
+record without ``order`` is sorted by value.
 
 A map of one range part (the table path of small dense-ish integer ids) is written as the single file
 ``id_map.npy`` / ``id_map.parquet`` (record ``{"file": ...}``); both layouts load as a

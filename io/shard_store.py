@@ -4,7 +4,7 @@ Layout of a complete store directory::
 
     STORE/manifest.json              written last (temporary name + rename); its presence = complete store
     STORE/id_map.npy | .parquet      dense -> original ids (npy for integers, Parquet for strings); optional
-    STORE/shard-00000/shard.json     the shard's completion record (rank, rows, each file's size and sha256)
+    STORE/shard-00000/shard.json     the shard's completion record (rank, rows, each file's size and sha256s)
                      offsets.npy     int64 (hi-lo+1)      CSR (out-edges)
                      columns.npy     int32/int64 (nnz)
                      tuple_degree.npy, self_loops.npy   int32 (hi-lo)
@@ -31,15 +31,19 @@ The shards themselves are built again by the rerun (:func:`~breadth.pipeline.pre
 shard in memory); what resuming saves is writing the shards that were already complete.
 
 Arrays are plain ``.npy`` (``allow_pickle=False`` on load; never pickle).  The manifest records the
-format version, the counts, the source and parameters, and each file's size and sha256.  Each worker
-writes its own shard files (the path must be visible to the workers, as it is on one machine or on a
-shared file system).
+format version, the counts, the source and parameters, and each file's size and the sha256 of each of its
+64 MiB blocks (:mod:`breadth.io.store_files`: the blocks of a file are hashed, and checked, by several
+threads at once).  Each worker writes its own shard files (the path must be visible to the workers, as it
+is on one machine or on a shared file system).
 
-Loading verifies every file against the manifest and refuses a store without a manifest
+Loading verifies every file against the manifest as it reads it and refuses a store without a manifest
 (:class:`IncompleteStoreError`, naming the missing shards) or with a missing, resized or altered file
-(:class:`CorruptStoreError`).  It loads onto any number of workers: when that differs from the stored
-shard count, each new shard is assembled from the row ranges of the stored shards that overlap its
-vertex block (columns are global ids, so rows move unchanged).
+(:class:`CorruptStoreError`).  It loads onto any number of workers, on their CPUs or straight into their
+GPUs' memory: when the worker count differs from the stored shard count, each new shard is assembled from
+the row ranges of the stored shards that overlap its vertex block (columns are global ids, so rows move
+unchanged).  A loaded graph gets bottom-up's degree-ordered rows on its workers
+(:mod:`breadth.bfs.search_order`), so it searches as the same graph prepared in memory does.  Stores of the
+first format (one sha256 per file) load too; their files are checked in one pass, in order.
 
 Test hook: when the environment variable ``BREADTH_STORE_TEST_HOOK`` is ``fail=R[,R...]`` or
 ``pause=R[,R...]``, the shard writer of each listed rank, right after writing its first file into its
@@ -64,10 +68,14 @@ from breadth.bfs.partitioned import partition_graph
 from breadth.bfs.partitioning import Partitioning
 
 from .errors import CorruptStoreError, IncompleteStoreError, StoreError
-from .store_files import fsync_dir, npy_data_offset, npy_digest, read_npy_into, save_npy, sha256_file, token
+from .store_files import (fsync_dir, npy_data_offset, npy_digest, read_npy_into, same_content, save_npy, token,
+                          verify_file)
 
 FORMAT = "breadth-shard-store"
-VERSION = 1
+#: the format written; a store of any of :data:`READABLE` loads (the first format recorded one sha256 per file,
+#: checked in one pass; the second one per 64 MiB block, checked in parallel as the blocks are read)
+VERSION = 2
+READABLE = (1, 2)
 MANIFEST = "manifest.json"
 PROGRESS = "progress.json"
 SHARD_RECORD = "shard.json"
@@ -147,12 +155,10 @@ def _same_shard(final: str, head: dict, arrays: dict) -> bool:
             r = files[name]
             if r.get("dtype") != str(a.dtype) or r.get("shape") != list(a.shape):
                 return False
-            if npy_digest(a) != (r.get("sha256"), r.get("bytes")):  # this run's data differs (input changed?)
+            if not same_content(r, npy_digest(a)):  # this run's data differs (input changed?)
                 return False
-            p = os.path.join(final, f"{name}.npy")
-            if os.path.getsize(p) != r["bytes"] or sha256_file(p) != r["sha256"]:  # damaged on disk
-                return False
-    except (OSError, KeyError, TypeError):
+            verify_file(os.path.join(final, f"{name}.npy"), r)  # damaged on disk
+    except (OSError, KeyError, TypeError, CorruptStoreError):
         return False
     return True
 
@@ -553,8 +559,9 @@ def read_manifest(path: str) -> dict:
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         raise CorruptStoreError(f"{mpath}: not a breadth shard store (format "
                                 f"{m.get('format') if isinstance(m, dict) else None!r})")
-    if m.get("version") != VERSION:
-        raise StoreError(f"{mpath}: store format version {m.get('version')} is not supported (need {VERSION})")
+    if m.get("version") not in READABLE:
+        raise StoreError(f"{mpath}: store format version {m.get('version')} is not supported (this breadth reads "
+                         f"{', '.join(map(str, READABLE))})")
     _check_manifest(path, m)
     return m
 
@@ -692,9 +699,14 @@ def _load_shard(store: str, manifest: dict, rank: int, nparts: int, verify: bool
     Every array is allocated once at its final size and the stored rows are read straight into it
     (:func:`~breadth.io.store_files.read_npy_into`): the worker holds the shard's bytes and no more (a
     memory map of the files plus a copy of their rows would hold them twice: 9.5 GB per worker for a
-    4.7 GB shard of 2^30 web-crawl tuples).  ``device="gpu"``: the shard is moved to the worker's GPU."""
+    4.7 GB shard of 2^30 web-crawl tuples).  ``device="gpu"``: the arrays are allocated in the worker's GPU
+    memory and the files read into them through small page-locked buffers (the host holds no copy)."""
     from breadth.bfs.shard import Shard, block_size
 
+    if device == "gpu":
+        import cupy as xp
+    else:
+        xp = np
     t0 = time.perf_counter()
     n = manifest["num_vertices"]
     block = block_size(n, nparts)
@@ -705,10 +717,10 @@ def _load_shard(store: str, manifest: dict, rank: int, nparts: int, verify: bool
     pieces = [(rec, max(lo, rec["lo"]) - rec["lo"], min(hi, rec["hi"]) - rec["lo"]) for rec in manifest["shards"]
               if max(lo, rec["lo"]) < min(hi, rec["hi"])]
 
-    def read(rec: dict, a: str, out: np.ndarray, start: int, check: bool = verify) -> None:
+    def read(rec: dict, a: str, out, start: int, check: bool = verify) -> None:
         read_npy_into(os.path.join(store, rec["dir"], f"{a}.npy"), rec["files"][a], out, start, check)
 
-    out = {a: np.empty(hi - lo, np.dtype(files0[a]["dtype"])) for a in ("tuple_degree", "self_loops")}
+    out = {a: xp.empty(hi - lo, np.dtype(files0[a]["dtype"])) for a in ("tuple_degree", "self_loops")}
     for a in out:
         k = 0
         for rec, r0, r1 in pieces:
@@ -717,14 +729,14 @@ def _load_shard(store: str, manifest: dict, rank: int, nparts: int, verify: bool
     for off_name, col_name in (("offsets", "columns"), ("in_offsets", "in_columns")):
         if off_name not in files0:
             continue
-        off = np.zeros(hi - lo + 1, np.int64)  # each piece's stored offsets, rebased to follow the last
+        off = xp.zeros(hi - lo + 1, np.int64)  # each piece's stored offsets, rebased to follow the last
         k = 0
         for rec, r0, r1 in pieces:
             base = int(off[k])
             read(rec, off_name, off[k:k + r1 - r0 + 1], r0)
             off[k:k + r1 - r0 + 1] += base - off[k]
             k += r1 - r0
-        col = np.empty(int(off[-1]), np.dtype(files0[col_name]["dtype"]))
+        col = xp.empty(int(off[-1]), np.dtype(files0[col_name]["dtype"]))
         k = 0
         for rec, r0, r1 in pieces:  # each piece's columns where its rebased offsets put them
             first = np.zeros(1, np.int64)  # where its rows start in the stored columns (checked just above)
@@ -735,14 +747,7 @@ def _load_shard(store: str, manifest: dict, rank: int, nparts: int, verify: bool
         out[off_name], out[col_name] = off, col
     shard = Shard(rank, nparts, n, lo, hi, out["offsets"], out["columns"], out["tuple_degree"], out["self_loops"],
                   out.get("in_offsets"), out.get("in_columns"))
-    t_read = time.perf_counter()
-    if device == "gpu":
-        import cupy
-
-        shard = shard.to(cupy)
-        cupy.cuda.get_current_stream().synchronize()
-    shard.meta["load_stages"] = {"read_s": t_read - t0, "to_device_s": time.perf_counter() - t_read,
-                                 "bytes": shard.nbytes()}
+    shard.meta["load_stages"] = {"read_s": time.perf_counter() - t0, "bytes": shard.nbytes()}
     return shard
 
 
@@ -787,8 +792,8 @@ def load_store(path: str, client=None, *, nparts: int | None = None, verify: boo
     -------
     ShardedGraph
         Shards held by the workers; ``graph.source["load_time"]`` is the load's wall time in seconds and
-        ``graph.source["load_stages"]`` where it went: ``shards_s`` (reading and checking the files, moving
-        them to the device), ``order_s`` (bottom-up's order), and each rank's ``read_s``, ``to_device_s``
+        ``graph.source["load_stages"]`` where it went: ``shards_s`` (reading and checking the files into
+        the workers' memory or their GPUs'), ``order_s`` (bottom-up's order), and each rank's ``read_s``
         and ``bytes``.
 
     Raises

@@ -177,7 +177,7 @@ def test_cli_ingest_device_gpu_writes_the_cpu_store(tmp_path):
 
     a, b = (read_manifest(str(stores[d])) for d in ("cpu", "gpu"))
     assert a["num_vertices"] == b["num_vertices"] == len(np.unique(e))
-    sha = [[rec["files"][k]["sha256"] for rec in m["shards"] for k in sorted(rec["files"])] for m in (a, b)]
+    sha = [[rec["files"][k]["sha256_blocks"] for rec in m["shards"] for k in sorted(rec["files"])] for m in (a, b)]
     assert sha[0] == sha[1]
 
 

@@ -1,7 +1,7 @@
 """``breadth ingest --memory-limit``: a SNAP text file and a Parquet file whose edge list does not fit in a
 worker's memory next to what it holds already are ingested under the limit -- the shuffle takes a
 batched tier by itself, no worker is ended -- and the store is the one an unlimited run writes, file for
-file (sha256 in the manifests).
+file (sha256s in the manifests).
 
 The inputs: 4 M random tuples on 2**20 vertices (64 MB of int64 tuples, 128 MB of adjacency entries;
 the memory tier needs 28 B per entry, 112 MB per owner).  SNAP text: small int ids, the table relabel;
@@ -48,14 +48,14 @@ def inputs(tmp_path_factory):
 
 
 def _files(store) -> dict:
-    """Every array file of a store with its sha256 (shards and id map), from its manifest."""
+    """Every array file of a store with its sha256s (shards and id map), from its manifest."""
     m = json.loads((store / "manifest.json").read_text())
-    out = {f"{s['dir']}/{k}": r["sha256"] for s in m["shards"] for k, r in s["files"].items()}
+    out = {f"{s['dir']}/{k}": r["sha256_blocks"] for s in m["shards"] for k, r in s["files"].items()}
     im = m["id_map"] or {}
     for part in im.get("parts", []):
-        out[part["file"]] = part["sha256"]
-    if "sha256" in im:
-        out["id_map"] = im["sha256"]
+        out[part["file"]] = part["sha256_blocks"]
+    if "sha256_blocks" in im:
+        out["id_map"] = im["sha256_blocks"]
     return out
 
 

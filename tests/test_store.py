@@ -88,8 +88,8 @@ def test_corrupted_and_incomplete_stores_are_refused(store, cluster3, tmp_path):
         load_store(str(tmp_path / "nothing"), cluster3)
     m = json.loads((tmp_path.parent / os.path.basename(os.path.dirname(path)) / "wiki.store" / "manifest.json")
                    .read_text()) if False else json.loads(open(os.path.join(path, "manifest.json")).read())
-    assert m["format"] == "breadth-shard-store" and m["version"] == 1 and m["parameters"] == {"test": True}
-    assert all(len(f["sha256"]) == 64 for s in m["shards"] for f in s["files"].values())
+    assert m["format"] == "breadth-shard-store" and m["version"] == 2 and m["parameters"] == {"test": True}
+    assert all(len(d) == 64 for s in m["shards"] for f in s["files"].values() for d in f["sha256_blocks"])
     # written shard by shard: each shard directory holds its completion record; the progress record is
     # gone once the manifest is written (see tests/test_store_resume.py for interrupted writes)
     assert m["resume"] == {"kept": [], "written": [0, 1]}
@@ -130,17 +130,37 @@ def test_cli_generate_info_bfs_bench(tmp_path):
     assert r.returncode == 2 and "bench needs either a STORE or --scale" in r.stderr
 
 
-@pytest.mark.parametrize("apart", [False, True])
+@pytest.mark.parametrize("block", [4096, 1 << 26])
 @pytest.mark.parametrize("dtype", [np.int32, np.uint64])
-def test_saved_array_records_the_file_it_wrote(tmp_path, monkeypatch, apart, dtype):
-    """A store's ``.npy`` record (sha256, bytes) is the file's, whether the array was hashed block by block
-    as it was written or, from ``HASH_APART_BYTES`` on, by another thread meanwhile; the file loads back."""
-    from breadth.io import store_files
+def test_saved_array_records_each_block_of_the_file_it_wrote(tmp_path, monkeypatch, block, dtype):
+    """A store's ``.npy`` record holds the sha256 of each block of the file it wrote (the header in the
+    first), hashed on other threads while the array was written; the same digests come from the file, from
+    the array in memory and from a memory map of it; it reads back checked, and a flipped byte is reported
+    with the block that holds it."""
+    import hashlib
 
-    monkeypatch.setattr(store_files, "HASH_APART_BYTES", 1 if apart else 1 << 40)
+    from breadth.io import CorruptStoreError, store_files
+
+    monkeypatch.setattr(store_files, "BLOCK_BYTES", block)
     a = np.random.default_rng(3).integers(0, 1 << 30, size=(3 << 18) + 5).astype(dtype)
     path = str(tmp_path / "a.npy")
     rec = store_files.save_npy(path, a, atomic=True)
-    assert rec["sha256"] == store_files.sha256_file(path) == store_files.npy_digest(a)[0]
-    assert rec["bytes"] == os.path.getsize(path) and rec["shape"] == [a.size]
+    raw = open(path, "rb").read()
+    want = [hashlib.sha256(raw[i:i + block]).hexdigest() for i in range(0, len(raw), block)]
+    assert rec["sha256_blocks"] == want and rec["block_bytes"] == block and rec["bytes"] == len(raw)
+    assert store_files.file_block_digests(path, block) == want
+    assert store_files.same_content(rec, store_files.npy_digest(a))
+    np.save(tmp_path / "m.npy", a)
+    assert store_files.same_content(rec, store_files.npy_digest(np.load(tmp_path / "m.npy", mmap_mode="r")))
     np.testing.assert_array_equal(np.load(path), a)
+    out = np.empty_like(a)
+    store_files.read_npy_into(path, rec, out)
+    np.testing.assert_array_equal(out, a)
+    bad = bytearray(raw)
+    bad[len(raw) - 3] ^= 1
+    open(path, "wb").write(bytes(bad))
+    k = (len(raw) - 3) // block
+    with pytest.raises(CorruptStoreError, match=rf"a.npy: sha256 checksum mismatch in bytes {k * block:,}\.\."):
+        store_files.read_npy_into(path, rec, out)
+    with pytest.raises(CorruptStoreError, match="checksum mismatch"):
+        store_files.read_npy_into(path, rec, out[:10], start=5)  # a part of the file: checked whole first

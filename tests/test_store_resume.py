@@ -142,7 +142,8 @@ def test_failed_shards_leave_an_unloadable_store_and_rerun_resumes(lclient, grap
 def test_damaged_or_different_shards_are_rewritten(lclient, graph4, reference, tmp_path, monkeypatch):
     import json
 
-    from breadth.io.shard_store import sha256_file, write_store
+    from breadth.io.shard_store import write_store
+    from breadth.io.store_files import file_block_digests
 
     path = str(tmp_path / "d.store")
     _partial(graph4, path, "3", monkeypatch)
@@ -159,7 +160,7 @@ def test_damaged_or_different_shards_are_rewritten(lclient, graph4, reference, t
     flip(col1)  # intact on disk but not this graph's (as if from another input): its record says so too
     rec_path = os.path.join(path, "shard-00001", "shard.json")
     rec = json.load(open(rec_path))
-    rec["files"]["columns"]["sha256"] = sha256_file(col1)
+    rec["files"]["columns"]["sha256_blocks"] = file_block_digests(col1, rec["files"]["columns"]["block_bytes"])
     json.dump(rec, open(rec_path, "w"))
     kept = _stats(path, (2,))
     inos = [os.stat(p).st_ino for p in (col0, col1)]
