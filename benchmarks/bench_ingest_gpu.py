@@ -80,7 +80,7 @@ class _PoolPeak:
 
         import cupy as cp
 
-        from breadth.pipeline.device_memory import device_memory_limit
+        from breadth.bfs.device_memory import device_memory_limit
 
         self.pool, self.used, self.held = cp.get_default_memory_pool(), 0, 0
         self.series: list = []

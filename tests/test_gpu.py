@@ -204,7 +204,7 @@ def test_degree_order_sorted_a_row_range_at_a_time_equals_one_sort():
 
 
 def test_degree_order_sorts_by_ranges_sized_to_the_device_memory_limit():
-    from breadth.pipeline.build_csr_gpu import order_sort_entries
+    from breadth.bfs.search_order import order_sort_entries
     from breadth.pipeline.cluster import local_cuda_cluster
 
     assert order_sort_entries() is None  # outside a worker: one sort
