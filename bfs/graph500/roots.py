@@ -23,32 +23,50 @@ def degrees(graph, ids) -> np.ndarray:
     return np.sum(graph.client.gather(futs), axis=0)
 
 
-def choose_roots(graph, nroots: int = 64, seed: int = 2) -> np.ndarray:
+def choose_roots(graph, nroots: int = 64, seed: int = 2, *, count: int | None = None) -> np.ndarray:
     """``nroots`` distinct dense ids of degree >= 1, drawn uniformly with ``numpy.random.default_rng(seed)``.
 
     The same seed gives the same roots for any number of shards.  Fewer come back (with a warning) only
-    when the graph has fewer non-isolated vertices.
+    when the graph has fewer non-isolated vertices.  ``count``: draw that many instead, in the same order
+    (the first ``nroots`` are this call's roots without it), as candidates that a rule then screens
+    (:func:`~breadth.bfs.graph500.driver.graph500`'s ``min_component``); fewer come back without a warning.
+
+    Raises
+    ------
+    ValueError
+        When no vertex has degree >= 1: the graph has no edge but self-loops, and a search has no root.
+
+    >>> from breadth.bfs import choose_roots
+    >>> choose_roots(g, 64, seed=2)                # doctest: +SKIP
     """
     if nroots < 1:
         raise ValueError(f"nroots must be >= 1, got {nroots}")
+    want = nroots if count is None else max(count, nroots)
     n = graph.num_vertices
     rng = np.random.default_rng(seed)
     chosen: list[int] = []
     seen: set[int] = set()
     draws = 0
-    while len(chosen) < nroots and draws < 64 * n + 1024:
+    while len(chosen) < want and draws < 64 * n + 1024:
         cand = rng.integers(0, n, size=max(4 * nroots, 256))
         draws += cand.size
         for v, d in zip(cand.tolist(), degrees(graph, cand).tolist()):
             if d > 0 and v not in seen:
                 seen.add(v)
                 chosen.append(v)
-                if len(chosen) == nroots:
+                if len(chosen) == want:
                     break
-    if len(chosen) < nroots:
-        # Tiny graphs: take every non-isolated vertex, in the seed's order.
+    if len(chosen) < want:
+        # Tiny graphs: every non-isolated vertex, in the seed's order (candidates: those drawn first)
         allv = np.arange(n)
         nz = allv[degrees(graph, allv) > 0]
+        if nz.size == 0:
+            raise ValueError("the graph has no edges (no vertex of degree >= 1, self-loops not counted): "
+                             "no root to search from")
+        if count is not None:
+            rest = np.setdiff1d(nz, np.asarray(chosen, np.int64))
+            rng.shuffle(rest)
+            return np.asarray(chosen + rest.tolist(), np.int64)
         rng.shuffle(nz)
         chosen = nz[:nroots].tolist()
         import warnings
