@@ -3,8 +3,9 @@
 Whether a file has a header row is the caller's word (``header=True``/``False``) or decided from its first
 row: with integer ids, a row whose source and target fields hold no integer is a header (it cannot be an
 edge) and any other row is data (a bad one is reported by file and line, never dropped as a header); with
-string ids any row could be an edge, so a first row taken as a header is said in an
-:class:`~breadth.io.errors.InputNotice` unless its fields are a known column pair (``source,target``, ...).
+string ids a row of integer source and target is data too, and since any other row could be an edge as
+well, a first row taken as a header is said in an :class:`~breadth.io.errors.InputNotice` unless its
+fields are a known column pair (``source,target``, ...).
 
 Integer ids: plain files are parsed in parallel byte ranges like SNAP text (one Dask chunk each), gzip
 files streamed.  String ids (``ids="str"``): each file is streamed through ``pyarrow.csv.open_csv`` in
@@ -67,6 +68,8 @@ def _resolve_header(path: str, delimiter: str, header: bool | None, src, dst,
         # an integer-looking field counts as an id even if out of range or negative, so that such a first
         # row is reported as a bad edge (file:line) instead of silently taken for a header
         return not any(_INT_FIELD.match(f) for f in got), None
+    if all(_INT_FIELD.match(f) for f in got):  # string ids that look like numbers: an edge, as above
+        return False, None
     if tuple(f.strip('"').lower() for f in got) in COLUMN_PAIRS:
         return True, None
     return True, line

@@ -382,9 +382,9 @@ def add_store_commands(sub, int_in, cluster_args, memory_args, partition_args) -
                         help="csv files start with a header row naming their columns (default: decided from "
                              "the first row, see --no-header)")
     header.add_argument("--no-header", action="store_true",
-                        help="csv files have no header row (default: with integer ids a first row of names is "
-                             "a header, any other an edge; with --ids str the first row is a header, said on "
-                             "stderr unless it names a known column pair such as source,target)")
+                        help="csv files have no header row (default: a first row whose source and target are "
+                             "integers is an edge; any other is a header, which --ids str says on stderr "
+                             "unless it names a known column pair such as source,target)")
     i.add_argument("--extra-columns", action="store_true",
                    help="snap: ignore columns after the first two (timestamps, weights)")
     i.add_argument("--on-bad-lines", choices=("error", "skip", "warn"), default="error",

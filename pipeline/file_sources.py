@@ -128,9 +128,9 @@ def read_csv(paths, *, header: bool | None = None, delimiter: str = ",", src=Non
 
     ``header``: ``True`` (the first row names the columns), ``False`` (no header row) or ``None`` (the
     default: decided from each file's first row.  With integer ids a row whose source and target fields
-    hold no integer is a header, any other row the first edge; with string ids the first row is a header,
-    and an :class:`~breadth.io.errors.InputNotice` warning says so unless its fields are a known column pair
-    such as ``source,target``).
+    hold no integer is a header, any other row the first edge; with string ids a row of integer source and
+    target is the first edge, any other a header, which an :class:`~breadth.io.errors.InputNotice` warning
+    says unless its fields are a known column pair such as ``source,target``).
     ``src``/``dst``: column names (with a header) or 0-based indices; default the first two columns.
     ``ids="int"`` parses integer ids (non-numeric ones are errors naming file, line and text);
     ``ids="str"`` keeps any text as an id (``id_map`` then holds strings).  Lines starting with ``#``
