@@ -10,9 +10,10 @@ pointing into the reached set from outside are not counted.
 
 Roots are Graph500's: distinct vertices of degree >= 1, self-loops not counted, drawn from a seed
 (:func:`~breadth.bfs.graph500.roots.choose_roots`).  On a real graph some of them lie in tiny components
-(or, directed, reach almost nothing): a search of 4 edges takes a millisecond and its TEPS are a thousand
-times below the others', which sinks the harmonic mean (soc-Slashdot0902, directed: 4.5e3 TEPS with one
-such root of 64, median 6.8e6).  The report then says so in a ``note:`` line beside the median, and
+(or, directed, reach almost nothing): a search of 4 edges still takes about a millisecond, so its TEPS
+are hundreds of times below the others' and sink the harmonic mean (soc-Slashdot0902, directed, one CPU
+rank: one such root of 64 gave a harmonic mean of 1.3e6 TEPS against a median of 6.4e8; the giant
+component's 64 roots 6.1e8).  The report then says so in a ``note:`` line beside the median, and
 ``min_component`` keeps only roots whose search reaches a component of a given size, or the giant one:
 each candidate, in the seed's order, is searched once untimed and set aside if it reaches too little.
 """
