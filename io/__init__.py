@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from breadth.bfs.lazy_exports import install
 
 _ERRORS = ("BadLineError", "CorruptStoreError", "EmptyInputError", "IdRangeError", "IncompleteStoreError",
-           "IngestError", "MissingColumnError", "NegativeIdError", "NonNumericIdError", "StoreError",
+           "IngestError", "InputNotice", "MissingColumnError", "NegativeIdError", "NonNumericIdError", "StoreError",
            "TruncatedInputError", "UnknownFormatError")
 _EXPORTS = {
     **{name: ".errors" for name in _ERRORS},
@@ -25,7 +25,7 @@ install(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .errors import (BadLineError, CorruptStoreError, EmptyInputError, IdRangeError, IncompleteStoreError,
-                         IngestError, MissingColumnError, NegativeIdError, NonNumericIdError, StoreError,
+                         IngestError, InputNotice, MissingColumnError, NegativeIdError, NonNumericIdError, StoreError,
                          TruncatedInputError, UnknownFormatError)
     from .formats import detect_format
     from .shard_store import load_store, write_store

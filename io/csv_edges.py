@@ -1,5 +1,12 @@
 """CSV edge lists, with or without a header row; integer ids (fast Numba path) or string ids (pyarrow).
 
+Whether a file has a header row is the caller's word (``header=True``/``False``) or decided from its first
+row: with integer ids, a row whose source and target fields hold no integer is a header (it cannot be an
+edge) and any other row is data (a bad one is reported by file and line, never dropped as a header); with
+string ids a row of integer source and target is data too, and since any other row could be an edge as
+well, a first row taken as a header is said in an :class:`~breadth.io.errors.InputNotice` unless its
+fields are a known column pair (``source,target``, ...).
+
 Integer ids: plain files are parsed in parallel byte ranges like SNAP text (one Dask chunk each), gzip
 files streamed.  String ids (``ids="str"``): each file is streamed through ``pyarrow.csv.open_csv`` in
 record batches (one Dask chunk per file).
@@ -10,10 +17,12 @@ from __future__ import annotations
 import re
 import warnings
 
-from .errors import BadLineError, EmptyInputError, MissingColumnError, NonNumericIdError, TruncatedInputError
+from .errors import (BadLineError, EmptyInputError, InputNotice, MissingColumnError, NonNumericIdError,
+                     TruncatedInputError)
+from .formats import COLUMN_PAIRS
 from .paths import expand_paths
 from .snap_text import _check_policy
-from .text_parser import DEFAULT_CHUNK_BYTES, ChunkStats, TextOptions, is_gzip, read_text_file_chunks
+from .text_parser import DEFAULT_CHUNK_BYTES, ChunkStats, TextOptions, intact_lines, is_gzip, read_text_file_chunks
 
 
 def _first_line(path: str) -> tuple[str, int]:
@@ -25,7 +34,7 @@ def _first_line(path: str) -> tuple[str, int]:
         try:
             head = bytes(stream.read(1 << 20))
         except (OSError, pa.ArrowException) as e:
-            raise TruncatedInputError(f"{path}: compressed stream is damaged or truncated: {e}", path=path) from None
+            raise _damaged(path, e) from None
     if not head.strip():
         raise EmptyInputError(f"{path}: file is empty", path=path)
     k = head.find(b"\n")
@@ -33,25 +42,49 @@ def _first_line(path: str) -> tuple[str, int]:
     return line.rstrip(b"\r").decode("utf-8", "replace"), (len(head) if k < 0 else k + 1)
 
 
+def _damaged(path: str, e: Exception) -> TruncatedInputError:
+    line = intact_lines(path)
+    return TruncatedInputError(f"{path}: compressed stream is damaged or truncated after line {line}: {e}",
+                               path=path, line=line)
+
+
 _INT_FIELD = re.compile(r"^[+-]?[0-9]+$")
 
 
-def _resolve_header(path: str, delimiter: str, header: bool | None, src, dst) -> bool:
-    """Whether ``path`` starts with a header row.  ``header`` True/False is the caller's word; ``None``
-    (the default) decides from the first line: a row whose source and target fields are integers is an
-    edge -- data, not a header -- so a header-less numeric file keeps its first edge; anything else is a
-    header.  Columns named by text (``src="from"``) can only be found in a header.  (A header-less file
-    whose first row has non-numeric ids, e.g. ``ids="str"`` names, needs ``header=False``.)"""
+def _resolve_header(path: str, delimiter: str, header: bool | None, src, dst,
+                    ids: str = "int") -> tuple[bool, str | None]:
+    """Whether ``path`` starts with a header row, and the row's text where that was a guess that may have
+    dropped an edge (see the module docstring).  ``header`` True/False is the caller's word; columns named
+    by text (``src="from"``) can only be found in a header."""
     if header is not None:
-        return bool(header)
+        return bool(header), None
     if isinstance(src, str) or isinstance(dst, str):
-        return True
+        return True, None
     line, _ = _first_line(path)
     fields = [c.strip() for c in line.split(delimiter)]
     need = [0 if src is None else src, 1 if dst is None else dst]
-    # an integer-looking field counts as an id even if out of range or negative, so that such a first
-    # row is reported as a bad edge (file:line) instead of silently taken for a header
-    return not all(i < len(fields) and _INT_FIELD.match(fields[i]) for i in need)
+    got = [fields[i] if i < len(fields) else "" for i in need]
+    if ids == "int":
+        # an integer-looking field counts as an id even if out of range or negative, so that such a first
+        # row is reported as a bad edge (file:line) instead of silently taken for a header
+        return not any(_INT_FIELD.match(f) for f in got), None
+    if all(_INT_FIELD.match(f) for f in got):  # string ids that look like numbers: an edge, as above
+        return False, None
+    if tuple(f.strip('"').lower() for f in got) in COLUMN_PAIRS:
+        return True, None
+    return True, line
+
+
+def _say_headers(guessed: list[tuple[str, str]]) -> None:
+    """One notice for the files of string ids whose first row was taken as a header by guess."""
+    if not guessed:
+        return
+    path, line = guessed[0]
+    more = f" (and {len(guessed) - 1} more file(s))" if len(guessed) > 1 else ""
+    row = line if len(line) <= 80 else line[:77] + "..."
+    warnings.warn(InputNotice(f"{path}{more}: first row {row!r} taken as a header, though with string ids it "
+                              "could be an edge; {header=False} if it is one, or {header=True} to say it is a "
+                              "header", path=path), stacklevel=3)
 
 
 def _column_index(path: str, names: list[str], col, default: int, what: str) -> int:
@@ -93,6 +126,8 @@ def _read_str_csv(path: str, delimiter: str, header: bool, src, dst, on_bad_line
                               convert_options=csv.ConvertOptions(column_types={}, strings_can_be_null=False))
     except pa.ArrowInvalid as e:
         raise BadLineError(f"{path}: {e}", path=path) from None
+    except OSError as e:  # the first block did not decompress
+        raise _damaged(path, e) from None
     names = reader.schema.names
     si = _column_index(path, names if header else [], src, 0, "source")
     di = _column_index(path, names if header else [], dst, 1, "target")
@@ -104,7 +139,7 @@ def _read_str_csv(path: str, delimiter: str, header: bool, src, dst, on_bad_line
     except (pa.ArrowInvalid, IndexError) as e:
         raise BadLineError(f"{path}: {e}", path=path) from None
     except OSError as e:
-        raise TruncatedInputError(f"{path}: compressed stream is damaged or truncated: {e}", path=path) from None
+        raise _damaged(path, e) from None
     edges = pa.table({"src": pa.chunked_array(src_parts, pa.string()),
                       "dst": pa.chunked_array(dst_parts, pa.string())})
     stats.edges = int(edges.num_rows)
@@ -122,9 +157,11 @@ def csv_parts(paths, *, header: bool | None = None, delimiter: str = ",", src=No
         raise ValueError(f"delimiter must be one character, got {delimiter!r}")
     if ids not in ("int", "str"):
         raise ValueError(f"ids must be 'int' or 'str', got {ids!r}")
-    out = []
+    out, guessed = [], []
     for path in expand_paths(paths):
-        header_here = _resolve_header(path, delimiter, header, src, dst)  # each file decides for itself
+        header_here, row = _resolve_header(path, delimiter, header, src, dst, ids)  # each file decides for itself
+        if row is not None:
+            guessed.append((path, row))
         if ids == "str":
             _check_header(path, delimiter, header_here, src, dst)  # missing columns fail here, not on a worker
             out.append(dask.delayed(_read_str_csv, pure=True)(path, delimiter, header_here, src, dst, on_bad_lines))
@@ -139,6 +176,7 @@ def csv_parts(paths, *, header: bool | None = None, delimiter: str = ",", src=No
                            max_fields=len(names) if header_here else 0, comments=b"#", on_bad_lines=on_bad_lines)
         out += read_text_file_chunks(path, opts, chunk_bytes, data_start=start, header_lines=1 if header_here else 0,
                                      device=device)
+    _say_headers(guessed)
     return out
 
 

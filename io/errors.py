@@ -1,14 +1,24 @@
-"""Errors raised while reading edge files and shard stores.
+"""Errors raised while reading edge files and shard stores, and the notices of what a reader decided alone.
 
 Every error names what it is about (file, line number, offending text or column) so that a batch job's
 log says what to fix.  All are ``ValueError`` subclasses (``OSError`` for store problems would hide them
 among I/O failures) and pickle by message, so they cross Dask worker boundaries unchanged.
+
+A message that suggests a setting writes it as a token, ``{keyword=value}`` (:mod:`breadth.bfs.advice`):
+``str()`` of the error renders it in the Python API's words, ``pass overwrite=True``, and the ``breadth``
+command with its flags, ``use --overwrite``.
+
+>>> from breadth.io.errors import StoreError
+>>> str(StoreError("g.store exists; {overwrite=True} to replace it"))
+'g.store exists; pass overwrite=True to replace it'
 """
 
 from __future__ import annotations
 
+from breadth.bfs.advice import Advised
 
-class IngestError(ValueError):
+
+class IngestError(Advised, ValueError):
     """Base class: the input cannot be turned into an edge list.
 
     Keyword arguments become attributes naming the place (``path``, ``line``, ``column``, ``text`` where
@@ -16,17 +26,15 @@ class IngestError(ValueError):
     """
 
     def __init__(self, message: str, **info):
-        super().__init__(message)
-        self.info = info
-        for k, v in info.items():
-            setattr(self, k, v)
-
-    def __reduce__(self):  # message + keyword attributes, so workers can send it to the client
-        return (_rebuild, (type(self), str(self), self.info))
+        super().__init__(self._advise(message, info))
 
 
-def _rebuild(cls, message, info):
-    return cls(message, **info)
+class InputNotice(Advised, UserWarning):
+    """What a reader decided that the caller did not say and may not have meant (a CSV's first row taken as
+    its header, Parquet columns taken as source and target by their order): a warning, one line."""
+
+    def __init__(self, message: str, **info):
+        super().__init__(self._advise(message, info))
 
 
 class BadLineError(IngestError):
@@ -61,8 +69,12 @@ class UnknownFormatError(IngestError):
     """A format name that is not supported, or a file whose format cannot be recognised."""
 
 
-class StoreError(ValueError):
-    """A shard store that cannot be used (missing, incomplete, corrupted, wrong version)."""
+class StoreError(Advised, ValueError):
+    """A shard store that cannot be used (missing, incomplete, corrupted, wrong version).  The first line of
+    a long refusal says what and what to do; lines after it give the details."""
+
+    def __init__(self, message: str, **info):
+        super().__init__(self._advise(message, info))
 
 
 class IncompleteStoreError(StoreError):
@@ -84,7 +96,7 @@ KIND_OUT_OF_RANGE = 6
 
 KINDS = {
     KIND_FEW_FIELDS: (BadLineError, "too few fields"),
-    KIND_EXTRA_FIELDS: (BadLineError, "unexpected extra fields (pass extra_columns='ignore' / allow them)"),
+    KIND_EXTRA_FIELDS: (BadLineError, "unexpected extra fields"),
     KIND_NON_NUMERIC: (NonNumericIdError, "non-numeric vertex id"),
     KIND_NEGATIVE: (NegativeIdError, "negative vertex id"),
     KIND_OVERFLOW: (IdRangeError, "vertex id exceeds the uint64 range (expected an integer in 0..2**64-1)"),

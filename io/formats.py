@@ -8,6 +8,11 @@ import os
 from .errors import UnknownFormatError
 
 FORMATS = ("auto", "snap", "csv", "mtx", "parquet")
+#: what each format is called in messages
+FORMAT_NAMES = {"snap": "SNAP text", "csv": "CSV", "mtx": "Matrix Market", "parquet": "Parquet"}
+#: source/target column names known without being named (Parquet columns, a CSV header of string ids); any
+#: case in a CSV header
+COLUMN_PAIRS = (("src", "dst"), ("source", "target"), ("from", "to"), ("u", "v"))
 _TEXT_EXT = (".txt", ".tsv", ".edges", ".el", ".edgelist", ".snap")
 
 
@@ -73,6 +78,7 @@ def detect_format(path: str) -> str:
     if head.lower().startswith(b"%%matrixmarket"):
         return "mtx"
     if b"\0" in head or not head:
-        raise UnknownFormatError(f"{path}: cannot recognise the format (binary or empty); pass format=",
+        raise UnknownFormatError(f"{path}: cannot recognise the format (binary or empty); "
+                                 "{format=} to name it",
                                  path=path)
     return "snap"

@@ -1,9 +1,9 @@
 """Parquet edge lists: a file, a directory of files or a glob; one Dask chunk per row group.
 
 Source/target columns are configurable (default: ``src``/``dst``, ``source``/``target``, ``from``/``to``,
-``u``/``v``, or the only two columns).  Integer columns of any width (int32, int64, uint64...) and string
-columns are accepted; uint64 ids above the int64 range stay uint64 in ``id_map``.  Only the two columns
-are read, one row group at a time.
+``u``/``v``, or the only two columns in their order, which an :class:`~breadth.io.errors.InputNotice` says).
+Integer columns of any width (int32, int64, uint64...) and string columns are accepted; uint64 ids above
+the int64 range stay uint64 in ``id_map``.  Only the two columns are read, one row group at a time.
 """
 
 from __future__ import annotations
@@ -13,25 +13,46 @@ import importlib.util
 import numpy as np
 
 from .chunk_stats import ChunkStats
-from .errors import BadLineError, EmptyInputError, MissingColumnError, NonNumericIdError, UnknownFormatError
+from .errors import (BadLineError, EmptyInputError, InputNotice, MissingColumnError, NonNumericIdError,
+                     UnknownFormatError)
+from .formats import COLUMN_PAIRS
 from .paths import expand_paths
 
-DEFAULT_PAIRS = (("src", "dst"), ("source", "target"), ("from", "to"), ("u", "v"))
+DEFAULT_PAIRS = COLUMN_PAIRS
 
 
-def _pick_columns(path: str, names: list[str], src, dst) -> tuple[str, str]:
+def _pick_columns(path: str, names: list[str], src, dst) -> tuple[str, str, bool]:
+    """The source and target columns of a file with columns ``names``, and whether they were taken by their
+    order alone (two columns that are no pair of :data:`DEFAULT_PAIRS`)."""
     if src is None and dst is None:
         for a, b in DEFAULT_PAIRS:
             if a in names and b in names:
-                return a, b
+                return a, b, False
         if len(names) == 2:
-            return names[0], names[1]
+            return names[0], names[1], True
         raise MissingColumnError(f"{path}: cannot tell the source/target columns among {names}; "
-                                 f"pass src= and dst=", path=path)
+                                 "{src=,dst=} to name them", path=path)
+    if src is None or dst is None:
+        raise MissingColumnError(f"{path}: a {'target' if src is None else 'source'} column is named but no "
+                                 f"{'source' if src is None else 'target'} column; " "{src=,dst=} to name both",
+                                 path=path)
     for c, what in ((src, "source"), (dst, "target")):
         if c not in names:
             raise MissingColumnError(f"{path}: no {what} column {c!r}; columns are {names}", path=path, column=c)
-    return src, dst
+    return src, dst, False
+
+
+def _say_guessed(guessed: list[tuple[str, str, str]]) -> None:
+    """One notice for the files whose columns were taken by their order (the first named, the others counted)."""
+    if not guessed:
+        return
+    import warnings
+
+    path, s, d = guessed[0]
+    more = f" (and {len(guessed) - 1} more file(s))" if len(guessed) > 1 else ""
+    warnings.warn(InputNotice(f"{path}{more}: columns {s!r} and {d!r} are not a known source/target pair; read "
+                              f"{s!r} as the source and {d!r} as the target (" "{src=,dst=} to choose)", path=path),
+                  stacklevel=3)
 
 
 def _column_array(path: str, col, name: str, rg: int):
@@ -186,18 +207,21 @@ def parquet_parts(paths, *, src: str | None = None, dst: str | None = None, devi
     import pyarrow.parquet as pq
 
     has_cudf = device == "gpu" and importlib.util.find_spec("cudf") is not None
-    out, gpu_groups, gpu_cols = [], [], None
+    out, gpu_groups, gpu_cols, guessed = [], [], None, []
     for path in expand_paths(paths, suffixes=(".parquet", ".pq", ".parq")):
         try:
             pf = pq.ParquetFile(path)
         except (pa.ArrowInvalid, OSError) as e:
             raise UnknownFormatError(f"{path}: not a readable Parquet file: {e}", path=path) from None
-        s, d = _pick_columns(path, pf.schema_arrow.names, src, dst)
+        s, d, by_order = _pick_columns(path, pf.schema_arrow.names, src, dst)
+        if by_order:
+            guessed.append((path, s, d))
         ints = all(pa.types.is_integer(pf.schema_arrow.field(c).type) for c in (s, d))
         if device == "gpu" and has_cudf:  # integer or string ids, read and relabeled on the GPUs
             if gpu_cols not in (None, (s, d)):
                 raise MissingColumnError(f"{path}: source/target columns {s!r}/{d!r} differ from the other files' "
-                                         f"{gpu_cols[0]!r}/{gpu_cols[1]!r}; pass src= and dst=", path=path)
+                                         f"{gpu_cols[0]!r}/{gpu_cols[1]!r}; "
+                                         "{src=,dst=} to name them", path=path)
             gpu_cols, row0 = (s, d), 0
             for rg in range(pf.metadata.num_row_groups):
                 k = pf.metadata.row_group(rg).num_rows
@@ -212,6 +236,7 @@ def parquet_parts(paths, *, src: str | None = None, dst: str | None = None, devi
                 out.append(dask.delayed(read, pure=True)(path, rg, s, d))
                 if meta is not None:
                     meta.append(_row_group_meta(path, pf, rg, s, d) if read is read_row_group else None)
+    _say_guessed(guessed)
     if gpu_groups:
         out += _gpu_chunks(gpu_groups, *gpu_cols, chunk_rows)
     if not out:

@@ -324,18 +324,32 @@ def check_store(path: str, parameters: dict | None = None, nparts: int | None = 
         return out
     if rec.get("version") != VERSION:
         raise StoreError(f"{recpath}: store format version {rec.get('version')} is not this version's "
-                         f"({VERSION}); pass overwrite=True (--overwrite) to replace it")
-    diffs = _diff(_normalized(rec.get("parameters")), _normalized(parameters))
-    what = "a complete store" if state == "complete" else "a partial store"
+                         f"({VERSION}); " "{overwrite=True} to replace it")
+    old, new = _normalized(rec.get("parameters")), _normalized(parameters)
+    diffs = _diff(old, new)
     if diffs:
-        raise StoreError(f"{path} holds {what} written with different parameters ({'; '.join(diffs)}); "
-                         f"rerun with the same parameters to {'use' if state == 'complete' else 'resume'} "
-                         f"it, or pass overwrite=True (--overwrite) to replace it")
+        raise StoreError(_other_parameters(path, state, old, new, diffs))
     if state == "partial" and nparts is not None and out["nparts"] != nparts:
         raise StoreError(f"{path} holds a partial store of {out['nparts']} shards, this graph has {nparts}; "
-                         f"prepare with nparts={out['nparts']} to resume it, or pass overwrite=True "
-                         f"(--overwrite) to start again")
+                         f"prepare with nparts={out['nparts']} to resume it, or " "{overwrite=True} to start again")
     return out
+
+
+def _other_parameters(path: str, state: str, old: dict, new: dict, diffs: list[str]) -> str:
+    """The refusal of a store written with other parameters: a first line that names another command, or
+    the first two differences (top-level parameters first), and what to do; then every difference, one a
+    line (the command line shows those with ``--verbose``: a store of ``ingest`` met by ``generate``
+    differs in 14 parameters, 700 characters on one line)."""
+    what = "a complete store" if state == "complete" else "a partial store"
+    if old.get("command") and new.get("command") and old["command"] != new["command"]:
+        head = (f"{path} holds {what} written by breadth {old['command']}, not breadth {new['command']}; "
+                "write to another path")
+    else:
+        shown = sorted(diffs, key=lambda d: "[" in d.split(":", 1)[0])  # a whole value before a list's item
+        more = f"; {len(diffs) - 2} more" if len(diffs) > 2 else ""
+        head = (f"{path} holds {what} written with different parameters ({'; '.join(shown[:2])}{more}); rerun "
+                f"with the same parameters to {'use' if state == 'complete' else 'resume'} it")
+    return f"{head}, or " "{overwrite=True} to replace it\n" + "\n".join(f"  {d}" for d in diffs)
 
 
 @contextlib.contextmanager
@@ -462,7 +476,7 @@ def write_store(graph, path: str, *, parameters: dict | None = None, overwrite: 
     def check():
         st = check_store(path, params, nparts, overwrite=overwrite)
         if st["state"] == "complete" and not overwrite:
-            raise StoreError(f"{path} already exists; pass overwrite=True (--overwrite) to replace it")
+            raise StoreError(f"{path} already exists; " "{overwrite=True} to replace it")
         return st
 
     check()  # before creating anything at path
@@ -526,7 +540,8 @@ def _incomplete_message(path: str) -> str:
     prog = _read_json(os.path.join(path, PROGRESS))
     if prog is None or not isinstance(prog.get("nparts"), int):
         return (f"{path}: no {MANIFEST}; the store is incomplete (a failed or interrupted write, and no "
-                f"{PROGRESS} says how it was started) and cannot be loaded; write it again with --overwrite")
+                f"{PROGRESS} says how it was started) and cannot be loaded; write it again ("
+                "{overwrite=True})")
     nparts = prog["nparts"]
     missing = sorted(set(range(nparts)) - set(_complete_ranks(path, nparts)))
     how = (f"rerun `{prog['command']}`" if prog.get("command")

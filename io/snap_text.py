@@ -26,5 +26,6 @@ def snap_parts(paths, *, comments: str = "#%", extra_columns: str = "error", on_
     if extra_columns not in ("error", "ignore"):
         raise ValueError(f"extra_columns must be 'error' or 'ignore', got {extra_columns!r}")
     opts = TextOptions(sep=-1, max_fields=0 if extra_columns == "ignore" else 2,
-                       comments=comments.encode(), on_bad_lines=on_bad_lines)
+                       comments=comments.encode(), on_bad_lines=on_bad_lines,
+                       extra_fields_fix="{extra_columns='ignore'} to ignore them")
     return [c for p in expand_paths(paths) for c in read_text_file_chunks(p, opts, chunk_bytes, device=device)]

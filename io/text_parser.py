@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .chunk_stats import MAX_REPORTED, ChunkStats  # noqa: F401  (ChunkStats re-exported)
-from .errors import KINDS, TruncatedInputError
+from .errors import KIND_EXTRA_FIELDS, KINDS, TruncatedInputError
 
 INT64_MAX = np.iinfo(np.int64).max
 UINT64_MAX = np.iinfo(np.uint64).max  # text ids may use the whole uint64 range, as Parquet uint64 columns do
@@ -41,6 +41,9 @@ class TextOptions:
     base: int = 0
     limit: int = UINT64_MAX
     on_bad_lines: str = "error"  # error | skip | warn
+    #: how to read lines with extra fields instead, appended to their error (a setting token of
+    #: :mod:`breadth.bfs.advice`); empty where the format has no such setting
+    extra_fields_fix: str = ""
 
 
 def _line_text(buf: np.ndarray, pos: int) -> str:
@@ -69,7 +72,9 @@ def _parse_block(buf: np.ndarray, opts: TextOptions, path: str, line_of) -> tupl
         cls, what = KINDS[int(bad_kind[j])]
         line, text = line_of(pos), _line_text(buf, pos)
         if not skip:
-            raise cls(f"{path}:{line}: {what}: {text!r}", path=path, line=line, text=text)
+            extra = int(bad_kind[j]) == KIND_EXTRA_FIELDS
+            fix = f"; {opts.extra_fields_fix}" if extra and opts.extra_fields_fix else ""
+            raise cls(f"{path}:{line}: {what}: {text!r}{fix}", path=path, line=line, text=text)
         stats.bad.append((path, line, what, text))
         if opts.on_bad_lines == "warn":
             warnings.warn(f"{path}:{line}: skipped bad line ({what}): {text!r}", stacklevel=2)
@@ -88,6 +93,28 @@ def _newlines_before(path: str, offset: int) -> int:
                 break
             n += b.count(b"\n")
             left -= len(b)
+    return n
+
+
+def intact_lines(path: str) -> int:
+    """Lines of a damaged or cut gzip file that decompress before its stream fails, as ``zcat`` shows them
+    (newlines counted in what Python's ``gzip`` module gives back; ``read1``, since ``read`` drops what it
+    had gathered for a request when a later part of it fails).  For the error only: the reader's own count
+    stops at the last block it parsed, up to ``STREAM_BLOCK_BYTES`` of lines before the damage, which a
+    stream read in one block (any file under 8 MB of text) reported as line 0."""
+    import gzip
+    import zlib
+
+    n = 0
+    try:
+        with gzip.open(path, "rb") as f:
+            while True:
+                block = f.read1(1 << 16)
+                if not block:
+                    break
+                n += block.count(b"\n")
+    except (EOFError, OSError, zlib.error):
+        pass
     return n
 
 
@@ -170,9 +197,9 @@ def read_stream(path: str, opts: TextOptions, chunk_bytes: int = DEFAULT_CHUNK_B
             try:
                 block = pending.result()
             except (OSError, pa.ArrowException) as e:
-                done = lines_before + count_newlines(carry)
+                done = intact_lines(path) if compression == "gzip" else lines_before + count_newlines(carry)
                 raise TruncatedInputError(f"{path}: compressed stream is damaged or truncated after line "
-                                          f"{done}: {e}", path=path) from None
+                                          f"{done}: {e}", path=path, line=done) from None
             eof = not block
             if not eof:
                 pending = pool.submit(stream.read, block_bytes)

@@ -39,6 +39,18 @@ def _int_in(name: str, lo: int, hi: int | None = None):
     return conv
 
 
+def _min_component(text: str) -> int | str:
+    if text == "giant":
+        return text
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"--min-component must be giant or an integer >= 1, got {text!r}")
+    return v
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -128,6 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="edge tuples per vertex (default 16, as Graph500)")
     b.add_argument("--roots", type=_int_in("--roots", 1), default=64, help="number of searches (default 64)")
     b.add_argument("--seed", type=int, default=1, help="generator seed (default 1; roots use seed + 1)")
+    b.add_argument("--min-component", type=_min_component, default=None, metavar="N|giant",
+                   help="roots only from components of at least N vertices (directed: searches reaching N), or "
+                        "from the giant component (searches reaching half as many as the farthest-reaching "
+                        "candidate); each candidate is searched once, untimed, to tell (default: Graph500's "
+                        "rule, any vertex of degree >= 1)")
     b.add_argument("--json", default=None, help="write the full result as JSON to this file")
     b.add_argument("--no-validate", action="store_true", help="skip the five validation rules")
     b.add_argument("--chunk-edges", type=_int_in("--chunk-edges", 1), default=None,
@@ -189,7 +206,7 @@ def _bench(args) -> int:
         res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate,
                        progress=sys.stderr.isatty(), protocol=args.protocol,
                        header={"graph_generation": f"{gen_time:.17e}" if gen_time is not None else "fused"},
-                       batch=args.batch)
+                       batch=args.batch, min_component=args.min_component)
         status = report(res, args.json, args.plot)
         g.release()
         return status
@@ -217,6 +234,10 @@ def _preflight(args) -> None:
                          "breadth generate or breadth ingest)")
     if args.cmd == "bfs":
         cli_checks.bfs_searches(args)
+    if args.cmd == "bench" and store is not None:
+        cli_checks.bench_store(args)
+    if args.cmd == "ingest":
+        cli_checks.ingest_inputs(args)
     if getattr(args, "spill_dir", None):
         cli_checks.creatable_directory(args.spill_dir, "--spill-dir")
     cli_checks.partition(args)

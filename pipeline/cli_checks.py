@@ -161,10 +161,21 @@ def matplotlib_available(option: str) -> None:
         raise UsageError(f"{option}: matplotlib is not installed; pip install 'breadth[plot]'") from None
 
 
+def _manifest(store: str) -> dict | None:
+    """The store's manifest, or ``None`` where it cannot be read (loading the store reports why)."""
+    from breadth.io.shard_store import read_manifest
+
+    try:
+        return read_manifest(store)
+    except Exception:  # noqa: BLE001 - a broken store is reported by the load, with its own message
+        return None
+
+
 def bfs_searches(args) -> None:
     """``breadth bfs``: exactly one kind of search (``--root`` or ``--source``/``--sources``), ``--batch``
-    only with ``--root``, and the sources read and parsed for the store's id type (left on ``args`` as
-    ``source_ids`` and ``source_labels``)."""
+    only with ``--root``, and the roots or sources parsed for the store's id type, read from its manifest
+    (left on ``args`` as ``root_ids``, or ``source_ids`` and ``source_labels``): text that is no id of that
+    type, or an id outside ``0..n-1`` of a store without an id map, is refused here, before any cluster."""
     from .cli_sources import parse_sources, source_items
 
     has_sources = bool(args.source) or args.sources is not None
@@ -177,17 +188,49 @@ def bfs_searches(args) -> None:
     if args.batch and not args.root:
         raise UsageError("--batch batches independent searches: it needs --root (several sources are already "
                          "one search)")
-    if not has_sources:
+    manifest = _manifest(args.store)
+    if args.root:
+        items = [(f"--root {t}", t) for t in args.root]
+        args.root_ids = parse_sources(items, manifest) if manifest is not None else list(args.root)
         return
     items = source_items(args)
-    from breadth.io.shard_store import read_manifest
-
-    try:
-        manifest = read_manifest(args.store)
-    except Exception:  # noqa: BLE001 - a broken store is reported by the load, with its own message
-        manifest = None
     args.source_labels = [label for label, _ in items]
     args.source_ids = parse_sources(items, manifest) if manifest is not None else [t for _, t in items]
+
+
+def bench_store(args) -> None:
+    """``breadth bench STORE`` needs a graph with an edge: its roots have degree >= 1 (read from the
+    manifest, so an empty graph is refused before any cluster; exit status 1, the input's fault)."""
+    from .cli_errors import CommandError
+
+    m = _manifest(args.store)
+    if m is not None and m.get("num_edges") == 0:
+        n, loops = m.get("num_vertices", 0), m.get("num_self_loops", 0)
+        raise CommandError(f"{args.store}: the graph has no edges ({n:,} {'vertex' if n == 1 else 'vertices'}, "
+                           f"{loops:,} self-loop{'' if loops == 1 else 's'}): no root to search from")
+
+
+#: the ingest flags that apply to some formats only, and to which
+_FORMAT_FLAGS = (("--ids str", ("csv",)), ("--header", ("csv",)), ("--no-header", ("csv",)),
+                 ("--extra-columns", ("snap",)), ("--src/--dst", ("csv", "parquet")))
+
+
+def ingest_inputs(args) -> None:
+    """``breadth ingest``: the inputs have one format (given, or recognised from their names and first bytes:
+    a file that matches nothing, or is of no format, is refused here, with the reader's message) and every
+    format-specific flag applies to it."""
+    from breadth.io.formats import FORMAT_NAMES
+
+    from .file_sources import input_format
+
+    fmt = args.format if args.format != "auto" else input_format(args.paths)
+    given = {"--ids str": args.ids == "str", "--header": args.header, "--no-header": args.no_header,
+             "--extra-columns": args.extra_columns, "--src/--dst": bool(args.src or args.dst)}
+    for flag, formats in _FORMAT_FLAGS:
+        if given[flag] and fmt not in formats:
+            what = " or ".join(FORMAT_NAMES[f] for f in formats)
+            how = f" (--format {fmt})" if args.format != "auto" else ""
+            raise UsageError(f"{flag} applies to {what} input, and {args.paths[0]}{how} is {FORMAT_NAMES[fmt]}")
 
 
 def partition(args) -> None:

@@ -5,7 +5,12 @@
 Exit statuses: 2 for usage errors (bad options, found before any work), 1 for everything else (bad input,
 a failed search, a lost worker), 130 after Ctrl-C and 143 after SIGTERM (a batch scheduler's cancel).  The
 worker logs of a failed Dask task and Python tracebacks are shown only with ``--verbose``: they are the
-developers' business, not the user's.
+developers' business, not the user's; so are the lines after the first of a long refusal (a store's
+differing parameters), which the traceback shows.
+
+The readers, the store and the Graph500 driver suggest settings in their messages as tokens,
+``{overwrite=True}`` (:mod:`breadth.bfs.advice`), which the Python API renders with its keywords;
+:data:`KEYWORD_FLAGS` is where the command line renders them with its flags instead (``use --overwrite``).
 """
 
 from __future__ import annotations
@@ -35,6 +40,42 @@ class Terminated(KeyboardInterrupt):
 
 EXIT_USAGE, EXIT_FAILURE, EXIT_INTERRUPT, EXIT_TERMINATED = 2, 1, 130, 143
 
+#: the ``breadth`` flags that set each keyword of :data:`breadth.bfs.advice.KEYWORDS`: a flag that takes the
+#: value (``--format csv``, or the flag alone where the message leaves the value to the user), or, for a keyword
+#: whose values are separate flags, the flag of each value (as the message writes it)
+KEYWORD_FLAGS: dict[str, str | dict[str, str]] = {
+    "format": "--format", "src": "--src", "dst": "--dst", "ids": "--ids", "min_component": "--min-component",
+    "header": {"True": "--header", "False": "--no-header"},
+    "extra_columns": {"'ignore'": "--extra-columns"},
+    "overwrite": {"True": "--overwrite"},
+}
+
+
+def _flag(keyword: str, value: str) -> str:
+    flag = KEYWORD_FLAGS.get(keyword)
+    if isinstance(flag, dict):
+        return flag.get(value, f"{keyword}={value}")
+    if flag is None:  # a keyword without a flag: the API's words, rather than nothing
+        return f"{keyword}={value}"
+    value = value.strip("'\"")
+    return f"{flag} {value}" if value else flag
+
+
+def cli_text(exc: BaseException) -> str:
+    """The message of ``exc`` (an error or a warning) in the command line's words: the setting tokens of
+    :mod:`breadth.bfs.advice` rendered as ``use --flag`` (its ``str()`` where it has none).
+
+    >>> from breadth.io.errors import MissingColumnError
+    >>> cli_text(MissingColumnError("p.parquet: cannot tell the source/target columns; {src=,dst=} to name them"))
+    'p.parquet: cannot tell the source/target columns; use --src and --dst to name them'
+    """
+    template = getattr(exc, "template", None)
+    if not isinstance(template, str):
+        return str(exc)
+    from breadth.bfs.advice import TOKEN, settings
+
+    return TOKEN.sub(lambda m: "use " + " and ".join(_flag(k, v) for k, v in settings(m.group(1))), template)
+
 
 def one_line(exc: BaseException) -> str:
     """The message of ``exc`` as one line: its first non-empty line, else its type's name.
@@ -42,7 +83,7 @@ def one_line(exc: BaseException) -> str:
     Exceptions raised on Dask workers reach the client as themselves (the readers' errors pickle by
     message), so their first line is the reader's own ``FILE:LINE: what``; a lost worker or rank names the
     worker.  Wrapped causes (a rank's error) are already folded into the wrapper's message."""
-    text = str(exc).strip()
+    text = cli_text(exc).strip()
     if type(exc).__name__ == "KilledWorker":  # distributed.scheduler.KilledWorker: a task took its worker down
         return (f"a worker died while running a task ({text.splitlines()[0] if text else 'KilledWorker'}); "
                 "the most common cause is a memory limit too small for the chunk size (see --memory-limit)")
@@ -145,12 +186,13 @@ def quiet_logs(verbose: bool) -> int:
 
 def warnings_as_lines() -> None:
     """Python warnings raised in this process (fewer roots than asked, shards without bottom-up's degree
-    order) as one ``breadth: warning:`` line each on stderr, without the file, line and source that Python
+    order, a reader's :class:`~breadth.io.errors.InputNotice`) as one ``breadth: warning:`` line each on
+    stderr, in the command line's words (:func:`cli_text`), without the file, line and source that Python
     prints by default."""
     import warnings
 
     def show(message, category, filename, lineno, file=None, line=None):
-        sys.stderr.write(f"breadth: warning: {message}\n")
+        sys.stderr.write(f"breadth: warning: {cli_text(message) if isinstance(message, Warning) else message}\n")
 
     warnings.showwarning = show
 

@@ -24,9 +24,10 @@ from .cli_errors import CommandError
 
 
 def report(res, json_path: str | None, plot_path: str | None = None) -> int:
-    """Print a Graph500 result in the reference format, write its JSON (and its figure, ``--plot``), and
-    return the exit status (1 when any search failed validation)."""
-    print(res.report())
+    """Print a Graph500 result in the reference format (with its ``note:`` line, naming ``--min-component``,
+    where some searches reached almost nothing), write its JSON (and its figure, ``--plot``), and return the
+    exit status (1 when any search failed validation)."""
+    print(res.report(option="--min-component giant"))
     if json_path:
         res.write_json(json_path)
     if plot_path:
@@ -173,14 +174,16 @@ def ingest(args) -> int:
     kw = {}
     if args.ids != "int":
         kw["ids"] = args.ids
-    if args.no_header:
-        kw["header"] = False
+    if args.header or args.no_header:
+        kw["header"] = bool(args.header)
     if args.extra_columns:
         kw["extra_columns"] = "ignore"
     params = {"command": "ingest", "paths": [os.path.abspath(p) for p in args.paths],
               "inputs": _fingerprint(args.paths), "format": args.format, "directed": args.directed,
               "src": args.src, "dst": args.dst, "ids": args.ids, "no_header": args.no_header,
               "extra_columns": args.extra_columns, "on_bad_lines": args.on_bad_lines}
+    if args.header:  # only when given: the stores written without the flag stay resumable
+        params["header"] = True
     params.update(_partition_params(args))
     device = resolve_device(args.device)
     if device == "gpu":  # hash-relabeled on the GPU: small integer spans are numbered apart from the CPU's table
@@ -202,7 +205,7 @@ def ingest(args) -> int:
     if st is None:
         return 0
     flags = [*args.paths, "--format", args.format, "--ids", args.ids, "--on-bad-lines", args.on_bad_lines]
-    flags += ["--directed"] * args.directed + ["--no-header"] * args.no_header
+    flags += ["--directed"] * args.directed + ["--header"] * args.header + ["--no-header"] * args.no_header
     flags += ["--extra-columns"] * args.extra_columns
     flags += (["--src", args.src] if args.src else []) + (["--dst", args.dst] if args.dst else [])
     flags += ["--device", args.device] if device == "gpu" else []
@@ -268,33 +271,12 @@ def info(args) -> int:
     return 0
 
 
-def _parse_roots(graph, texts: list[str]):
-    from breadth.bfs.engine.search import graph_id_map
-
-    idm = graph_id_map(graph)  # its dtype only: the map itself stays on the workers
-    if idm is not None and idm.dtype == object:
-        return list(texts)
-    dtype = np.dtype(idm.dtype if idm is not None and idm.dtype.kind == "u" else np.int64)
-    vals = []
-    for t in texts:
-        try:
-            v = int(t)
-        except ValueError:
-            raise CommandError(f"--root {t}: expected an integer vertex id (this graph's ids are integers)") from None
-        info = np.iinfo(dtype)
-        if not info.min <= v <= info.max:
-            raise CommandError(f"--root {t}: not a vertex of this graph (its ids are {dtype} "
-                               f"in {max(info.min, 0)}..{info.max})")
-        vals.append(v)
-    return np.array(vals, dtype=dtype)
-
-
 def bfs_cmd(args) -> int:
     """``breadth bfs STORE --root ID ... | --source ID ... | --sources FILE [--depth-limit K] [--batch] --out DIR``:
     a Parquet dataset that ``pandas.read_parquet(DIR)`` reads.  ``--root``: one search per root (``--batch``:
     up to 64 of them per pass); ``--source``/``--sources``: one search from all the sources together."""
     from breadth.bfs import bfs
-    from breadth.bfs.engine.search import to_dense, write_results_dataset
+    from breadth.bfs.engine.search import write_results_dataset
     from breadth.io.shard_store import load_store
 
     from .cli_sources import missing_source, typed_ids
@@ -305,13 +287,12 @@ def bfs_cmd(args) -> int:
         g = load_store(args.store, client, device=device)
         t0 = time.perf_counter()
         if args.root:
-            roots = _parse_roots(g, args.root)
-            for r, text in zip(roots, args.root):
-                try:
-                    to_dense(g, [r])
-                except KeyError:
-                    raise CommandError(f"--root: vertex {text} is not in the graph") from None
-            roots = roots if isinstance(roots, list) else roots.tolist() if roots.dtype != np.uint64 else roots
+            # parsed before any work (cli.py's preflight); ids in range but absent need the id map
+            roots = typed_ids(g, args.root_ids)
+            bad = missing_source(g, roots)
+            if bad is not None:
+                raise CommandError(f"--root {args.root[bad]}: vertex {args.root[bad]} is not in the graph")
+            roots = roots.tolist() if roots.dtype != np.uint64 else roots
             if args.batch:
                 from breadth.bfs import bfs_batch
 
@@ -361,7 +342,7 @@ def bench_store(args) -> int:
         res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate,
                        progress=sys.stderr.isatty(), protocol=args.protocol,
                        header={"store": os.path.abspath(args.store), "load_time": f"{g.source['load_time']:.17e}"},
-                       batch=args.batch)
+                       batch=args.batch, min_component=args.min_component)
         return report(res, args.json, args.plot)
 
 
@@ -402,12 +383,21 @@ def add_store_commands(sub, int_in, cluster_args, memory_args, partition_args) -
     i.add_argument("--format", choices=("auto", "snap", "csv", "mtx", "parquet"), default="auto",
                    help="input format (default auto: from the file name and its first bytes)")
     i.add_argument("--directed", action="store_true", help="keep edge directions (default: undirected, as Graph500)")
-    i.add_argument("--src", default=None, help="source column (csv/parquet)")
-    i.add_argument("--dst", default=None, help="target column (csv/parquet)")
-    i.add_argument("--ids", choices=("int", "str"), default="int", help="csv vertex id type (default int)")
-    i.add_argument("--no-header", action="store_true",
-                   help="csv files have no header row (default: a first row whose source and target are "
-                        "integers is an edge, any other first row a header)")
+    i.add_argument("--src", default=None,
+                   help="source column name (a csv header's or a parquet file's; default: the first column, or "
+                        "for parquet a known pair such as src/dst or source/target, else the first of two "
+                        "columns, said on stderr)")
+    i.add_argument("--dst", default=None, help="target column (csv/parquet), as --src")
+    i.add_argument("--ids", choices=("int", "str"), default="int",
+                   help="csv vertex id type: int, or str for any text (default int)")
+    header = i.add_mutually_exclusive_group()
+    header.add_argument("--header", action="store_true",
+                        help="csv files start with a header row naming their columns (default: decided from "
+                             "the first row, see --no-header)")
+    header.add_argument("--no-header", action="store_true",
+                        help="csv files have no header row (default: a first row whose source and target are "
+                             "integers is an edge; any other is a header, which --ids str says on stderr "
+                             "unless it names a known column pair such as source,target)")
     i.add_argument("--extra-columns", action="store_true",
                    help="snap: ignore columns after the first two (timestamps, weights)")
     i.add_argument("--on-bad-lines", choices=("error", "skip", "warn"), default="error",

@@ -83,13 +83,8 @@ def read_edges(paths, format: str = "auto", *, directed: bool | None = None, src
         raise UnknownFormatError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if format == "auto":
-        kinds = {detect_format(p) for p in expand_paths([i for i in items if not os.path.isdir(i)])} \
-            if any(not os.path.isdir(i) for i in items) else set()
-        if any(os.path.isdir(i) for i in items):
-            kinds.add("parquet")
-        if len(kinds) != 1:
-            raise UnknownFormatError(f"inputs mix formats {sorted(kinds)}; read them separately or pass format=")
-        format = kinds.pop()
+        format = input_format(items)
+    _check_keywords(format, items, kw)
     if format == "mtx":
         if src is not None or dst is not None:
             raise ValueError("src/dst columns apply to csv and parquet input, not mtx")
@@ -105,6 +100,40 @@ def read_edges(paths, format: str = "auto", *, directed: bool | None = None, src
         raise ValueError(f"src/dst columns apply to csv and parquet input, not {format}")
     return read_snap(items, directed=directed, on_bad_lines=on_bad_lines, client=client,
                      spill_dir=spill_dir, device=device, **kw)
+
+
+def input_format(paths) -> str:
+    """The one format of the files, directories and globs ``paths`` (a directory: Parquet), from their names
+    and first bytes (:func:`~breadth.io.formats.detect_format`).  Raises ``UnknownFormatError`` for inputs
+    of several formats or of none recognised, ``FileNotFoundError`` for a name that matches nothing.
+
+    >>> from breadth.pipeline.file_sources import input_format
+    >>> input_format(["/work/shared/data/Wiki-Vote.txt"])          # doctest: +SKIP
+    'snap'
+    """
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    files = [i for i in items if not os.path.isdir(i)]
+    kinds = {detect_format(p) for p in expand_paths(files)} if files else set()
+    if len(files) < len(items):
+        kinds.add("parquet")
+    if len(kinds) != 1:
+        raise UnknownFormatError(f"inputs mix formats {sorted(kinds)}; read them separately or "
+                                 "{format=} to read all as one")
+    return kinds.pop()
+
+
+def _check_keywords(format: str, items: list, kw: dict) -> None:
+    """A ``ValueError`` naming the first of ``kw`` that the reader of ``format`` does not take, and the
+    formats whose readers do (rather than Python's ``TypeError`` about a function the caller never called)."""
+    import inspect
+
+    readers = {"snap": read_snap, "csv": read_csv, "mtx": read_mtx, "parquet": read_parquet}
+    takes = {f: set(inspect.signature(r).parameters) for f, r in readers.items()}
+    for k in kw:
+        if k not in takes[format]:
+            where = sorted(f for f, names in takes.items() if k in names)
+            fits = f"applies to {' and '.join(where)} input" if where else "is not a keyword of any reader"
+            raise ValueError(f"{k}= {fits}, not {format} ({os.fspath(items[0])})")
 
 
 def read_snap(paths, *, directed: bool = False, comments: str = "#%", extra_columns: str = "error",
@@ -196,9 +225,11 @@ def read_csv(paths, *, header: bool | None = None, delimiter: str = ",", src=Non
     paths : str, os.PathLike or list
         A file, directory, glob or a list of them.
     header : bool, optional
-        ``True``: the first row names the columns; ``False``: no header row; ``None`` (default): each
-        file's first row is a header unless its source and target fields are integers, in which case it is
-        the first edge.
+        ``True``: the first row names the columns; ``False``: no header row; ``None`` (default): decided
+        from each file's first row.  With integer ids a row whose source and target fields hold no integer
+        is a header, any other row the first edge; with string ids a row of integer source and target is
+        the first edge, any other a header, which an :class:`~breadth.io.errors.InputNotice` warning says
+        unless its fields are a known column pair such as ``source,target``.
     delimiter : str, default ","
         One character.
     src, dst : str or int, optional

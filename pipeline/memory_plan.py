@@ -179,6 +179,20 @@ def format_bytes(n: int) -> str:
     return f"{math.ceil(n / 1e6)}MB"
 
 
+def format_limit(n: int) -> str:
+    """A limit the user gave, exactly: in the largest unit that divides it (decimal or binary), else in bytes.
+
+    >>> format_limit(1000), format_limit(1_500_000), format_limit(300 << 20), format_limit(123)
+    ('1KB', '1500KB', '300MiB', '123 bytes')
+    """
+    units = [("TB", 10**12), ("TiB", 1 << 40), ("GB", 10**9), ("GiB", 1 << 30), ("MB", 10**6), ("MiB", 1 << 20),
+             ("KB", 10**3), ("KiB", 1 << 10)]
+    for name, size in sorted(units, key=lambda u: -u[1]):
+        if n and n % size == 0:
+            return f"{n // size}{name}"
+    return f"{n} bytes"
+
+
 def _block(num_vertices: int, nparts: int) -> int:
     """Vertices per owner, as :func:`breadth.bfs.shard.block_size` (not imported: it pulls in breadth.bfs)."""
     per = -(-num_vertices // nparts)
@@ -323,7 +337,7 @@ class MemoryPlan:
         if not self.jit:
             path += ", NumPy kernels (no Numba in the workers), shards built to files"
         peaks = ", ".join(f"{k} {format_bytes(v)}" for k, v in self.phases.items())
-        return (f"memory plan: limit {format_bytes(self.limit)} per worker (minimum {format_bytes(self.minimum)}); "
+        return (f"memory plan: limit {format_limit(self.limit)} per worker (minimum {format_bytes(self.minimum)}); "
                 f"chunks of {self.chunk_edges:,} tuples, {path}, batches of {self.batch_entries:,} entries; "
                 f"estimated peaks: {peaks}")
 
@@ -448,7 +462,7 @@ def _minimum_or_refuse(limit: int, baseline: int, smallest: dict[str, int], what
     if limit < minimum:
         graph = f" for {what}" if what else ""
         raise MemoryLimitError(
-            f"--memory-limit {format_bytes(limit)} is below the minimum of {format_bytes(minimum)}{graph} on "
+            f"--memory-limit {format_limit(limit)} is below the minimum of {format_bytes(minimum)}{graph} on "
             f"{workers} worker(s){chunk} (worker baseline{path} ~{format_bytes(baseline)} + {largest}); raise it"
             + hint(largest), minimum)
     return minimum
@@ -562,7 +576,7 @@ def plan_reading(limit: int, paths: list[str], workers: int, threads: int, *, di
     if limit < minimum:
         why = (f"a compressed input of {format_bytes(stream)} is parsed whole by one task" if stream
                else "worker baseline + a read task")
-        raise MemoryLimitError(f"--memory-limit {format_bytes(limit)} is below the minimum of "
+        raise MemoryLimitError(f"--memory-limit {format_limit(limit)} is below the minimum of "
                                f"{format_bytes(minimum)} for reading these files on {workers} worker(s) "
                                f"({why}); raise it", minimum)
     room = limit - WORKER_BASELINE

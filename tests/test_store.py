@@ -125,7 +125,7 @@ def test_cli_generate_info_bfs_bench(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert "bfs  harmonic_mean_TEPS:" in r.stdout
     r = _cli("bfs", st, "--root", "99999", "--out", out)
-    assert r.returncode == 1 and "vertex 99999 is not in the graph" in r.stderr
+    assert r.returncode == 2 and "vertex 99999 is not in the graph (its ids are 0..1023)" in r.stderr  # preflight
     r = _cli("bench")
     assert r.returncode == 2 and "bench needs either a STORE or --scale" in r.stderr
 

@@ -181,7 +181,7 @@ def test_other_parameters_are_refused_unless_overwrite(lclient, graph4, referenc
     other = dict(PARAMS, directed=False, extra="x")
     msg = (rf"{path} holds a partial store written with different parameters \(directed: true before, false "
            rf"now; extra: absent before, \"x\" now\); rerun with the same parameters to resume it, or pass "
-           rf"overwrite=True \(--overwrite\) to replace it")
+           rf"overwrite=True to replace it")
     with pytest.raises(StoreError, match=msg):
         write_store(graph4, path, parameters=other)
     with pytest.raises(StoreError, match=msg):

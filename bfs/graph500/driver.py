@@ -7,6 +7,15 @@ duplicates included: ``sum(tuple_degree[reached]) / 2 + sum(self_loops[reached])
 (not a Graph500 case) it is the number of input tuples whose tail the search reached -- every tuple it
 could traverse, each counted once -- ``sum(out_tuple_degree[reached]) + sum(self_loops[reached])``; tuples
 pointing into the reached set from outside are not counted.
+
+Roots are Graph500's: distinct vertices of degree >= 1, self-loops not counted, drawn from a seed
+(:func:`~breadth.bfs.graph500.roots.choose_roots`).  On a real graph some of them lie in tiny components
+(or, directed, reach almost nothing): a search of 4 edges still takes about a millisecond, so its TEPS
+are hundreds of times below the others' and sink the harmonic mean (soc-Slashdot0902, directed, one CPU
+rank: one such root of 64 gave a harmonic mean of 1.3e6 TEPS against a median of 6.4e8; the giant
+component's 64 roots 6.1e8).  The report then says so in a ``note:`` line beside the median, and
+``min_component`` keeps only roots whose search reaches a component of a given size, or the giant one:
+each candidate, in the seed's order, is searched once untimed and set aside if it reaches too little.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from types import SimpleNamespace
 import numba
 import numpy as np
 
+from ..advice import AdvisedValueError
 from ..engine.batch_engine import BatchEngine
 from ..engine.batch_search import batches
 from ..engine.session import run_session, session_protocol
@@ -30,6 +40,11 @@ from .statistics import report_lines, statistics
 from .validate import RULES, validate_rank
 
 PROGRESS_TOPIC = "breadth-progress"
+#: candidate roots drawn per root asked for under ``min_component``: enough where the giant component holds
+#: a sixteenth of the non-isolated vertices; screening stops as soon as enough roots pass
+SCREEN_CANDIDATES = 16
+#: a search is small, for the report's note, below this share of the largest search's edges
+SMALL_SEARCH_SHARE = 0.01
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
@@ -60,8 +75,50 @@ def _search_edge_count(engine) -> tuple[int, int]:
     return int(sums[0] // 2 + sums[1]), int(sums[2])
 
 
-def _graph500_rank(engine, setup_s, roots, validate, topic):
+def _reach_single(engine, roots) -> list[int]:
+    """Vertices reached from each of ``roots``, one untimed search each (every rank gets the same counts)."""
+    out = []
+    for r in roots:
+        engine.search(int(r))
+        out.append(_search_edge_count(engine)[1])
+    return out
+
+
+def _reach_batch(engine, roots) -> list[int]:
+    """:func:`_reach_single` for the batch engine: up to 64 roots in one pass."""
+    engine.search(roots)
+    return [_search_edge_count(_search_view(engine, i))[1] for i in range(len(roots))]
+
+
+def _screen_roots(engine, candidates, want: int, rule, reach) -> tuple[np.ndarray, dict]:
+    """The first ``want`` of ``candidates`` (in order) whose search reaches ``rule`` vertices or more, or with
+    ``rule="giant"`` at least half as many as the farthest-reaching candidate searched (in an undirected graph
+    with a giant component: the roots inside it).  Candidates are searched a few at a time, as many as roots
+    are still missing, so that about ``want`` searches are made where most candidates pass.  Collective:
+    the counts are all-reduced, so every rank takes the same roots."""
+    reached: list[int] = []
+
+    def threshold() -> int:
+        return -(-max(reached) // 2) if rule == "giant" else int(rule)
+
+    while len(reached) < len(candidates):
+        passed = sum(r >= threshold() for r in reached) if reached else 0
+        if reached and passed >= want:
+            break
+        k = max(1, min(64, want - passed))
+        reached += reach(engine, candidates[len(reached):len(reached) + k])
+    limit = threshold()
+    keep = [i for i, r in enumerate(reached) if r >= limit][:want]
+    return np.asarray(candidates)[keep], {"screened": len(reached), "threshold": limit, "largest": max(reached)}
+
+
+def _graph500_rank(engine, setup_s, roots, validate, topic, want=None, rule=None):
     comm = engine.comm
+    screen = None
+    if rule is not None:
+        roots, screen = _screen_roots(engine, roots, want, rule, _reach_single)
+    if not len(roots):
+        return {"rank": comm.rank, "setup_s": setup_s, "rows": [], "screen": screen}
     engine.search(int(roots[0]))  # warm-up: kernels compiled, pages touched
     rows = []
     for i, root in enumerate(roots):
@@ -85,7 +142,7 @@ def _graph500_rank(engine, setup_s, roots, validate, topic):
                 from distributed import get_worker
 
                 get_worker().log_event(topic, {"done": i + 1, "total": len(roots)})
-    return {"rank": comm.rank, "setup_s": setup_s, "rows": rows, "engine": engine.describe()}
+    return {"rank": comm.rank, "setup_s": setup_s, "rows": rows, "screen": screen, "engine": engine.describe()}
 
 
 def _search_view(engine: BatchEngine, i: int) -> SimpleNamespace:
@@ -96,11 +153,16 @@ def _search_view(engine: BatchEngine, i: int) -> SimpleNamespace:
     return SimpleNamespace(shard=engine.shard, comm=engine.comm, parent=parent, level=level, b=engine.k.validation)
 
 
-def _graph500_batch_rank(engine, setup_s, roots, validate, topic):
+def _graph500_batch_rank(engine, setup_s, roots, validate, topic, want=None, rule=None):
     """The Graph500 loop over batches of up to 64 roots (MS-BFS): each batch timed as the pass plus the
     derivation of every root's parents and levels (:meth:`BatchEngine.device_result`, group by group), the
     time shared equally by its roots; every root's edge count and validation as a single search's."""
     comm = engine.comm
+    screen = None
+    if rule is not None:
+        roots, screen = _screen_roots(engine, roots, want, rule, _reach_batch)
+    if not len(roots):
+        return {"rank": comm.rank, "setup_s": setup_s, "rows": [], "screen": screen}
     engine.search(roots[:64])  # warm-up: kernels compiled, pages touched
     engine.device_result(0)
     rows = []
@@ -136,7 +198,7 @@ def _graph500_batch_rank(engine, setup_s, roots, validate, topic):
             from distributed import get_worker
 
             get_worker().log_event(topic, {"done": done, "total": len(roots)})
-    return {"rank": comm.rank, "setup_s": setup_s, "rows": rows, "engine": engine.describe()}
+    return {"rank": comm.rank, "setup_s": setup_s, "rows": rows, "screen": screen, "engine": engine.describe()}
 
 
 @dataclass
@@ -227,8 +289,36 @@ class Graph500Result:
         return [(r["root"], r["violations"]) for r in self.rows
                 if r["violations"] is not None and any(r["violations"].values())]
 
-    def report(self) -> str:
-        """The reference implementation's report: ``name: value`` lines.
+    def small_searches(self) -> dict:
+        """The searches that reached almost nothing: ``roots`` of them, their ``most_nedge``, below
+        ``SMALL_SEARCH_SHARE`` of the ``largest_nedge`` (0 roots where none did)."""
+        nedges = self.nedges
+        largest = float(nedges.max()) if nedges.size else 0.0
+        small = nedges[nedges < SMALL_SEARCH_SHARE * largest]
+        return {"roots": int(small.size), "most_nedge": float(small.max()) if small.size else 0.0,
+                "largest_nedge": largest, "share": SMALL_SEARCH_SHARE}
+
+    def note(self, option: str = "min_component='giant'") -> str | None:
+        """The report's ``note:`` line where some searches reached almost nothing (see the module docstring),
+        naming ``option``, the way to take roots from the giant component only; ``None`` otherwise."""
+        s = self.small_searches()
+        if not s["roots"]:
+            return None
+        st = statistics(self.teps, rate=True)
+        how = "" if "root_rule" in self.header else f"; {option} takes roots from the giant component only"
+        return (f"note: {s['roots']} of {len(self.rows)} roots reached at most {s['most_nedge']:,.0f} edges (under "
+                f"{s['share']:.0%} of the largest search's {s['largest_nedge']:,.0f}): harmonic_mean_TEPS "
+                f"{st['harmonic_mean']:.3g} against median_TEPS {st['median']:.3g}{how}")
+
+    def report(self, option: str = "min_component='giant'") -> str:
+        """The reference implementation's report: ``name: value`` lines, and a ``note:`` line where some
+        searches reached almost nothing (:meth:`note`).
+
+        Parameters
+        ----------
+        option : str
+            How the note names the way to roots of the giant component only: the keyword, or the command
+            line's ``--min-component giant``.
 
         Returns
         -------
@@ -250,7 +340,9 @@ class Graph500Result:
         ...
         """
         vt = [r["validate_time"] for r in self.rows if r["violations"] is not None]
-        return "\n".join(report_lines(self.header, self.times, self.nedges, vt))
+        lines = report_lines(self.header, self.times, self.nedges, vt)
+        note = self.note(option)
+        return "\n".join(lines + ([note] if note else []))
 
     def to_dict(self) -> dict:
         """Everything as JSON-ready values.
@@ -277,6 +369,7 @@ class Graph500Result:
                            "teps": statistics(self.teps, rate=True),
                            **({"bytes_sent": statistics(np.array([r["bytes_sent"] for r in self.rows], np.float64))}
                               if self.rows and "bytes_sent" in self.rows[0] else {})},
+            "small_searches": self.small_searches(),
             "valid": self.valid, "rules": list(RULES), "setup_s": self.setup_s, "engines": self.engines,
             "roots": self.rows,
             "machine": {"python": sys.version.split()[0], "platform": platform.platform(),
@@ -313,7 +406,8 @@ class Graph500Result:
 
 def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, progress: bool = False,
              protocol: str = "auto", timeout: float = 120.0, alpha: float | None = None, beta: float | None = None,
-             header: dict | None = None, batch: bool = False, config: SearchConfig | None = None) -> Graph500Result:
+             header: dict | None = None, batch: bool = False, config: SearchConfig | None = None,
+             min_component: int | str | None = None) -> Graph500Result:
     """Run the Graph500 BFS kernel: ``nroots`` timed, validated searches from random roots of degree >= 1.
 
     One session of the graph's ranks: an untimed warm-up search, then each search timed alone (the slowest
@@ -350,6 +444,14 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
     config : SearchConfig, optional
         The search's tunables (default: :meth:`SearchConfig.from_env`), recorded in the report's header
         (``search_config``).
+    min_component : int or "giant", optional
+        ``None``: Graph500's rule, any vertex of degree >= 1.  An integer: roots whose search reaches at
+        least that many vertices (in an undirected graph, roots of components that large).  ``"giant"``:
+        roots whose search reaches at least half as many vertices as the farthest-reaching candidate (the
+        giant component's).  Candidates are drawn in the seed's order
+        (:func:`~breadth.bfs.graph500.roots.choose_roots`, up to ``SCREEN_CANDIDATES`` per root) and each is
+        searched once, untimed, before the timed searches; the header's ``root_rule`` says how many were
+        set aside.
 
     Returns
     -------
@@ -359,7 +461,8 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
     Raises
     ------
     ValueError
-        For ``nroots < 1`` or an unknown ``protocol``.
+        For ``nroots < 1``, an unknown ``protocol``, a ``min_component`` that is neither ``"giant"`` nor an
+        integer >= 1, or one that no candidate root reaches.
     RankError
         When a rank fails during the run.
 
@@ -371,26 +474,34 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
     >>> res.harmonic_mean_teps                     # doctest: +SKIP
     """
     config = (config if config is not None else SearchConfig.from_env()).replace(alpha=alpha, beta=beta)
-    roots = choose_roots(graph, nroots, seed)
+    rule = _component_rule(min_component)
+    roots = choose_roots(graph, nroots, seed, count=None if rule is None else SCREEN_CANDIDATES * nroots)
     topic = PROGRESS_TOPIC if progress else None
-    bar = _ProgressBar(len(roots), "searches") if progress else None
+    bar = _ProgressBar(min(nroots, len(roots)), "searches") if progress else None
     if bar:
         graph.client.subscribe_topic(PROGRESS_TOPIC, bar.event)
     try:
         out = run_session(graph, _graph500_batch_rank if batch else _graph500_rank, roots, validate, topic,
-                          protocol=protocol, timeout=timeout, config=config,
+                          nroots, rule, protocol=protocol, timeout=timeout, config=config,
                           engine_class=BatchEngine if batch else None)
     finally:
         if bar:
             graph.client.unsubscribe_topic(PROGRESS_TOPIC)
             bar.close()
+    rows, screen = out[0]["rows"], out[0].get("screen")
+    if rule is not None:
+        _check_screen(rule, screen, len(rows), nroots)
     src = graph.source
     hdr = {}
     if src.get("kind") == "kronecker":
         hdr.update({"SCALE": src["scale"], "edgefactor": src["edgefactor"]})
     else:
         hdr.update({"graph": src.get("path", src.get("kind", "graph")), "num_vertices": graph.num_vertices})
-    hdr["NBFS"] = len(roots)
+    hdr["NBFS"] = len(rows)
+    if rule is not None:
+        hdr["root_rule"] = (f"{'giant component' if rule == 'giant' else f'components of >= {rule:,} vertices'}: "
+                            f"searches reaching >= {screen['threshold']:,} vertices; "
+                            f"{screen['screened'] - len(rows)} of {screen['screened']} candidate roots set aside")
     if batch:
         hdr["batch"] = ("MS-BFS, up to 64 roots per pass; time per root = (pass + every root's parent and "
                         "level arrays) / batch size")
@@ -403,7 +514,29 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
     e = out[0]["engine"]
     hdr["engine"] = f"{e['engine']} ({e['backend']}, {e['arrays']} arrays, {e['bottom_up_rows']} bottom-up rows" + (
         f", {e['levels']} levels)" if "levels" in e else ")")
-    return Graph500Result(hdr, out[0]["rows"], [o["setup_s"] for o in out], [o["engine"] for o in out])
+    return Graph500Result(hdr, rows, [o["setup_s"] for o in out], [o["engine"] for o in out])
+
+
+def _component_rule(min_component) -> int | str | None:
+    """``min_component`` checked: ``None``, ``"giant"`` or an integer >= 1."""
+    if min_component is None or min_component == "giant":
+        return min_component
+    if isinstance(min_component, (int, np.integer)) and not isinstance(min_component, bool) and min_component >= 1:
+        return int(min_component)
+    raise ValueError(f"min_component must be 'giant' or an integer >= 1, got {min_component!r}")
+
+
+def _check_screen(rule, screen: dict, found: int, nroots: int) -> None:
+    """Raise where no candidate passed the rule; warn where fewer than ``nroots`` did."""
+    if not found:
+        raise AdvisedValueError(f"no candidate root's search reaches {rule:,} vertices (the farthest of the "
+                                f"{screen['screened']:,} searched reaches {screen['largest']:,}); "
+                                "{min_component=} with a smaller value, or 'giant'")
+    if found < nroots:
+        import warnings
+
+        warnings.warn(f"only {found} of the {screen['screened']} candidate roots searched reach "
+                      f">= {screen['threshold']:,} vertices; using {found} roots")
 
 
 class _ProgressBar:

@@ -23,7 +23,7 @@ def degrees(graph, ids) -> np.ndarray:
     return np.sum(graph.client.gather(futs), axis=0)
 
 
-def choose_roots(graph, nroots: int = 64, seed: int = 2) -> np.ndarray:
+def choose_roots(graph, nroots: int = 64, seed: int = 2, *, count: int | None = None) -> np.ndarray:
     """Graph500 search roots: distinct vertices of degree >= 1, drawn uniformly, reproducible from a seed.
 
     Candidates are drawn with ``numpy.random.default_rng(seed)`` in rounds and their degrees asked of the
@@ -38,6 +38,10 @@ def choose_roots(graph, nroots: int = 64, seed: int = 2) -> np.ndarray:
         How many roots.
     seed : int
         The random generator's seed.
+    count : int, optional
+        Draw that many instead, in the same order (the first ``nroots`` are this call's roots without it),
+        as candidates that a rule then screens (:func:`~breadth.bfs.graph500.driver.graph500`'s
+        ``min_component``); fewer come back without a warning.
 
     Returns
     -------
@@ -48,7 +52,8 @@ def choose_roots(graph, nroots: int = 64, seed: int = 2) -> np.ndarray:
     Raises
     ------
     ValueError
-        For ``nroots < 1``.
+        For ``nroots < 1``, or when no vertex has degree >= 1 (the graph has no edge but self-loops, and a
+        search has no root).
 
     Examples
     --------
@@ -59,24 +64,32 @@ def choose_roots(graph, nroots: int = 64, seed: int = 2) -> np.ndarray:
     """
     if nroots < 1:
         raise ValueError(f"nroots must be >= 1, got {nroots}")
+    want = nroots if count is None else max(count, nroots)
     n = graph.num_vertices
     rng = np.random.default_rng(seed)
     chosen: list[int] = []
     seen: set[int] = set()
     draws = 0
-    while len(chosen) < nroots and draws < 64 * n + 1024:
+    while len(chosen) < want and draws < 64 * n + 1024:
         cand = rng.integers(0, n, size=max(4 * nroots, 256))
         draws += cand.size
         for v, d in zip(cand.tolist(), degrees(graph, cand).tolist()):
             if d > 0 and v not in seen:
                 seen.add(v)
                 chosen.append(v)
-                if len(chosen) == nroots:
+                if len(chosen) == want:
                     break
-    if len(chosen) < nroots:
-        # Tiny graphs: take every non-isolated vertex, in the seed's order.
+    if len(chosen) < want:
+        # Tiny graphs: every non-isolated vertex, in the seed's order (candidates: those drawn first)
         allv = np.arange(n)
         nz = allv[degrees(graph, allv) > 0]
+        if nz.size == 0:
+            raise ValueError("the graph has no edges (no vertex of degree >= 1, self-loops not counted): "
+                             "no root to search from")
+        if count is not None:
+            rest = np.setdiff1d(nz, np.asarray(chosen, np.int64))
+            rng.shuffle(rest)
+            return np.asarray(chosen + rest.tolist(), np.int64)
         rng.shuffle(nz)
         chosen = nz[:nroots].tolist()
         import warnings
