@@ -22,18 +22,6 @@ def token() -> str:
     return uuid.uuid4().hex[:8]
 
 
-class HashingWriter:
-    """A write-only sink that hashes what passes through to ``f`` (``None``: hash only, write nothing)."""
-
-    def __init__(self, f=None):
-        self.f, self.h, self.n = f, hashlib.sha256(), 0
-
-    def write(self, b):
-        self.h.update(b)
-        self.n += len(b)
-        return self.f.write(b) if self.f is not None else len(b)
-
-
 def fsync_dir(path: str) -> None:
     """Make renames/creations inside ``path`` durable (a no-op where directories cannot be fsynced)."""
     try:
@@ -64,9 +52,9 @@ def mapped_file(arr: np.ndarray) -> tuple[str, int] | None:
 
 
 def write_npy(w, arr: np.ndarray) -> None:
-    """``arr`` (C-contiguous, not object) as ``.npy`` bytes into ``w`` (a file or a :class:`HashingWriter`):
+    """``arr`` (C-contiguous, not object) as ``.npy`` bytes into ``w`` (a writable binary file):
     the header ``numpy.lib.format.write_array`` writes (version 1.0), then the data in slices of the array's
-    own memory (no copy), so the file and its sha256 are ``write_array``'s exactly.  A memory-mapped array
+    own memory (no copy), so the file is ``write_array``'s exactly.  A memory-mapped array
     is read from its file in blocks instead: a mapped page that is read stays in the worker's resident
     memory while the map lives, a block read into a buffer does not."""
     np.lib.format.write_array_header_1_0(w, np.lib.format.header_data_from_array_1_0(arr))
