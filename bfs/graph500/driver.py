@@ -220,8 +220,11 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
     >>> print(res.report())                        # doctest: +SKIP
     >>> res.harmonic_mean_teps                     # doctest: +SKIP
     """
+    from ..worker_loss import watch_workers
+
     config = (config if config is not None else SearchConfig.from_env()).replace(alpha=alpha, beta=beta)
-    roots = choose_roots(graph, nroots, seed)
+    with watch_workers(graph.client, "choice of roots", graph.workers):  # degrees asked of the shards' workers
+        roots = choose_roots(graph, nroots, seed)
     topic = PROGRESS_TOPIC if progress else None
     bar = _ProgressBar(len(roots), "searches") if progress else None
     if bar:
