@@ -406,13 +406,29 @@ def write_store(graph, path: str, *, parameters: dict | None = None, overwrite: 
     manifest without being compared.
 
     A failed shard write raises :class:`StoreError` after every other shard has finished; the
-    complete shards stay on disk for the rerun.  The manifest's ``"resume"`` entry lists the ranks
+    complete shards stay on disk for the rerun.  A worker of the graph that leaves the cluster during the
+    write raises :class:`~breadth.bfs.worker_loss.WorkerLost` within about a second (so does one gone
+    before); the manifest is written only with every shard complete on disk and every worker of the graph
+    still there.  The manifest's ``"resume"`` entry lists the ranks
     kept from an earlier run and those written by this one.
 
     >>> from breadth.io.shard_store import write_store, load_store
     >>> write_store(g, "/data/wiki.store", parameters={"input": "wiki.txt"})   # doctest: +SKIP
     """
+    from breadth.bfs.worker_loss import watch_workers
+
+    # the shard tasks are pinned to the graph's workers: one lost midway ends the write (WorkerLost) before
+    # the manifest, rather than leaving its shard's task waiting for it forever
+    with watch_workers(graph.client, "store write", graph.workers):
+        return _write_store(graph, path, parameters, overwrite, command, extra)
+
+
+def _write_store(graph, path: str, parameters: dict | None, overwrite: bool, command: str | None,
+                 extra: dict | None) -> dict:
+    """:func:`write_store` inside its guard against lost workers."""
     from distributed import wait
+
+    from breadth.bfs.worker_loss import check_all_there
 
     path = os.path.abspath(path)
     params = _normalized(parameters)
@@ -459,6 +475,10 @@ def write_store(graph, path: str, *, parameters: dict | None = None, overwrite: 
         for rec, _ in results:
             rec = {k: v for k, v in rec.items() if k not in ("format", "version")}
             shards.append(rec)
+        # the manifest makes the store complete: only with every planned shard on disk, each a rank of this
+        # graph's count, and every worker of the graph still there (a lost one's shard may be missing)
+        _check_all_shards(path, shards, nparts)
+        check_all_there(client)
         manifest = {
             "format": FORMAT, "version": VERSION, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "num_vertices": graph.num_vertices, "num_input_edges": graph.num_input_edges,
@@ -478,6 +498,20 @@ def write_store(graph, path: str, *, parameters: dict | None = None, overwrite: 
             os.remove(os.path.join(path, PROGRESS))
         fsync_dir(path)
         return manifest
+
+
+def _check_all_shards(path: str, shards: list[dict], nparts: int) -> None:
+    """Raise :class:`StoreError` unless ``shards`` are the records of ranks ``0..nparts-1`` in order, each of
+    ``nparts`` shards and complete on disk (its ``shard.json`` there, naming it)."""
+    ranks = [s.get("rank") for s in shards]
+    missing = sorted(set(range(nparts)) - set(ranks))
+    if ranks != list(range(nparts)) or any(s.get("nparts") != nparts for s in shards):
+        raise StoreError(f"{path}: the writers returned shard(s) {ranks} of a {nparts}-shard graph"
+                         + (f" ({_ranges(missing)} missing)" if missing else "") + "; the manifest is not written")
+    absent = [r for r in range(nparts) if r not in _complete_ranks(path, nparts)]
+    if absent:
+        raise StoreError(f"{path}: {_ranges(absent)} not complete on disk after being written; the manifest "
+                         f"is not written: rerun the same command to resume")
 
 
 def _incomplete_message(path: str) -> str:
@@ -707,21 +741,34 @@ def load_store(path: str, client=None, *, nparts: int | None = None, verify: boo
     ``nparts`` defaults to the number of workers; when it differs from the stored shard count the
     shards are re-cut (see the module docstring).  ``verify`` checks every file's sha256.  A store written
     with a 2D or delegates partitioning (the manifest's ``partitioning``) is loaded with it: a 2D store's
-    shard count is its grid's (``nparts`` defaults to it, and another is a :class:`StoreError`).
+    shard count is its grid's (``nparts`` defaults to it, and another is a :class:`StoreError`).  A worker
+    that leaves the cluster during the load raises :class:`~breadth.bfs.worker_loss.WorkerLost` within
+    about a second.
 
     >>> from breadth.io.shard_store import load_store
     >>> g = load_store("/data/wiki.store", client)     # doctest: +SKIP
     >>> bfs(g, 30).to_pandas()                          # doctest: +SKIP
     """
-    from distributed import default_client, wait
+    from distributed import default_client
 
-    from breadth.bfs.sharded_graph import ShardedGraph
     from breadth.bfs.dask_workers import worker_addresses
+    from breadth.bfs.worker_loss import watch_workers
 
     path = os.path.abspath(path)
     m = read_manifest(path)
     client = client or default_client()
     workers = worker_addresses(client)
+    # the shards are pinned to their workers: one lost midway ends the load (WorkerLost)
+    with watch_workers(client, "store load", workers):
+        return _load_store(path, m, client, workers, nparts, verify)
+
+
+def _load_store(path: str, m: dict, client, workers: list[str], nparts: int | None, verify: bool):
+    """:func:`load_store` of the manifest ``m`` onto ``workers``, inside its guard against lost workers."""
+    from distributed import wait
+
+    from breadth.bfs.sharded_graph import ShardedGraph
+
     layout = Partitioning.from_dict(m.get("partitioning"))
     if layout.kind == "2d":
         rows, cols = layout.grid

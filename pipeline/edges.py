@@ -27,6 +27,9 @@ class EdgeList:
     #: array's chunks are alias tasks, two a chunk, each scheduled like any task)
     blocks: list | None = field(default=None, repr=False)
     blocks_of: Any = field(default=None, repr=False)
+    #: the workers whose tasks the chunks were made by and may be made again by (hash relabeling's owners,
+    #: pinned there): preparation refuses to start without one of them (it would wait for it forever)
+    workers: list | None = field(default=None, repr=False)
 
     @property
     def num_edges(self) -> int:
@@ -49,7 +52,7 @@ class EdgeList:
     def release(self) -> None:
         """Let go of the chunks (``edges`` becomes ``None``): what they hold on the workers is freed once
         no task needs it.  :func:`~breadth.pipeline.prepare.prepare` does this with ``keep_edges=False``."""
-        self.edges = self.blocks = self.blocks_of = None
+        self.edges = self.blocks = self.blocks_of = self.workers = None
 
     @property
     def npartitions(self) -> int:
