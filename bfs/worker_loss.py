@@ -250,7 +250,8 @@ def how_it_ended(client, worker: str, since: float, last: tuple[int, int] | None
     scheduler), else ``None``; ``how`` the nannies' lines of this process since ``since`` (``"process 4121
     killed by signal 9 (SIGKILL)"``, waiting for one until ``deadline`` -- by default :data:`GRACE_S` from now
     -- where nannies run in this process, as a nanny may log after the scheduler noticed), else what the
-    worker last reported (``last``: ``(rss, limit)``, the memory it held half a second before at most)."""
+    worker last reported (``last``: ``(rss, limit)`` as the guard's last poll read them: a heartbeat and
+    half a second old at most)."""
     from . import worker_deaths
 
     if not _nannies_here(client):
@@ -271,7 +272,7 @@ def how_it_ended(client, worker: str, since: float, last: tuple[int, int] | None
         return "; ".join(ended), None
     if limit:
         return (f"how its process ended is not known here; it held {_mib(last[0])} of its {_mib(limit)} memory "
-                f"limit half a second before"), None
+                f"limit when last seen"), None
     return "", None
 
 

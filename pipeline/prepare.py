@@ -271,12 +271,11 @@ def _prepare_watched(edges: EdgeList, client, watch, workers: list[str], nparts:
     return graph
 
 
-def _stage_of_send(chunks: list, source: dict) -> str:
-    """What the shuffle's chunk phase runs: the shuffle alone for chunks already computed (futures), the
-    generator's or reader's tasks too for lazy ones."""
-    from distributed import Future
-
-    if all(isinstance(c, Future) for c in chunks):
+def _stage_of_send(client, chunks: list, source: dict) -> str:
+    """What the shuffle's chunk phase runs: the shuffle alone for chunks already computed (futures, or the
+    chunks of a persisted array, whose keys the client holds), the generator's or reader's tasks too for
+    lazy ones."""
+    if all(c.key in client.futures for c in chunks):
         return "shuffle"
     return f"{'generation' if source.get('kind') == 'kronecker' else 'reading'} and shuffle"
 
@@ -288,7 +287,7 @@ def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], pro
     t0 = time.perf_counter()
     chunks = edges.chunk_objects()
     if watch is not None:
-        watch.stage = _stage_of_send(chunks, edges.source)
+        watch.stage = _stage_of_send(client, chunks, edges.source)
     chunk_keys = [c.key for c in chunks]
     num_input_edges = edges.num_edges
     if not keep_edges:
