@@ -25,6 +25,7 @@ _EXPORTS = {
     "Shard": ".shard",
     "ShardedGraph": ".sharded_graph",
     "RULES": ".graph500.validate", "validate": ".graph500.validate",
+    "WorkerLost": ".worker_loss",
 }
 __all__ = sorted(_EXPORTS)
 install(__name__, _EXPORTS)
@@ -41,3 +42,4 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from .search_config import SearchConfig
     from .shard import Shard
     from .sharded_graph import ShardedGraph
+    from .worker_loss import WorkerLost

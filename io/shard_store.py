@@ -420,6 +420,9 @@ def write_store(graph, path: str, *, parameters: dict | None = None, overwrite: 
     ``path`` must be visible to the workers (one machine, or a shared file system); the client writes only
     the small records.  The manifest is written last: until then the store does not load.
 
+    The manifest is written only with every shard complete on disk and every worker of the graph still
+    there.
+
     Parameters
     ----------
     graph : ShardedGraph
@@ -443,7 +446,7 @@ def write_store(graph, path: str, *, parameters: dict | None = None, overwrite: 
     dict
         The manifest as written to ``path/manifest.json``: format and version, vertex and edge counts,
         ``nparts``, ``partitioning``, the id map's record, one record per shard (its vertex range
-        ``[lo, hi)``, adjacency entries and each file's size in bytes and sha256), and ``"resume"``: the
+        ``[lo, hi)``, adjacency entries and each file's size in bytes and sha256s), and ``"resume"``: the
         ranks kept from an earlier run (identical shards, verified by sha256 on disk and in memory) and
         those written by this one.
 
@@ -455,6 +458,9 @@ def write_store(graph, path: str, *, parameters: dict | None = None, overwrite: 
         ``parameters``, or a partial one with another shard count; another process is writing the same
         store; or a shard's write failed -- raised after every other shard has finished, the complete
         shards kept on disk for the rerun.
+    WorkerLost
+        A worker of the graph left the cluster during the write, or had left before (within about a
+        second; :mod:`breadth.bfs.worker_loss`).
 
     Examples
     --------
@@ -467,7 +473,20 @@ def write_store(graph, path: str, *, parameters: dict | None = None, overwrite: 
     (2, 65536, [0, 1])
     >>> g = load_store("/data/k16.store", client)                           # doctest: +SKIP
     """
+    from breadth.bfs.worker_loss import watch_workers
+
+    # the shard tasks are pinned to the graph's workers: one lost midway ends the write (WorkerLost) before
+    # the manifest, rather than leaving its shard's task waiting for it forever
+    with watch_workers(graph.client, "store write", graph.workers):
+        return _write_store(graph, path, parameters, overwrite, command, extra)
+
+
+def _write_store(graph, path: str, parameters: dict | None, overwrite: bool, command: str | None,
+                 extra: dict | None) -> dict:
+    """:func:`write_store` inside its guard against lost workers."""
     from distributed import wait
+
+    from breadth.bfs.worker_loss import check_all_there
 
     path = os.path.abspath(path)
     params = _normalized(parameters)
@@ -514,6 +533,10 @@ def write_store(graph, path: str, *, parameters: dict | None = None, overwrite: 
         for rec, _ in results:
             rec = {k: v for k, v in rec.items() if k not in ("format", "version")}
             shards.append(rec)
+        # the manifest makes the store complete: only with every planned shard on disk, each a rank of this
+        # graph's count, and every worker of the graph still there (a lost one's shard may be missing)
+        _check_all_shards(path, shards, nparts)
+        check_all_there(client)
         manifest = {
             "format": FORMAT, "version": VERSION, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "num_vertices": graph.num_vertices, "num_input_edges": graph.num_input_edges,
@@ -533,6 +556,20 @@ def write_store(graph, path: str, *, parameters: dict | None = None, overwrite: 
             os.remove(os.path.join(path, PROGRESS))
         fsync_dir(path)
         return manifest
+
+
+def _check_all_shards(path: str, shards: list[dict], nparts: int) -> None:
+    """Raise :class:`StoreError` unless ``shards`` are the records of ranks ``0..nparts-1`` in order, each of
+    ``nparts`` shards and complete on disk (its ``shard.json`` there, naming it)."""
+    ranks = [s.get("rank") for s in shards]
+    missing = sorted(set(range(nparts)) - set(ranks))
+    if ranks != list(range(nparts)) or any(s.get("nparts") != nparts for s in shards):
+        raise StoreError(f"{path}: the writers returned shard(s) {ranks} of a {nparts}-shard graph"
+                         + (f" ({_ranges(missing)} missing)" if missing else "") + "; the manifest is not written")
+    absent = [r for r in range(nparts) if r not in _complete_ranks(path, nparts)]
+    if absent:
+        raise StoreError(f"{path}: {_ranges(absent)} not complete on disk after being written; the manifest "
+                         f"is not written: rerun the same command to resume")
 
 
 def _incomplete_message(path: str) -> str:
@@ -819,6 +856,8 @@ def load_store(path: str, client=None, *, nparts: int | None = None, verify: boo
         A file is missing, resized, or its checksum differs from the manifest.
     StoreError
         Any other reason the store cannot be loaded as asked.
+    WorkerLost
+        A worker left the cluster during the load (within about a second; :mod:`breadth.bfs.worker_loss`).
 
     Examples
     --------
@@ -827,18 +866,30 @@ def load_store(path: str, client=None, *, nparts: int | None = None, verify: boo
     >>> g = load_store("/data/wiki.store", client)      # doctest: +SKIP
     >>> bfs(g, 30).to_pandas()                          # doctest: +SKIP
     """
-    from distributed import default_client, wait
+    from distributed import default_client
 
     from breadth.bfs.dask_workers import worker_addresses
     from breadth.bfs.device_choice import resolve_device
-    from breadth.bfs.search_order import add_bottom_up_order, warn_dropped_order
-    from breadth.bfs.sharded_graph import ShardedGraph
+    from breadth.bfs.worker_loss import watch_workers
 
     device = resolve_device(device)
     path = os.path.abspath(path)
     m = read_manifest(path)
     client = client or default_client()
     workers = worker_addresses(client)
+    # the shards are pinned to their workers: one lost midway ends the load (WorkerLost)
+    with watch_workers(client, "store load", workers):
+        return _load_store(path, m, client, workers, nparts, verify, device, search_order)
+
+
+def _load_store(path: str, m: dict, client, workers: list[str], nparts: int | None, verify: bool, device: str,
+                search_order: bool):
+    """:func:`load_store` of the manifest ``m`` onto ``workers``, inside its guard against lost workers."""
+    from distributed import wait
+
+    from breadth.bfs.search_order import add_bottom_up_order, warn_dropped_order
+    from breadth.bfs.sharded_graph import ShardedGraph
+
     layout = Partitioning.from_dict(m.get("partitioning"))
     if layout.kind == "2d":
         rows, cols = layout.grid
@@ -864,7 +915,7 @@ def load_store(path: str, client=None, *, nparts: int | None = None, verify: boo
     if search_order:
         shards = add_bottom_up_order(client, shards, where, token)
     records = client.gather([client.submit(_load_record, s, workers=[w], pure=False) for s, w in zip(shards, where)])
-    warn_dropped_order([r.pop("order_dropped") for r in records], stacklevel=2)  # the caller of load_store()
+    warn_dropped_order([r.pop("order_dropped") for r in records], stacklevel=3)  # the caller of load_store()
     stages = {"shards_s": t_shards - t0, "order_s": time.perf_counter() - t_shards, "ranks": records}
     graph = ShardedGraph(client=client, shards=shards, workers=where,
                          num_vertices=m["num_vertices"], num_input_edges=m["num_input_edges"],

@@ -171,7 +171,7 @@ def _bench(args) -> int:
     """``breadth bench --scale S``: generate, prepare and run the Graph500 driver."""
     from distributed import wait
 
-    from breadth.bfs import graph500
+    from breadth.bfs import graph500, worker_loss
 
     from .cli_checks import partition_kw
     from .cli_cluster import cluster_client, memory_plan_for, spill_dir_for
@@ -196,8 +196,9 @@ def _bench(args) -> int:
         gen_time = None
         if edges.num_edges * 16 * 4 <= mem and not args.spill_dir and plan is None:
             t0 = time.perf_counter()
-            edges.edges = client.persist(edges.edges)
-            wait(edges.edges)
+            with worker_loss.stage(client, "generation"):
+                edges.edges = client.persist(edges.edges)
+                wait(edges.edges)
             gen_time = time.perf_counter() - t0
         g = prepare(edges, client, progress=sys.stderr.isatty(), device=device, spill_dir=spill_dir_for(args),
                     batch_entries=plan.batch_entries if plan else None, **partition_kw(args))

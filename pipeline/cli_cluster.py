@@ -4,7 +4,7 @@
 it whatever happens; :func:`memory_plan_for` turns ``--memory-limit`` into chunk and batch sizes (see
 :mod:`breadth.pipeline.memory_plan`; the shuffle's tier is chosen by the same rule, see
 :func:`~breadth.pipeline.memory_plan.choose_tier`); :func:`spill_dir_for` says where the disk tier writes; and
-:func:`memory_errors` turns the memory failures into the CLI's one-line errors.
+:func:`memory_errors` turns the memory failures and lost workers into the CLI's one-line errors.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ def cluster_client(args, device: str = "cpu", managed_target: float | None = Non
     import dask
     import distributed  # noqa: F401  its config defaults load first: leaving the override must not drop them
 
+    from breadth.bfs.worker_loss import watch_workers
+
     from .cluster import connect, worker_addresses
     from .memory_plan import dask_memory_config, format_bytes
 
@@ -62,10 +64,21 @@ def cluster_client(args, device: str = "cpu", managed_target: float | None = Non
         raise
     try:
         release()
-        if not worker_addresses(client):  # e.g. every worker ended at start-up: say so, not "nparts ... 0"
+        present = worker_addresses(client)
+        if not present:  # e.g. every worker ended at start-up: say so, not "nparts ... 0"
             raise CommandError("the cluster has no running worker"
                                + (f" (do they fit in --memory-limit {format_bytes(limit)}?)" if limit else ""))
-        yield client
+        if args.scheduler is None and device == "cpu" and len(present) < args.workers:
+            try:  # one still registering
+                client.wait_for_workers(args.workers, timeout=10)
+            except TimeoutError:
+                raise CommandError(f"only {len(worker_addresses(client))} of the {args.workers} local workers "
+                                   "(--workers) started" + (f" (do they fit in --memory-limit "
+                                                           f"{format_bytes(limit)}?)" if limit else "")) from None
+        # every worker of the command's cluster holds a share of its graph: one lost at any point ends the
+        # command in about a second (WorkerLost, see memory_errors) instead of a wait for it that never ends
+        with watch_workers(client, f"{args.cmd} command"):
+            yield client
     finally:
         client.close()
         if args.scheduler is None and client.cluster is not None:
@@ -139,22 +152,35 @@ def shard_files_for(args, plan):
 
 @contextlib.contextmanager
 def memory_errors(args):
-    """The memory failures as the CLI's errors: a ``--memory-limit`` below the minimum
-    (:class:`~breadth.pipeline.memory_plan.MemoryLimitError`) is a usage error (exit 2), and a worker ended
-    by its nanny for exceeding the limit (Dask's ``KilledWorker``; never retried, see
-    :func:`~breadth.pipeline.memory_plan.dask_memory_config`) a failure naming the limit (exit 1)."""
+    """The memory failures and lost workers as the CLI's errors: a ``--memory-limit`` below the minimum
+    (:class:`~breadth.pipeline.memory_plan.MemoryLimitError`) is a usage error (exit 2); a worker lost
+    (:class:`~breadth.bfs.worker_loss.WorkerLost`) a failure naming it, how its process ended and the
+    stage, blaming the memory limit only where its nanny ended it for passing the limit (exit 1)."""
+    from breadth.bfs.worker_loss import WorkerLost, describe
+
     from .memory_plan import MemoryLimitError, format_bytes
 
     try:
         yield
     except MemoryLimitError as e:
         raise UsageError(str(e)) from None
+    except WorkerLost as e:
+        if e.memory is None:
+            raise CommandError(f"{describe(e.worker, e.stage, e.how, before=e.before)}; run the command "
+                               "again") from None
+        rss, limit = e.memory
+        limit = getattr(args, "memory_limit", None) or limit
+        held = f" ({format_bytes(rss)})" if rss else ""
+        if getattr(args, "memory_limit", None):
+            why = f"its memory{held} passed --memory-limit {format_bytes(limit)} (raise the limit)"
+        else:
+            why = (f"its memory{held} passed its limit" + (f" ({format_bytes(limit)})" if limit else "")
+                   + " (set --memory-limit to plan the run for the memory there is)")
+        raise CommandError(f"worker {e.worker} was ended by its nanny during the {e.stage}: {why}") from None
     except Exception as e:
         from distributed import KilledWorker
 
         if not isinstance(e, KilledWorker):
             raise
-        limit = getattr(args, "memory_limit", None)
-        why = (f"it exceeded --memory-limit {format_bytes(limit)} (raise the limit)" if limit
-               else "it died (out of memory?)")
-        raise CommandError(f"a worker was ended while running a task; {why}") from None
+        # a task whose worker died outside any guard: the scheduler knows no more than that
+        raise CommandError("a worker died while running a task; rerun with --verbose to see Dask's logs") from None

@@ -221,7 +221,10 @@ def ingest(args) -> int:
         # about 1 GB while its part is converted, half that five seconds later)
         from distributed import futures_of, wait
 
-        wait(futures_of([el.edges, el.id_map.parts if el.id_map is not None else []]))
+        from breadth.bfs.worker_loss import stage
+
+        with stage(client, "relabeling"):
+            wait(futures_of([el.edges, el.id_map.parts if el.id_map is not None else []]))
         t_read = time.perf_counter() - t0
         # the graph's size is known once read (parsed chunks wait in the workers' memory, which Dask
         # spills to its local directory past what the reading plan left them); the chunks are the reader's

@@ -51,6 +51,9 @@ class EdgeList:
     #: array's chunks are alias tasks, two a chunk, each scheduled like any task)
     blocks: list | None = field(default=None, repr=False)
     blocks_of: Any = field(default=None, repr=False)
+    #: the workers whose tasks the chunks were made by and may be made again by (hash relabeling's owners,
+    #: pinned there): preparation refuses to start without one of them (it would wait for it forever)
+    workers: list | None = field(default=None, repr=False)
 
     @property
     def num_edges(self) -> int:
@@ -119,7 +122,7 @@ class EdgeList:
         >>> el.edges is None, el.num_vertices
         (True, 2)
         """
-        self.edges = self.blocks = self.blocks_of = None
+        self.edges = self.blocks = self.blocks_of = self.workers = None
 
     @property
     def npartitions(self) -> int:

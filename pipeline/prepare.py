@@ -23,6 +23,7 @@ from breadth.bfs.partitioning import Partitioning
 from breadth.bfs.search_order import ORDER_DROPPED, add_bottom_up_order, warn_dropped_order
 from breadth.bfs.shard import block_size
 from breadth.bfs.sharded_graph import ShardedGraph
+from breadth.bfs.worker_loss import watch_workers
 
 from .build_owner import build_owner
 from .edges import EdgeList
@@ -66,14 +67,25 @@ def _source_seconds(records: list[dict], chunk_keys: list, ours: set) -> tuple[l
 
 
 def _progress(futures) -> None:
-    """Dask's text progress bar until ``futures`` finish, drawn on stderr: it writes to stdout, where a
-    command's report goes (``breadth bench > report.txt``)."""
+    """A text progress bar until ``futures`` are done, drawn on stderr (stdout is where a command's report
+    goes: ``breadth bench > report.txt``), in Dask's style.  Drawn from the futures' states in this client,
+    not by Dask's own bar (:func:`distributed.progress`), which follows the tasks at the scheduler: a task
+    pinned to a worker that was lost never ends there, and that bar waited for it forever, where the
+    guard against lost workers (:mod:`breadth.bfs.worker_loss`) ends the wait here by cancelling the futures."""
     import sys
 
-    from distributed import progress as dask_progress
+    from distributed import as_completed
 
-    with contextlib.redirect_stdout(sys.stderr):
-        dask_progress(futures)
+    t0, total, done = time.perf_counter(), len(futures), 0
+    for f in as_completed(futures):
+        if f.status != "finished":  # failed or cancelled: the caller's wait says why
+            break
+        done += 1
+        width = 40 * done // max(total, 1)
+        sys.stderr.write(f"\r[{'#' * width}{' ' * (40 - width)}] | {100 * done // max(total, 1):3d}% Completed | "
+                         f"{time.perf_counter() - t0:4.1f}s")
+        sys.stderr.flush()
+    sys.stderr.write("\n")
 
 
 def _owner_stages(shard) -> dict:
@@ -205,6 +217,12 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
         whose ``R * C`` is not ``nparts``); ``shard_dir`` or ``jit=False`` with ``device="gpu"``; an unknown
         ``device``; an id outside ``[0, num_vertices)`` (naming the chunk and row); an ``edges`` whose
         chunks were released; or no ``client`` and none current.
+    WorkerLost
+        A worker left the cluster while the graph was prepared (its process killed, crashed or ended for
+        its memory limit), or one that the edge list's chunks depend on had left before: within about a
+        second, naming the worker, how its process ended where known, and the stage
+        (:mod:`breadth.bfs.worker_loss`).  Nothing of the run is kept; prepare again once the cluster is
+        whole.
 
     Examples
     --------
@@ -234,6 +252,20 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     if nparts < 1:
         raise ValueError(f"nparts must be >= 1, got {nparts}")
     layout = Partitioning(partition, grid, delegate_degree).resolved(nparts)  # bad input fails before any work
+    # Every worker is an owner's or a chunk's: one lost midway ends the preparation (WorkerLost) rather than
+    # leaving its owner's pinned task waiting for it forever; so does one that the edge list's chunks wait
+    # on (hash relabeling's owners), gone before it began.
+    with watch_workers(client, "preparation", [*workers, *(edges.workers or ())]) as watch:
+        return _prepare_watched(edges, client, watch, workers, nparts, layout, progress, directed, device,
+                                spill_dir, batch_entries, stages, jit, shard_dir, search_order, keep_edges)
+
+
+def _prepare_watched(edges: EdgeList, client, watch, workers: list[str], nparts: int, layout, progress: bool,
+                     directed: bool, device: str, spill_dir: str | None, batch_entries: int | None,
+                     stages: dict | None, jit: bool, shard_dir: str | None, search_order: bool,
+                     keep_edges: bool) -> ShardedGraph:
+    """:func:`prepare` once its arguments are checked, inside its guard against lost workers (``watch``,
+    whose stage it moves on)."""
     n, m = edges.num_vertices, edges.num_edges
     choice = choose_tier(client, n, m, nparts, directed, device, chunk_edges=max(edges.edges.chunks[0], default=1),
                          batch_entries=batch_entries)
@@ -244,21 +276,33 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     with spill_space(client, choice.tier, spill_dir) as space:
         spec = ShuffleSpec(choice.tier, device, n, nparts, directed, rows, space.root, jit, shard_dir,
                            on_device=choice.on_device and choice.tier == "host", search_order=search_order)
-        graph = _prepare(edges, client, spec, workers, progress, stages, space.futures, choice, keep_edges)
+        graph = _prepare(edges, client, spec, workers, progress, stages, space.futures, choice, keep_edges, watch)
     if layout.kind == "1d":
         return graph
+    watch.stage = f"{layout.kind} partitioning"
     t0 = time.perf_counter()
     graph = partition_graph(graph, layout)
     graph.construction_time += time.perf_counter() - t0
     return graph
 
 
+def _stage_of_send(client, chunks: list, source: dict) -> str:
+    """What the shuffle's chunk phase runs: the shuffle alone for chunks already computed (futures, or the
+    chunks of a persisted array, whose keys the client holds), the generator's or reader's tasks too for
+    lazy ones."""
+    if all(c.key in client.futures for c in chunks):
+        return "shuffle"
+    return f"{'generation' if source.get('kind') == 'kronecker' else 'reading'} and shuffle"
+
+
 def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], progress: bool, stages: dict | None,
-             futures: list, choice, keep_edges: bool = True) -> ShardedGraph:
+             futures: list, choice, keep_edges: bool = True, watch=None) -> ShardedGraph:
     """:func:`prepare` through the shuffle of ``spec``; the futures go into ``futures`` so that a failed
-    run can cancel them."""
+    run can cancel them; ``watch``: the guard against lost workers, told each stage."""
     t0 = time.perf_counter()
     chunks = edges.chunk_objects()
+    if watch is not None:
+        watch.stage = _stage_of_send(client, chunks, edges.source)
     chunk_keys = [c.key for c in chunks]
     num_input_edges = edges.num_edges
     if not keep_edges:
@@ -268,6 +312,8 @@ def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], pro
         sent = send(client, chunks, spec, futures, _progress if progress else None, stages=stages is not None,
                     release=not keep_edges)
         t_chunks = time.perf_counter()
+        if watch is not None:
+            watch.stage = "build"
         shards = consume(client, sent, spec, workers, build_owner, token, futures, name="shard")
         if progress:
             _progress(shards)
@@ -281,6 +327,8 @@ def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], pro
     # CPU shards get theirs in the memory tier only (the order's copy of the columns would sit beside a
     # host or disk tier's build, which exists to bound that memory); a GPU owner alone built its own
     if spec.search_order and (spec.nparts > 1 if spec.device == "gpu" else spec.tier == "memory"):
+        if watch is not None:
+            watch.stage = "build (bottom-up order)"
         shards = add_bottom_up_order(client, shards, workers, token)
     summaries = client.gather([client.submit(_summary, s, workers=[workers[r % len(workers)]], pure=False)
                                for r, s in enumerate(shards)])

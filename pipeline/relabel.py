@@ -193,12 +193,30 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
     ids are freed once split, instead of every chunk being read (and held) before any split.
     ``spill_dir``: where hash relabeling's id shuffle writes when the workers' memory limit needs its disk
     tier (default: a temporary directory): the ids' pieces, removed once relabeled, and the relabeled
-    chunks, removed when the edge list's graph goes.
+    chunks, removed when the edge list's graph goes.  A worker that leaves the cluster meanwhile raises
+    :class:`~breadth.bfs.worker_loss.WorkerLost` within about a second (the hash owners' tasks are pinned to
+    their workers); the edge list records those workers (``EdgeList.workers``), and preparing it without one
+    of them raises at once.
 
     >>> el = edge_list_from_parts(snap_parts(["g.txt"]), client)   # doctest: +SKIP
     """
-    import dask
     from distributed import default_client
+
+    from breadth.bfs.worker_loss import watch_workers
+
+    client = client or default_client()
+    # the relabeling's owners are pinned to their workers: one lost midway ends the read (WorkerLost) rather
+    # than leaving its tasks waiting for it forever
+    with watch_workers(client, "reading") as watch:
+        return _edge_list_from_parts(parts, client, watch, directed, source, relabel, persist, hashed, meta,
+                                     spill_dir)
+
+
+def _edge_list_from_parts(parts: list, client, watch, directed: bool, source: dict | None, relabel: bool,
+                          persist: bool, hashed: bool | None, meta: list[tuple] | None,
+                          spill_dir: str | None) -> EdgeList:
+    """:func:`edge_list_from_parts` inside its guard against lost workers (``watch``, told each stage)."""
+    import dask
 
     from breadth.bfs.id_map import PartitionedIdMap
     from breadth.io.errors import EmptyInputError, IngestError
@@ -206,7 +224,6 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
     from breadth.bfs.dask_workers import worker_addresses
     from .hash_relabel import global_dtype, relabel_hashed
 
-    client = client or default_client()
     arrays = _import_meanwhile("dask.array")  # the edge list's type, needed once the chunks are relabeled
     source = dict(source or {})
     streamed = meta is not None
@@ -230,6 +247,8 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
                               path=source.get("path"))
     dtype = global_dtype([m[2] for m in meta])
     device = "gpu" if any(m[5] for m in meta) else "cpu"  # chunks on GPUs are relabeled there
+    watch.stage = "relabeling"
+    owners = None  # the workers that hash relabeling pins its owners to
     if not relabel:
         if dtype != np.int64 or any(m[4] is not None and m[4] > INT64_MAX for m in meta):
             raise IngestError(f"relabel=False needs int64 ids; {source.get('path', 'input')} has "
@@ -240,8 +259,8 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
         out_map = None
     elif (hashed is None and not _fast_span(meta)) or hashed or device == "gpu":
         # the hashed path reads each chunk once, in its split (raw ids are freed as soon as it is split)
-        dense, out_map = relabel_hashed(client, parts, rows, dtype, worker_addresses(client), device=device,
-                                        spill_dir=spill_dir)
+        owners = worker_addresses(client)
+        dense, out_map = relabel_hashed(client, parts, rows, dtype, owners, device=device, spill_dir=spill_dir)
         n = out_map.size
         own, out_dtype = dense, column_dtype(n)
         source["relabel"] = "hash" if device == "cpu" else "hash_gpu"
@@ -271,4 +290,4 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
     arr = da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
     # the persisted chunks stay alive as long as `arr`'s graph refers to their futures
     return EdgeList(arr, num_vertices=n, directed=directed, source=source, id_map=out_map, blocks=own,
-                    blocks_of=arr)
+                    blocks_of=arr, workers=owners)

@@ -47,7 +47,10 @@ def to_dense(graph, ids) -> np.ndarray:
         dense = ids.astype(np.int64)
         bad = (dense < 0) | (dense >= graph.num_vertices)
     else:
-        dense = idm.to_dense(ids)
+        from ..worker_loss import watch_workers
+
+        with watch_workers(graph.client, "id lookup", graph.workers):  # the map's parts are on the workers
+            dense = idm.to_dense(ids)
         bad = dense < 0
     if bad.any():
         raise KeyError(f"vertex {ids[bad][0]!r} is not in the graph")

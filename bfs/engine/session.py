@@ -284,12 +284,21 @@ def run_session(graph, body: Callable, *args, protocol: str = "auto", timeout: f
     ...     return int((engine.level >= 0).sum())  # this rank's reached vertices
     >>> sum(run_session(g, reached, 0))           # doctest: +SKIP
     """
+    from .. import worker_deaths, worker_loss
+
+    client = graph.client
+    worker_deaths.watch()
+    # inside a guard against lost workers (the breadth command's, graph500's), this loop reports the loss
+    # itself, naming the rank: the guard only names the stage
+    with worker_loss.stage(client, "search", cancel=False):
+        return _run_session(graph, body, args, protocol, timeout, engine_kw, gather, engine_class, config)
+
+
+def _run_session(graph, body: Callable, args: tuple, protocol: str, timeout: float, engine_kw: dict | None,
+                 gather: bool, engine_class: type | None, config: SearchConfig | None) -> list[Any]:
     from distributed import wait
 
-    from .. import worker_deaths
-
     client, size = graph.client, graph.nparts
-    worker_deaths.watch()
     started = time.monotonic()
     protocol = session_protocol(graph, protocol)
     _check_threads(client, graph)
@@ -339,7 +348,7 @@ def _check_threads(client, graph) -> None:
 
 
 class WorkerDied(RuntimeError):
-    """The worker running a rank left the cluster (process killed, crashed or lost) during the session."""
+    """The worker running a rank left the cluster (process killed, crashed or lost) during the search."""
 
 
 def _dead_ranks(client, graph) -> list[int]:
@@ -380,8 +389,7 @@ def _first_failure(client, graph, futs, started: float) -> tuple[int, BaseExcept
     if dead:
         first = errors.get(min(errors)) if errors else None
         seen = f"; rank {min(errors)} saw: {first}" if first is not None else ""
-        how = _how_workers_died(started, deadline if client.cluster is not None else 0.0)
-        return dead[0], WorkerDied(f"worker {graph.workers[dead[0]]} left the cluster during the session{how}{seen}")
+        return dead[0], WorkerDied(_how_worker_died(client, graph.workers[dead[0]], started, deadline) + seen)
     # A silent or vanished rank: the first rank to notice names it (later errors are the cascade of
     # ranks closing their connections after their own failure).
     noticed = sorted((e for e in errors.values() if getattr(e, "peer", None) is not None), key=lambda e: e.when)
@@ -392,16 +400,16 @@ def _first_failure(client, graph, futs, started: float) -> tuple[int, BaseExcept
     return 0, RuntimeError("session failed without an error from any rank")
 
 
-def _how_workers_died(started: float, deadline: float) -> str:
-    """`` (process 4121 killed by signal 9 (SIGKILL))``: how the worker processes that ended since the session
-    started ended, where their nannies run in this process (a cluster object of this client's: waiting for
-    the nanny's line until ``deadline``, as it may notice the exit after the scheduler has); empty when
-    nothing was seen."""
-    from .. import worker_deaths
+def _how_worker_died(client, worker: str, started: float, deadline: float) -> str:
+    """``worker ... left the cluster during the search (process 4121 killed by signal 9 (SIGKILL))``, or ``was
+    ended by its nanny during the search: its memory ... passed its limit``: how its process ended where
+    known (:func:`~breadth.bfs.worker_loss.how_it_ended`: its nanny's line where the nannies run in this
+    process, waited for until ``deadline`` as the nanny may notice the exit after the scheduler has; its
+    nanny's memory event at the scheduler)."""
+    from ..worker_loss import describe, how_it_ended
 
-    while not (ended := worker_deaths.since(started)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return f" ({'; '.join(ended)})" if ended else ""
+    how, memory = how_it_ended(client, worker, started, deadline=deadline)
+    return describe(worker, "search", how, memory)
 
 
 class RankError(RuntimeError):

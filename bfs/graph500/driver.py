@@ -473,9 +473,12 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
     >>> print(res.report())                        # doctest: +SKIP
     >>> res.harmonic_mean_teps                     # doctest: +SKIP
     """
+    from ..worker_loss import watch_workers
+
     config = (config if config is not None else SearchConfig.from_env()).replace(alpha=alpha, beta=beta)
     rule = _component_rule(min_component)
-    roots = choose_roots(graph, nroots, seed, count=None if rule is None else SCREEN_CANDIDATES * nroots)
+    with watch_workers(graph.client, "choice of roots", graph.workers):  # degrees asked of the shards' workers
+        roots = choose_roots(graph, nroots, seed, count=None if rule is None else SCREEN_CANDIDATES * nroots)
     topic = PROGRESS_TOPIC if progress else None
     bar = _ProgressBar(min(nroots, len(roots)), "searches") if progress else None
     if bar:
