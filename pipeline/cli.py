@@ -201,6 +201,7 @@ def _bench(args) -> int:
                 wait(edges.edges)
             gen_time = time.perf_counter() - t0
         g = prepare(edges, client, progress=sys.stderr.isatty(), device=device, spill_dir=spill_dir_for(args),
+                    protocol=args.protocol,
                     batch_entries=plan.batch_entries if plan else None, **partition_kw(args))
         edges.edges = None
         print(f"{g}; construction {g.construction_time:.2f} s", file=sys.stderr)

@@ -138,6 +138,7 @@ def generate(args) -> int:
         edges = kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=chunk, jit=jit, device=device)
         cpu_only = {"jit": jit, "shard_dir": shard_dir} if device == "cpu" else {}
         g = prepare(edges, client, nparts=_nparts(st, client), spill_dir=spill_dir_for(args), device=device,
+                    protocol=args.protocol,
                     batch_entries=plan.batch_entries if plan else None, search_order=False, **cpu_only,
                     **partition_kw(args))
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
@@ -233,6 +234,7 @@ def ingest(args) -> int:
             what=f"{el.num_vertices:,} vertices and {el.num_edges:,} tuples", client=client,
             chunk_edges=max(el.edges.chunks[0], default=1))
         g = prepare(el, client, nparts=_nparts(st, client), spill_dir=spill_dir_for(args), device=device,
+                    protocol=args.protocol,
                     batch_entries=plan.batch_entries if plan else None, search_order=False, keep_edges=False,
                     **partition_kw(args))
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,

@@ -38,16 +38,16 @@ def use_direct(spec: ShuffleSpec, nworkers: int) -> bool:
 
     how = dask.config.get(EXCHANGE_CONFIG, "auto")
     if how not in EXCHANGES:
-        raise ValueError(f"Dask setting {EXCHANGE_CONFIG!r} must be one of {', '.join(EXCHANGES)}, got {how!r}")
+        raise ValueError(f"Dask setting {EXCHANGE_CONFIG} must be one of {', '.join(EXCHANGES)}, got {how!r}")
     fits = spec.tier == "memory" and spec.nparts == nworkers > 1 and spec.shard_dir is None
     if how == "direct" and not fits:
-        raise ValueError(f"{EXCHANGE_CONFIG}='direct' needs the memory tier and one owner per worker "
+        raise ValueError(f"Dask setting {EXCHANGE_CONFIG}='direct' needs the memory tier and one owner per worker "
                          f"(tier {spec.tier!r}, {spec.nparts} owners on {nworkers} workers)")
     return fits and (how == "direct" or spec.device == "gpu")
 
 
 def build_direct(client, sent, spec: ShuffleSpec, workers: list[str], protocol: str = "auto",
-                 timeout: float = 120.0) -> list:
+                 timeout: float = 120.0) -> tuple[list, str]:
     """Every owner's shard, built on its worker from pieces sent by the ranks' transport.
 
     Parameters
@@ -66,10 +66,12 @@ def build_direct(client, sent, spec: ShuffleSpec, workers: list[str], protocol: 
 
     Returns
     -------
-    list of distributed.Future
+    shards : list of distributed.Future
         Owner ``r``'s :class:`~breadth.bfs.shard.Shard` on ``workers[r]``, finished.
+    how : str
+        ``"direct (PROTOCOL)"``: the transport that carried the pieces.
     """
-    from breadth.bfs.engine.session import Placement, run_ranks
+    from breadth.bfs.engine.session import Placement, run_ranks, session_protocol
 
     rank_of = {w: r for r, w in enumerate(workers)}
     flat = [f for row in sent.parcels for f in row]
@@ -82,11 +84,13 @@ def build_direct(client, sent, spec: ShuffleSpec, workers: list[str], protocol: 
             ranks = sorted(rank_of[w] for w in who.get(f.key, ()) if w in rank_of)
             held[o if o in ranks or not ranks else ranks[0]][o].append(f)
     placement = Placement(client, list(workers), spec.device)
-    return run_ranks(placement, _exchange_and_build, [(spec, held[r]) for r in range(len(workers))],
-                     protocol=protocol, timeout=timeout, gather=False)
+    protocol = session_protocol(placement, protocol)
+    shards = run_ranks(placement, _exchange_and_build, [(spec, held[r]) for r in range(len(workers))],
+                       protocol=protocol, timeout=timeout, gather=False, stage="build (pieces exchanged)")
+    return shards, f"direct ({protocol})"
 
 
-def _exchange_and_build(comm, spec: ShuffleSpec, held: list[list[Piece]]):
+def _exchange_and_build(comm, ctx, spec: ShuffleSpec, held: list[list[Piece]]):
     """Rank ``comm.rank``'s side: send each peer its pieces held here, one piece per peer a round; build
     this owner's shard from its own pieces and the ones received."""
     from .build_owner import build_owner

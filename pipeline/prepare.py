@@ -26,6 +26,7 @@ from breadth.bfs.sharded_graph import ShardedGraph
 from breadth.bfs.worker_loss import watch_workers
 
 from .build_owner import build_owner
+from .direct_exchange import build_direct, use_direct
 from .edges import EdgeList
 from .shuffle import batch_rows, choose_tier, consume, send, spill_space
 from .shuffle_tiers import ShuffleSpec
@@ -112,7 +113,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
             batch_entries: int | None = None, stages: dict | None = None, jit: bool = True,
             shard_dir: str | None = None, partition: str = "1d", grid: tuple[int, int] | None = None,
             delegate_degree: int | None = None, search_order: bool = True, keep_edges: bool = True,
-            **removed) -> ShardedGraph:
+            protocol: str = "auto", **removed) -> ShardedGraph:
     """Turn an edge list into per-worker CSR shards held in the workers' memory: the graph a search runs on.
 
     ``nparts`` owners each get a contiguous block of vertex ids; owner ``r`` runs on the ``r``-th worker.
@@ -199,6 +200,10 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
         entries are sent, so the workers do not hold the edge list and its pieces at once (a relabeled
         list's chunks are held data, 8 bytes a tuple), and ``edges`` is empty afterwards
         (:meth:`~breadth.pipeline.edges.EdgeList.release`).
+    protocol : {"auto", "tcp", "ucx", "nccl"}
+        The ranks' transport where the owners exchange their pieces themselves
+        (:mod:`breadth.pipeline.direct_exchange`: GPU workers, one owner each, the memory tier); ``"auto"``
+        as a search would choose it: NCCL between GPUs, UCX between ranks that share one, TCP for CPUs.
 
     Returns
     -------
@@ -257,13 +262,13 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     # on (hash relabeling's owners), gone before it began.
     with watch_workers(client, "preparation", [*workers, *(edges.workers or ())]) as watch:
         return _prepare_watched(edges, client, watch, workers, nparts, layout, progress, directed, device,
-                                spill_dir, batch_entries, stages, jit, shard_dir, search_order, keep_edges)
+                                spill_dir, batch_entries, stages, jit, shard_dir, search_order, keep_edges, protocol)
 
 
 def _prepare_watched(edges: EdgeList, client, watch, workers: list[str], nparts: int, layout, progress: bool,
                      directed: bool, device: str, spill_dir: str | None, batch_entries: int | None,
                      stages: dict | None, jit: bool, shard_dir: str | None, search_order: bool,
-                     keep_edges: bool) -> ShardedGraph:
+                     keep_edges: bool, protocol: str) -> ShardedGraph:
     """:func:`prepare` once its arguments are checked, inside its guard against lost workers (``watch``,
     whose stage it moves on)."""
     n, m = edges.num_vertices, edges.num_edges
@@ -276,7 +281,8 @@ def _prepare_watched(edges: EdgeList, client, watch, workers: list[str], nparts:
     with spill_space(client, choice.tier, spill_dir) as space:
         spec = ShuffleSpec(choice.tier, device, n, nparts, directed, rows, space.root, jit, shard_dir,
                            on_device=choice.on_device and choice.tier == "host", search_order=search_order)
-        graph = _prepare(edges, client, spec, workers, progress, stages, space.futures, choice, keep_edges, watch)
+        graph = _prepare(edges, client, spec, workers, progress, stages, space.futures, choice, keep_edges, watch,
+                         protocol)
     if layout.kind == "1d":
         return graph
     watch.stage = f"{layout.kind} partitioning"
@@ -296,7 +302,7 @@ def _stage_of_send(client, chunks: list, source: dict) -> str:
 
 
 def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], progress: bool, stages: dict | None,
-             futures: list, choice, keep_edges: bool = True, watch=None) -> ShardedGraph:
+             futures: list, choice, keep_edges: bool = True, watch=None, protocol: str = "auto") -> ShardedGraph:
     """:func:`prepare` through the shuffle of ``spec``; the futures go into ``futures`` so that a failed
     run can cancel them; ``watch``: the guard against lost workers, told each stage."""
     t0 = time.perf_counter()
@@ -314,12 +320,15 @@ def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], pro
         t_chunks = time.perf_counter()
         if watch is not None:
             watch.stage = "build"
-        shards = consume(client, sent, spec, workers, build_owner, token, futures, name="shard")
-        if progress:
-            _progress(shards)
-        from distributed import wait
+        if use_direct(spec, len(workers)):  # the pieces go owner to owner over the ranks' own transport
+            shards, how = build_direct(client, sent, spec, workers, protocol)
+        else:
+            shards, how = consume(client, sent, spec, workers, build_owner, token, futures, name="shard"), "dask"
+            if progress:
+                _progress(shards)
+            from distributed import wait
 
-        wait(shards)
+            wait(shards)
         t_build = time.perf_counter()
     ours = sent.keys | {f.key for f in shards}
     chunk_records = client.gather(sent.stages) if stages is not None else []
@@ -343,6 +352,7 @@ def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], pro
         stages["tier"] = {"tier": spec.tier, "batch_entries": choice.batch_entries, "batch_rows": spec.batch_rows,
                           "on_device": spec.on_device, "limit_bytes": choice.limit,
                           "estimates_bytes": choice.estimates}
+        stages["exchange"] = how
     _warn_dropped_order(summaries, stages)
     directed = spec.directed
     return ShardedGraph(

@@ -274,3 +274,23 @@ def test_rank_killed_over_ucx_raises_rankerror(graphs):
     assert info.value.rank == 1 and isinstance(info.value.cause, WorkerDied), info.value
     assert "killed by signal 9 (SIGKILL)" in str(info.value), info.value  # the nanny's word
     assert took < 20.0, took  # far below the 60 s search loop and the 60 s timeout
+
+
+def test_owners_exchange_their_pieces_over_ucx_with_the_dask_paths_shards(client):
+    """Two GPU ranks on one GPU: ``auto`` sends the memory tier's pieces owner to owner over UCX (CUDA IPC
+    between the two processes' device memory), and the shards are the ones Dask's path builds."""
+    import dask
+
+    el = kronecker(15, seed=8, device="gpu")
+    got = {}
+    for how in ("auto", "dask"):
+        stages: dict = {}
+        with dask.config.set({"breadth.shuffle.exchange": how}):
+            g = prepare(el, client, device="gpu", stages=stages)
+        got[how] = (stages["exchange"], [s.to(np) for s in client.gather(g.shards)])
+        g.release()
+    assert got["auto"][0] == "direct (ucx)" and got["dask"][0] == "dask"
+    for x, y in zip(got["auto"][1], got["dask"][1]):
+        for k in ("offsets", "columns", "tuple_degree", "self_loops"):
+            np.testing.assert_array_equal(getattr(x, k), getattr(y, k))
+        np.testing.assert_array_equal(x.meta["bu_columns"], y.meta["bu_columns"])

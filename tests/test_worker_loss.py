@@ -200,3 +200,22 @@ def test_a_store_whose_worker_is_lost_is_not_completed_nor_loaded(cluster, kill_
     mark.unlink()
     kill_at(r"^shard-load-")
     _raises_lost(lambda: load_store(tmp_path / "whole.store", cluster), mark, "store load")
+
+
+def test_a_worker_lost_while_owners_exchange_their_pieces_ends_the_preparation(cluster, kill_at):
+    """The owners' direct exchange (:mod:`breadth.pipeline.direct_exchange`) runs as ranks: a worker lost
+    there ends ``prepare`` as a lost search rank does, naming the worker, its signal and the stage."""
+    import dask
+
+    from breadth.bfs import RankError
+    from breadth.pipeline import kronecker, prepare
+
+    mark = kill_at(r"-rank-1$")
+    with dask.config.set({"breadth.shuffle.exchange": "direct"}):
+        out = _bounded(lambda: prepare(kronecker(12, seed=3), cluster), 120.0)
+    e = out.get("raised")
+    assert isinstance(e, RankError), out
+    pid, worker, _ = killed(mark)
+    assert f"worker {worker} left the cluster during the build (pieces exchanged) (process {pid} {SIGKILL})" \
+        in str(e), str(e)
+    assert time.time() - mark.stat().st_mtime < LOST_WITHIN_S

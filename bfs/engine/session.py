@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..search_config import SearchConfig
@@ -142,9 +143,33 @@ def _engine_class(backend: str, comm, config: SearchConfig | None = None, partit
     return Engine
 
 
-def _rank_main(shard, rank: int, size: int, session: str, protocol: str, timeout: float, backend: str,
-               engine_kw: dict, body: Callable, args: tuple, engine_class: type | None = None,
-               config: SearchConfig | None = None) -> Any:
+@dataclass
+class Placement:
+    """Where the ranks of a session run: rank ``r`` on ``workers[r]``, their arrays on ``backend`` ("cpu" or
+    "gpu").  A :class:`~breadth.bfs.sharded_graph.ShardedGraph` is one (its shards' placement)."""
+
+    client: Any
+    workers: list[str]
+    backend: str = "cpu"
+
+    @property
+    def nparts(self) -> int:
+        return len(self.workers)
+
+
+@dataclass
+class RankContext:
+    """What a rank's function gets beside its communicator: the session's tunables, its backend, and when
+    the rank's task started (``time.perf_counter()``, so that it can tell its set-up time)."""
+
+    config: SearchConfig
+    backend: str
+    started: float
+
+
+def _rank_main(fn: Callable, rank_args: tuple, rank: int, size: int, session: str, protocol: str,
+               timeout: float, backend: str, config: SearchConfig | None = None) -> Any:
+    """One rank's task: connect to the peers, run ``fn(comm, context, *rank_args)``, close."""
     config = config or SearchConfig()
     t0 = time.perf_counter()
     # A rank thread waits on its peers many times a level, releasing the GIL each time; another busy
@@ -156,23 +181,28 @@ def _rank_main(shard, rank: int, size: int, session: str, protocol: str, timeout
     resume = _pause_profiler()
     try:
         comm = make_communicator(rank, size, session, protocol, timeout, backend, config)
-        engine = None
         try:
-            cls = engine_class or _engine_class(backend, comm, config, shard.partitioning.kind)
-            engine = cls(shard, comm, backend=backend, config=config, **engine_kw)
-            setup = time.perf_counter() - t0
-            return body(engine, setup, *args)
+            return fn(comm, RankContext(config, backend, t0), *rank_args)
         finally:
-            try:
-                if engine is not None:
-                    engine.close()  # before the communicator: its captured graphs hold NCCL resources
-            finally:
-                comm.close()
+            comm.close()
     finally:
         resume()
         sys.setswitchinterval(interval)
         if affinity is not None:
             os.sched_setaffinity(0, affinity)
+
+
+def _engine_rank(comm, ctx: RankContext, shard, body: Callable, args: tuple, engine_kw: dict,
+                 engine_class: type | None) -> Any:
+    """A search session's rank: its engine over ``shard``, then ``body(engine, setup_seconds, *args)``."""
+    engine = None
+    try:
+        cls = engine_class or _engine_class(ctx.backend, comm, ctx.config, shard.partitioning.kind)
+        engine = cls(shard, comm, backend=ctx.backend, config=ctx.config, **engine_kw)
+        return body(engine, time.perf_counter() - ctx.started, *args)
+    finally:
+        if engine is not None:
+            engine.close()  # before the communicator: its captured graphs hold NCCL resources
 
 
 _SWITCH_S = 2e-5
@@ -284,29 +314,62 @@ def run_session(graph, body: Callable, *args, protocol: str = "auto", timeout: f
     ...     return int((engine.level >= 0).sum())  # this rank's reached vertices
     >>> sum(run_session(g, reached, 0))           # doctest: +SKIP
     """
+    args_of = [(graph.shards[r], body, args, engine_kw or {}, engine_class) for r in range(graph.nparts)]
+    return run_ranks(graph, _engine_rank, args_of, protocol=protocol, timeout=timeout, gather=gather,
+                     config=config)
+
+
+def run_ranks(placement, fn: Callable, rank_args: list[tuple], *, protocol: str = "auto", timeout: float = 60.0,
+              gather: bool = True, config: SearchConfig | None = None, stage: str = "search") -> list[Any]:
+    """Run ``fn(comm, context, *rank_args[r])`` on every rank of ``placement`` at once, each over a
+    communicator connected to the others: the machinery of a search session, for any collective work.
+
+    Parameters
+    ----------
+    placement : Placement or ShardedGraph
+        Rank ``r`` runs on ``placement.workers[r]``, its arrays on ``placement.backend``.
+    fn : callable
+        ``fn(comm, context, *rank_args[r])``, ``context`` a :class:`RankContext`; it must make the same
+        collective calls on every rank.  Its return value is the rank's result.
+    rank_args : list of tuple
+        Each rank's arguments (futures in them are resolved on the rank's worker, as a task's are).
+    protocol, timeout, gather, config
+        As :func:`run_session`'s.
+    stage : str
+        What the ranks do, for the error that names a lost worker's stage.
+
+    Returns
+    -------
+    list
+        Each rank's result in rank order; with ``gather=False`` their finished futures, left on the ranks'
+        workers.
+
+    Raises
+    ------
+    RankError
+        When a rank failed: its exception, or its worker's death, is the ``cause``.
+    """
     from .. import worker_deaths, worker_loss
 
-    client = graph.client
     worker_deaths.watch()
     # inside a guard against lost workers (the breadth command's, graph500's), this loop reports the loss
     # itself, naming the rank: the guard only names the stage
-    with worker_loss.stage(client, "search", cancel=False):
-        return _run_session(graph, body, args, protocol, timeout, engine_kw, gather, engine_class, config)
+    with worker_loss.stage(placement.client, stage, cancel=False):
+        return _run_ranks(placement, fn, rank_args, protocol, timeout, gather, config, stage)
 
 
-def _run_session(graph, body: Callable, args: tuple, protocol: str, timeout: float, engine_kw: dict | None,
-                 gather: bool, engine_class: type | None, config: SearchConfig | None) -> list[Any]:
+def _run_ranks(placement, fn: Callable, rank_args: list[tuple], protocol: str, timeout: float, gather: bool,
+               config: SearchConfig | None, stage: str) -> list[Any]:
     from distributed import wait
 
-    client, size = graph.client, graph.nparts
+    client, size = placement.client, placement.nparts
     started = time.monotonic()
-    protocol = session_protocol(graph, protocol)
-    _check_threads(client, graph)
+    protocol = session_protocol(placement, protocol)
+    _check_threads(client, placement)
     session = f"breadth-{uuid.uuid4().hex[:12]}"
     config = config if config is not None else SearchConfig.from_env()
-    futs = [client.submit(_rank_main, graph.shards[r], r, size, session, protocol, timeout, graph.backend,
-                          engine_kw or {}, body, args, engine_class, config, key=f"{session}-rank-{r}",
-                          workers=[graph.workers[r]],
+    futs = [client.submit(_rank_main, fn, rank_args[r], r, size, session, protocol, timeout, placement.backend,
+                          config, key=f"{session}-rank-{r}", workers=[placement.workers[r]],
                           allow_other_workers=False, pure=False)
             for r in range(size)]
     while True:
@@ -321,13 +384,13 @@ def _run_session(graph, body: Callable, args: tuple, protocol: str, timeout: flo
             pass
         # A rank whose worker died never finishes (its task is pinned to that worker): look for it,
         # for the case where no peer notices (one rank, or peers inside a long local step).
-        if _dead_ranks(client, graph):
+        if _dead_ranks(client, placement):
             break
-    rank, cause = _first_failure(client, graph, futs, started)
+    rank, cause = _first_failure(client, placement, futs, started, stage)
     if all(f.status == "finished" for f in futs):  # every rank came through: nothing failed after all
         return client.gather(futs) if gather else futs
     client.cancel(futs, force=True)
-    raise RankError(rank, graph.workers[rank], cause) from cause
+    raise RankError(rank, placement.workers[rank], cause) from cause
 
 
 _POLL_S = 0.5
@@ -358,7 +421,7 @@ def _dead_ranks(client, graph) -> list[int]:
     return [r for r, w in enumerate(graph.workers) if w not in alive]
 
 
-def _first_failure(client, graph, futs, started: float) -> tuple[int, BaseException]:
+def _first_failure(client, graph, futs, started: float, stage: str = "search") -> tuple[int, BaseException]:
     """The rank that failed first, and its cause, once every live rank has settled.
 
     A rank's own exception (anything but ``CommError``) comes first, then a rank whose worker died, then
@@ -389,7 +452,7 @@ def _first_failure(client, graph, futs, started: float) -> tuple[int, BaseExcept
     if dead:
         first = errors.get(min(errors)) if errors else None
         seen = f"; rank {min(errors)} saw: {first}" if first is not None else ""
-        return dead[0], WorkerDied(_how_worker_died(client, graph.workers[dead[0]], started, deadline) + seen)
+        return dead[0], WorkerDied(_how_worker_died(client, graph.workers[dead[0]], started, deadline, stage) + seen)
     # A silent or vanished rank: the first rank to notice names it (later errors are the cascade of
     # ranks closing their connections after their own failure).
     noticed = sorted((e for e in errors.values() if getattr(e, "peer", None) is not None), key=lambda e: e.when)
@@ -400,7 +463,7 @@ def _first_failure(client, graph, futs, started: float) -> tuple[int, BaseExcept
     return 0, RuntimeError("session failed without an error from any rank")
 
 
-def _how_worker_died(client, worker: str, started: float, deadline: float) -> str:
+def _how_worker_died(client, worker: str, started: float, deadline: float, stage: str = "search") -> str:
     """``worker ... left the cluster during the search (process 4121 killed by signal 9 (SIGKILL))``, or ``was
     ended by its nanny during the search: its memory ... passed its limit``: how its process ended where
     known (:func:`~breadth.bfs.worker_loss.how_it_ended`: its nanny's line where the nannies run in this
@@ -409,7 +472,7 @@ def _how_worker_died(client, worker: str, started: float, deadline: float) -> st
     from ..worker_loss import describe, how_it_ended
 
     how, memory = how_it_ended(client, worker, started, deadline=deadline)
-    return describe(worker, "search", how, memory)
+    return describe(worker, stage, how, memory)
 
 
 class RankError(RuntimeError):
