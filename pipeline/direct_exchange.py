@@ -19,6 +19,8 @@ more than one owner, the memory tier), ``"direct"`` (any such graph, CPU workers
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from breadth.bfs.shard import column_dtype
@@ -39,6 +41,8 @@ def use_direct(spec: ShuffleSpec, nworkers: int) -> bool:
     how = dask.config.get(EXCHANGE_CONFIG, "auto")
     if how not in EXCHANGES:
         raise ValueError(f"Dask setting {EXCHANGE_CONFIG} must be one of {', '.join(EXCHANGES)}, got {how!r}")
+    if how == "dask":
+        return False
     fits = spec.tier == "memory" and spec.nparts == nworkers > 1 and spec.shard_dir is None
     if how == "direct" and not fits:
         raise ValueError(f"Dask setting {EXCHANGE_CONFIG}='direct' needs the memory tier and one owner per worker "
@@ -98,6 +102,7 @@ def _exchange_and_build(comm, ctx, spec: ShuffleSpec, held: list[list[Piece]]):
     me, size = comm.rank, comm.size
     dt = column_dtype(spec.num_vertices)
     xp = _array_module(spec.device)
+    t0 = time.perf_counter()
     rounds = int(comm.allreduce(np.array([max(len(h) for h in held)], np.int64), "max")[0])
     mine = list(held[me])
     empty = (xp.empty((0, 2), dt), xp.empty(0, np.int64))
@@ -110,7 +115,13 @@ def _exchange_and_build(comm, ctx, spec: ShuffleSpec, held: list[list[Piece]]):
             if p != me and (out[p].shape[0] or loops[p].shape[0] or (inc is not None and inc[p].shape[0])):
                 mine.append(Piece(out[p], None if inc is None else inc[p], loops[p]))
     del held
-    return build_owner(me, spec, mine)
+    if spec.device == "gpu":
+        xp.cuda.get_current_stream().synchronize()
+    exchange_s = time.perf_counter() - t0
+    shard = build_owner(me, spec, mine)
+    shard.meta.setdefault("prepare_stages", {}).update(connect_s=t0 - ctx.started, exchange_s=exchange_s,
+                                                       exchange_rounds=rounds, exchange_bytes_sent=comm.bytes_sent())
+    return shard
 
 
 def _array_module(device: str):
