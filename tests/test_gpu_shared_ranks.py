@@ -281,6 +281,7 @@ def test_owners_exchange_their_pieces_over_ucx_with_the_dask_paths_shards(client
     between the two processes' device memory), and the shards are the ones Dask's path builds."""
     import dask
 
+    client.wait_for_workers(2, timeout=120)  # the rank killed above is back: one owner per worker again
     el = kronecker(15, seed=8, device="gpu")
     got = {}
     for how in ("auto", "dask"):
