@@ -292,7 +292,7 @@ def test_a_device_without_room_for_the_degree_order_goes_without_it_and_says_so(
 @pytest.mark.parametrize("nparts", [1, 2])
 def test_search_order_false_builds_no_degree_order_on_gpu_owners(nparts):
     """prepare(search_order=False) (what generate and ingest use: a store never keeps the order) leaves it out on
-    GPU owners, one owner included, whose build used to add it regardless; by default every owner has it and
+    GPU owners, one owner included (whose build adds it itself when asked); by default every owner has it and
     prepare records no owner without it."""
     from breadth.pipeline import kronecker, prepare
     from breadth.pipeline.cluster import local_cuda_cluster

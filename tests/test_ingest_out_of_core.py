@@ -5,9 +5,9 @@ file (sha256s in the manifests).
 
 The inputs: 4 M random tuples on 2**20 vertices (64 MB of int64 tuples, 128 MB of adjacency entries;
 the memory tier needs 28 B per entry, 112 MB per owner).  SNAP text: small int ids, the table relabel;
-Parquet: scrambled 64-bit ids, the hash-owner relabel, whose own peak (427-454 MiB per worker for this file,
-row groups of 2**19 tuples, when measured for this test; 327-334 MiB in session 24's code) set the Parquet
-limit higher than the text's; 480MB still cannot take the memory tier.
+Parquet: scrambled 64-bit ids, the hash-owner relabel, whose own peak (327-454 MiB per worker for this file
+in row groups of 2**19 tuples) sets the Parquet limit higher than the text's; 480MB still cannot take the
+memory tier.
 """
 
 import json
