@@ -39,14 +39,14 @@ class _Deaths(logging.Filter):
     def __init__(self, own_level: int) -> None:
         super().__init__()
         self.own_level = own_level
-        self.seen: collections.deque[tuple[float, str]] = collections.deque(maxlen=KEEP)
+        self.seen: collections.deque[tuple[float, str, int]] = collections.deque(maxlen=KEEP)
         self.memory: collections.deque[tuple[float, str, int]] = collections.deque(maxlen=KEEP)
 
     def filter(self, record: logging.LogRecord) -> bool:
         text = record.getMessage()
         m = _LINE.match(text)
         if m:
-            self.seen.append((time.monotonic(), describe(int(m[1]), m[2], m[3])))
+            self.seen.append((time.monotonic(), describe(int(m[1]), m[2], m[3]), int(m[1])))
         elif m := _MEMORY.match(text):
             self.memory.append((time.monotonic(), m[1], int(m[2])))
         return record.levelno >= (self.own_level or logging.getLogger("distributed").getEffectiveLevel())
@@ -104,7 +104,19 @@ def since(t0: float) -> list[str]:
     >>> since(t0)
     []
     """
-    return [d for t, d in list(_deaths.seen if _deaths is not None else ()) if t >= t0]
+    return [d for t, d, _ in list(_deaths.seen if _deaths is not None else ()) if t >= t0]
+
+
+def by_pid(t0: float) -> dict[int, tuple[float, str]]:
+    """``{pid: (time.monotonic() of its end, description)}`` of the worker processes that ended since ``t0``:
+    where several workers died, which one did first (a rank whose peer was killed may be ended by its
+    transport after it).
+
+    >>> t0 = time.monotonic(); watch()
+    >>> by_pid(t0)
+    {}
+    """
+    return {pid: (t, d) for t, d, pid in list(_deaths.seen if _deaths is not None else ()) if t >= t0}
 
 
 def ended_for_memory(t0: float) -> dict[str, int]:

@@ -368,6 +368,7 @@ def _run_ranks(placement, fn: Callable, rank_args: list[tuple], protocol: str, t
     _check_threads(client, placement)
     session = f"breadth-{uuid.uuid4().hex[:12]}"
     config = config if config is not None else SearchConfig.from_env()
+    pids = {w: info.get("pid") for w, info in _workers_info(client).items()}  # whose end a nanny's line names
     futs = [client.submit(_rank_main, fn, rank_args[r], r, size, session, protocol, timeout, placement.backend,
                           config, key=f"{session}-rank-{r}", workers=[placement.workers[r]],
                           allow_other_workers=False, pure=False)
@@ -386,7 +387,7 @@ def _run_ranks(placement, fn: Callable, rank_args: list[tuple], protocol: str, t
         # for the case where no peer notices (one rank, or peers inside a long local step).
         if _dead_ranks(client, placement):
             break
-    rank, cause = _first_failure(client, placement, futs, started, stage)
+    rank, cause = _first_failure(client, placement, futs, started, stage, pids)
     if all(f.status == "finished" for f in futs):  # every rank came through: nothing failed after all
         return client.gather(futs) if gather else futs
     client.cancel(futs, force=True)
@@ -414,18 +415,25 @@ class WorkerDied(RuntimeError):
     """The worker running a rank left the cluster (process killed, crashed or lost) during the search."""
 
 
-def _dead_ranks(client, graph) -> list[int]:
+def _workers_info(client) -> dict:
     from ..dask_workers import workers_info
 
-    alive = set(workers_info(client))
+    return workers_info(client)
+
+
+def _dead_ranks(client, graph) -> list[int]:
+    alive = set(_workers_info(client))
     return [r for r, w in enumerate(graph.workers) if w not in alive]
 
 
-def _first_failure(client, graph, futs, started: float, stage: str = "search") -> tuple[int, BaseException]:
+def _first_failure(client, graph, futs, started: float, stage: str = "search",
+                   pids: dict | None = None) -> tuple[int, BaseException]:
     """The rank that failed first, and its cause, once every live rank has settled.
 
-    A rank's own exception (anything but ``CommError``) comes first, then a rank whose worker died, then
-    the peer named by the earliest ``CommError`` (a rank that hangs), then the lowest failed rank.
+    A rank's own exception (anything but ``CommError``) comes first, then a rank whose worker died -- the
+    one whose process ended first where the nannies' lines tell (``pids``: each worker's process id at the
+    session's start), since a rank whose peer is killed may be ended by its transport after it -- then the
+    peer named by the earliest ``CommError`` (a rank that hangs), then the lowest failed rank.
     """
     from ..transport.communicator import CommError
 
@@ -450,9 +458,22 @@ def _first_failure(client, graph, futs, started: float, stage: str = "search") -
     if own:
         return own[0], errors[own[0]]
     if dead:
+        from .. import worker_deaths
+
+        ended = worker_deaths.by_pid(started)
+        own = [ended.get((pids or {}).get(graph.workers[r])) for r in dead]
+        first_dead = min(range(len(dead)), key=lambda i: (own[i] is None, own[i][0] if own[i] else 0, dead[i]))
+        rank, worker = dead[first_dead], graph.workers[dead[first_dead]]
         first = errors.get(min(errors)) if errors else None
         seen = f"; rank {min(errors)} saw: {first}" if first is not None else ""
-        return dead[0], WorkerDied(_how_worker_died(client, graph.workers[dead[0]], started, deadline, stage) + seen)
+        if own[first_dead] is not None and len(dead) > 1 and worker not in worker_deaths.ended_for_memory(started):
+            # its own line, not every death's
+            from ..worker_loss import describe
+
+            how = describe(worker, stage, own[first_dead][1], None)
+        else:
+            how = _how_worker_died(client, worker, started, deadline, stage)
+        return rank, WorkerDied(how + seen)
     # A silent or vanished rank: the first rank to notice names it (later errors are the cascade of
     # ranks closing their connections after their own failure).
     noticed = sorted((e for e in errors.values() if getattr(e, "peer", None) is not None), key=lambda e: e.when)
