@@ -210,27 +210,29 @@ def bench_store(args) -> None:
                            f"{loops:,} self-loop{'' if loops == 1 else 's'}): no root to search from")
 
 
-#: the ingest flags that apply to some formats only, and to which
-_FORMAT_FLAGS = (("--ids str", ("csv",)), ("--header", ("csv",)), ("--no-header", ("csv",)),
-                 ("--extra-columns", ("snap",)), ("--src/--dst", ("csv", "parquet")))
+#: the ingest flags that apply to some formats only, each with the reader keyword it sets: a flag applies to the
+#: formats whose reader takes that keyword (:func:`~breadth.pipeline.file_sources.formats_taking`)
+_FORMAT_FLAGS = (("--ids str", "ids"), ("--header", "header"), ("--no-header", "header"),
+                 ("--extra-columns", "extra_columns"), ("--src/--dst", "src"))
 
 
 def ingest_inputs(args) -> None:
     """``breadth ingest``: the inputs have one format (given, or recognised from their names and first bytes:
     a file that matches nothing, or is of no format, is refused here, with the reader's message) and every
     format-specific flag applies to it."""
-    from breadth.io.formats import FORMAT_NAMES
+    from breadth.io.formats import FORMATS
 
-    from .file_sources import input_format
+    from .file_sources import formats_taking, input_format
 
     fmt = args.format if args.format != "auto" else input_format(args.paths)
     given = {"--ids str": args.ids == "str", "--header": args.header, "--no-header": args.no_header,
              "--extra-columns": args.extra_columns, "--src/--dst": bool(args.src or args.dst)}
-    for flag, formats in _FORMAT_FLAGS:
+    for flag, keyword in _FORMAT_FLAGS:
+        formats = formats_taking(keyword)
         if given[flag] and fmt not in formats:
-            what = " or ".join(FORMAT_NAMES[f] for f in formats)
+            what = " or ".join(FORMATS[f].title for f in formats)
             how = f" (--format {fmt})" if args.format != "auto" else ""
-            raise UsageError(f"{flag} applies to {what} input, and {args.paths[0]}{how} is {FORMAT_NAMES[fmt]}")
+            raise UsageError(f"{flag} applies to {what} input, and {args.paths[0]}{how} is {FORMATS[fmt].title}")
 
 
 def partition(args) -> None:
