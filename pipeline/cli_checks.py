@@ -131,26 +131,21 @@ def device_memory_limit(args) -> None:
 
 
 def protocol(name: str, device: str | None = None) -> None:
-    """``--protocol ucx`` needs the ``ucx`` extra (``ucxx`` and ``distributed-ucxx``); ``--protocol nccl``
-    needs GPU ranks and CuPy's NCCL."""
-    if name == "nccl":
-        if device == "cpu":
-            raise UsageError("--protocol nccl moves device buffers between GPU ranks: add --device gpu, or use "
-                             "--protocol auto or tcp")
-        from breadth.bfs.engine.session import nccl_available
+    """``--protocol NAME`` can run here (:mod:`breadth.bfs.transport.registry`): a GPU-only transport (NCCL)
+    needs GPU ranks, and a transport whose library does not load (UCX without the ``ucx`` extra, NCCL without
+    CuPy's) is refused with what to install."""
+    from breadth.bfs.transport.registry import TRANSPORTS
 
-        if not nccl_available():
-            raise UsageError("--protocol nccl: CuPy's NCCL is not available here; install 'breadth[gpu]' "
-                             "(CUDA 12) or 'breadth[gpu-cuda13]', or use --protocol auto or tcp")
+    t = TRANSPORTS.get(name)
+    if t is None:  # "auto"
         return
-    if name != "ucx":
-        return
-    try:
-        import distributed_ucxx  # noqa: F401
-        import ucxx  # noqa: F401
-    except Exception as e:  # ImportError, or a UCX library that fails to load
-        raise UsageError(f"--protocol ucx: the UCX transport is not available ({type(e).__name__}: {e}); "
-                         "pip install 'breadth[ucx]', or use --protocol tcp") from None
+    if t.gpu_only and device == "cpu":
+        raise UsageError(f"--protocol {name} moves device buffers between GPU ranks: add --device gpu, or use "
+                         "--protocol auto")
+    missing = t.missing()
+    if missing is not None:
+        raise UsageError(f"--protocol {name}: the {t.title} transport is not available here ({missing}); "
+                         f"{t.install + ', or ' if t.install else ''}use --protocol auto")
 
 
 def matplotlib_available(option: str) -> None:
