@@ -600,7 +600,7 @@ def plan_row_group_floor(limit: int, paths: list[str], workers: int, threads: in
     the workers hold after reading only add to it.  Raises :class:`MemoryLimitError` where ``limit`` is below
     it, so that ``ingest`` refuses before reading instead of after.
 
-    >>> format_bytes(plan_row_group_floor(10**12, ["crawl/"], 2, 1))  # 2^26 tuples, row groups of 2^20  # doctest: +SKIP
+    >>> format_bytes(plan_row_group_floor(10**12, ["crawl/"], 2, 1))  # 2^26 tuples, groups of 2^20  # doctest: +SKIP
     '506MB'
     """
     from breadth.bfs.lazy_exports import resolve
