@@ -54,3 +54,23 @@ def install(package: str, exports: dict[str, str]) -> None:
     module = sys.modules[package]
     module.__class__ = LazyPackage
     module.__dict__["_lazy_exports"] = dict(exports)
+
+
+def resolve(ref):
+    """The object a registry entry names: ``ref`` itself when it is not a string, else ``"module:name"``
+    imported (``name`` may be dotted: ``"pkg.mod:Class.method"``).  Registries name their entries' code this
+    way so that listing them imports nothing, and a lower layer can name a higher layer's function without
+    importing it.
+
+    >>> resolve("os.path:join")("a", "b")
+    'a/b'
+    >>> resolve(len) is len
+    True
+    """
+    if not isinstance(ref, str):
+        return ref
+    module, _, name = ref.partition(":")
+    value = importlib.import_module(module)
+    for part in name.split("."):
+        value = getattr(value, part)
+    return value

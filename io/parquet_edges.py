@@ -15,7 +15,7 @@ import numpy as np
 from .chunk_stats import ChunkStats
 from .errors import (BadLineError, EmptyInputError, InputNotice, MissingColumnError, NonNumericIdError,
                      UnknownFormatError)
-from .formats import COLUMN_PAIRS
+from .formats import COLUMN_PAIRS, FORMATS
 from .paths import expand_paths
 
 DEFAULT_PAIRS = COLUMN_PAIRS
@@ -185,7 +185,7 @@ def row_group_sizes(paths) -> list[int]:
     import pyarrow.parquet as pq
 
     out = []
-    for path in expand_paths(paths, suffixes=(".parquet", ".pq", ".parq")):
+    for path in expand_paths(paths, suffixes=FORMATS["parquet"].suffixes):
         try:
             md = pq.ParquetFile(path).metadata
         except (pa.ArrowInvalid, OSError) as e:
@@ -208,7 +208,7 @@ def parquet_parts(paths, *, src: str | None = None, dst: str | None = None, devi
 
     has_cudf = device == "gpu" and importlib.util.find_spec("cudf") is not None
     out, gpu_groups, gpu_cols, guessed = [], [], None, []
-    for path in expand_paths(paths, suffixes=(".parquet", ".pq", ".parq")):
+    for path in expand_paths(paths, suffixes=FORMATS["parquet"].suffixes):
         try:
             pf = pq.ParquetFile(path)
         except (pa.ArrowInvalid, OSError) as e:

@@ -121,7 +121,9 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
                    help="threads per local worker (default: cores // workers, so workers x threads <= cores)")
     p.add_argument("--scheduler", default=None,
                    help="address of an existing Dask scheduler (default: start a local cluster on this machine)")
-    p.add_argument("--protocol", choices=("auto", "tcp", "ucx", "nccl"), default="auto",
+    from breadth.bfs.transport.registry import protocol_choices
+
+    p.add_argument("--protocol", choices=protocol_choices(), default="auto",
                    help="rank-to-rank transport of the search (default auto: NCCL between GPU ranks, TCP between "
                         "CPU ranks; the report's 'protocol' line says which ran; ucx needs the 'ucx' extra)")
     p.add_argument("--verbose", action="store_true",

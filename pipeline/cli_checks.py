@@ -131,26 +131,21 @@ def device_memory_limit(args) -> None:
 
 
 def protocol(name: str, device: str | None = None) -> None:
-    """``--protocol ucx`` needs the ``ucx`` extra (``ucxx`` and ``distributed-ucxx``); ``--protocol nccl``
-    needs GPU ranks and CuPy's NCCL."""
-    if name == "nccl":
-        if device == "cpu":
-            raise UsageError("--protocol nccl moves device buffers between GPU ranks: add --device gpu, or use "
-                             "--protocol auto or tcp")
-        from breadth.bfs.engine.session import nccl_available
+    """``--protocol NAME`` can run here (:mod:`breadth.bfs.transport.registry`): a GPU-only transport (NCCL)
+    needs GPU ranks, and a transport whose library does not load (UCX without the ``ucx`` extra, NCCL without
+    CuPy's) is refused with what to install."""
+    from breadth.bfs.transport.registry import TRANSPORTS
 
-        if not nccl_available():
-            raise UsageError("--protocol nccl: CuPy's NCCL is not available here; install 'breadth[gpu]' "
-                             "(CUDA 12) or 'breadth[gpu-cuda13]', or use --protocol auto or tcp")
+    t = TRANSPORTS.get(name)
+    if t is None:  # "auto"
         return
-    if name != "ucx":
-        return
-    try:
-        import distributed_ucxx  # noqa: F401
-        import ucxx  # noqa: F401
-    except Exception as e:  # ImportError, or a UCX library that fails to load
-        raise UsageError(f"--protocol ucx: the UCX transport is not available ({type(e).__name__}: {e}); "
-                         "pip install 'breadth[ucx]', or use --protocol tcp") from None
+    if t.gpu_only and device == "cpu":
+        raise UsageError(f"--protocol {name} moves device buffers between GPU ranks: add --device gpu, or use "
+                         "--protocol auto")
+    missing = t.missing()
+    if missing is not None:
+        raise UsageError(f"--protocol {name}: the {t.title} transport is not available here ({missing}); "
+                         f"{t.install + ', or ' if t.install else ''}use --protocol auto")
 
 
 def matplotlib_available(option: str) -> None:
@@ -210,27 +205,29 @@ def bench_store(args) -> None:
                            f"{loops:,} self-loop{'' if loops == 1 else 's'}): no root to search from")
 
 
-#: the ingest flags that apply to some formats only, and to which
-_FORMAT_FLAGS = (("--ids str", ("csv",)), ("--header", ("csv",)), ("--no-header", ("csv",)),
-                 ("--extra-columns", ("snap",)), ("--src/--dst", ("csv", "parquet")))
+#: the ingest flags that apply to some formats only, each with the reader keyword it sets: a flag applies to the
+#: formats whose reader takes that keyword (:func:`~breadth.pipeline.file_sources.formats_taking`)
+_FORMAT_FLAGS = (("--ids str", "ids"), ("--header", "header"), ("--no-header", "header"),
+                 ("--extra-columns", "extra_columns"), ("--src/--dst", "src"))
 
 
 def ingest_inputs(args) -> None:
     """``breadth ingest``: the inputs have one format (given, or recognised from their names and first bytes:
     a file that matches nothing, or is of no format, is refused here, with the reader's message) and every
     format-specific flag applies to it."""
-    from breadth.io.formats import FORMAT_NAMES
+    from breadth.io.formats import FORMATS
 
-    from .file_sources import input_format
+    from .file_sources import formats_taking, input_format
 
     fmt = args.format if args.format != "auto" else input_format(args.paths)
     given = {"--ids str": args.ids == "str", "--header": args.header, "--no-header": args.no_header,
              "--extra-columns": args.extra_columns, "--src/--dst": bool(args.src or args.dst)}
-    for flag, formats in _FORMAT_FLAGS:
+    for flag, keyword in _FORMAT_FLAGS:
+        formats = formats_taking(keyword)
         if given[flag] and fmt not in formats:
-            what = " or ".join(FORMAT_NAMES[f] for f in formats)
+            what = " or ".join(FORMATS[f].title for f in formats)
             how = f" (--format {fmt})" if args.format != "auto" else ""
-            raise UsageError(f"{flag} applies to {what} input, and {args.paths[0]}{how} is {FORMAT_NAMES[fmt]}")
+            raise UsageError(f"{flag} applies to {what} input, and {args.paths[0]}{how} is {FORMATS[fmt].title}")
 
 
 def partition(args) -> None:

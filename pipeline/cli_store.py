@@ -197,8 +197,8 @@ def ingest(args) -> int:
         # refused now, not after minutes of reading (GPU ingests have no host plan; an existing cluster's
         # workers are counted once connected)
         rp = plan_reading(args.memory_limit, args.paths, args.workers, threads_per_worker(args),
-                          directed=bool(args.directed), count_parquet=device == "cpu" and args.scheduler is None
-                          and args.format in ("auto", "parquet"))
+                          directed=bool(args.directed), format=args.format,
+                          count_row_groups=device == "cpu" and args.scheduler is None)
         target = rp.managed_target
         if _text_format(args):
             kw["chunk_bytes"] = rp.chunk_bytes
@@ -249,13 +249,14 @@ def ingest(args) -> int:
 
 
 def _text_format(args) -> bool:
-    """Whether the inputs are text (SNAP, CSV, Matrix Market: read in byte ranges of ``chunk_bytes``)."""
-    from breadth.io.formats import detect_format
+    """Whether the inputs are text (SNAP, CSV, Matrix Market: read in byte ranges of ``chunk_bytes``), not
+    row-grouped (Parquet), as their format's :data:`~breadth.io.formats.FORMATS` record says."""
+    from breadth.io.formats import FORMATS, detect_format
     from breadth.io.paths import expand_paths
 
     if args.format != "auto":
-        return args.format != "parquet"
-    return all(detect_format(f) != "parquet" for f in expand_paths(args.paths))
+        return FORMATS[args.format].text
+    return all(FORMATS[detect_format(f)].text for f in expand_paths(args.paths))
 
 
 def info(args) -> int:
@@ -366,7 +367,10 @@ def _store_out_args(p) -> None:
 
 
 def add_store_commands(sub, int_in, cluster_args, memory_args, partition_args) -> None:
-    """Add ``generate``, ``ingest``, ``info`` and ``bfs`` to the ``breadth`` subparsers."""
+    """Add ``generate``, ``ingest``, ``info`` and ``bfs`` to the ``breadth`` subparsers (``ingest``'s formats
+    are those registered in :data:`~breadth.io.formats.FORMATS` when the parser is built)."""
+    from breadth.io.formats import FORMATS, format_choices
+
     g = sub.add_parser("generate", help="generate a Kronecker graph and write it as a shard store")
     g.add_argument("--scale", type=int_in("--scale", 1, 40), required=True, help="log2 of the vertex count")
     g.add_argument("--edgefactor", type=int_in("--edgefactor", 1), default=16,
@@ -383,9 +387,10 @@ def add_store_commands(sub, int_in, cluster_args, memory_args, partition_args) -
     memory_args(g)
     partition_args(g)
 
-    i = sub.add_parser("ingest", help="read edge files (SNAP text, CSV, Matrix Market, Parquet) into a shard store")
+    i = sub.add_parser("ingest", help=f"read edge files ({', '.join(f.title for f in FORMATS.values())}) into a "
+                                      "shard store")
     i.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or globs (gzip allowed)")
-    i.add_argument("--format", choices=("auto", "snap", "csv", "mtx", "parquet"), default="auto",
+    i.add_argument("--format", choices=format_choices(), default="auto",
                    help="input format (default auto: from the file name and its first bytes)")
     i.add_argument("--directed", action="store_true", help="keep edge directions (default: undirected, as Graph500)")
     i.add_argument("--src", default=None,

@@ -12,9 +12,10 @@ import os
 
 import numpy as np
 
+from breadth.bfs.lazy_exports import resolve
 from breadth.io.csv_edges import csv_parts
 from breadth.io.errors import BadLineError, TruncatedInputError, UnknownFormatError
-from breadth.io.formats import FORMATS, detect_format
+from breadth.io.formats import FORMATS, detect_format, get_format
 from breadth.io.matrix_market import mtx_parts
 from breadth.io.parquet_edges import parquet_parts
 from breadth.io.paths import expand_paths
@@ -28,15 +29,17 @@ def read_edges(paths, format: str = "auto", *, directed: bool | None = None, src
                on_bad_lines: str = "error", client=None, device: str = "cpu", spill_dir: str | None = None, **kw):
     """Read edge files of any supported format into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids.
 
-    Dispatches to :func:`read_snap`, :func:`read_csv`, :func:`read_mtx` or :func:`read_parquet`; the files
-    are read and relabeled on the workers.
+    Dispatches to the format's reader in :data:`~breadth.io.formats.FORMATS` (:func:`read_snap`,
+    :func:`read_csv`, :func:`read_mtx`, :func:`read_parquet`, or a registered format's); the files are read
+    and relabeled on the workers.
 
     Parameters
     ----------
     paths : str, os.PathLike or list
         Files, directories (Parquet datasets) or globs; gzip files are streamed.  All files of one call
         share a format.
-    format : {"auto", "snap", "csv", "mtx", "parquet"}, default "auto"
+    format : str, default "auto"
+        A name of :data:`~breadth.io.formats.FORMATS` (``"snap"``, ``"csv"``, ``"mtx"``, ``"parquet"``) or
         ``"auto"``: each file's :func:`~breadth.io.detect_format` (by extension, then content).
     directed : bool, optional
         Default undirected (Graph500), except Matrix Market files, whose ``general``/``symmetric`` banner
@@ -68,7 +71,8 @@ def read_edges(paths, format: str = "auto", *, directed: bool | None = None, src
     UnknownFormatError
         An unknown ``format``, inputs of several formats, or a file whose format cannot be recognised.
     ValueError
-        ``src``/``dst`` given for SNAP or Matrix Market input.
+        ``src``/``dst`` given for a format whose reader takes no columns (SNAP, Matrix Market), or a keyword
+        of ``**kw`` that the format's reader does not take.
     FileNotFoundError, IngestError
         A missing input, or any error of the format's reader (see each reader).
 
@@ -79,27 +83,20 @@ def read_edges(paths, format: str = "auto", *, directed: bool | None = None, src
     >>> el = read_edges(["a.txt.gz", "b.txt.gz"], directed=True)               # doctest: +SKIP
     >>> el = read_edges("crawl/", src="from_url", dst="to_url")                # doctest: +SKIP
     """
-    if format not in FORMATS:
-        raise UnknownFormatError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    if format == "auto":
-        format = input_format(items)
+    format = get_format(input_format(items) if format == "auto" else format).name
+    reader = resolve(FORMATS[format].reader)
+    takes = _keywords(reader)
     _check_keywords(format, items, kw)
-    if format == "mtx":
-        if src is not None or dst is not None:
-            raise ValueError("src/dst columns apply to csv and parquet input, not mtx")
-        return read_mtx(items, directed=directed, on_bad_lines=on_bad_lines, client=client, **kw)
-    directed = bool(directed)
-    if format == "parquet":
-        return read_parquet(items, src=src, dst=dst, directed=directed, client=client, device=device,
-                                          spill_dir=spill_dir, **kw)
-    if format == "csv":
-        return read_csv(items, src=src, dst=dst, directed=directed, on_bad_lines=on_bad_lines,
-                        client=client, spill_dir=spill_dir, device=device, **kw)
-    if src is not None or dst is not None:
-        raise ValueError(f"src/dst columns apply to csv and parquet input, not {format}")
-    return read_snap(items, directed=directed, on_bad_lines=on_bad_lines, client=client,
-                     spill_dir=spill_dir, device=device, **kw)
+    if (src is not None or dst is not None) and "src" not in takes:
+        raise ValueError(f"src/dst columns apply to {' and '.join(formats_taking('src'))} input, not {format}")
+    # read_edges's own keywords go to the readers that take them: on_bad_lines is the text formats', device
+    # and spill_dir those that read on the GPU or relabel; a reader whose default for directed is None (Matrix
+    # Market: its banner decides) gets None through, the others their default
+    given = {"directed": directed, "src": src, "dst": dst, "on_bad_lines": on_bad_lines, "client": client,
+             "device": device, "spill_dir": spill_dir}
+    return reader(items, **{k: v for k, v in given.items() if k in takes and not (k == "directed" and v is None)},
+                  **kw)
 
 
 def input_format(paths) -> str:
@@ -114,24 +111,37 @@ def input_format(paths) -> str:
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     files = [i for i in items if not os.path.isdir(i)]
     kinds = {detect_format(p) for p in expand_paths(files)} if files else set()
-    if len(files) < len(items):
-        kinds.add("parquet")
+    kinds |= {detect_format(os.fspath(i)) for i in items if os.path.isdir(i)}
     if len(kinds) != 1:
         raise UnknownFormatError(f"inputs mix formats {sorted(kinds)}; read them separately or "
                                  "{format=} to read all as one")
     return kinds.pop()
 
 
+def formats_taking(keyword: str) -> list[str]:
+    """The registered formats (:data:`~breadth.io.formats.FORMATS`, in their order) whose reader takes
+    ``keyword``: where ``read_edges``'s ``**kw`` and the ``breadth ingest`` flag that sets it apply.
+
+    >>> from breadth.pipeline.file_sources import formats_taking
+    >>> formats_taking("src"), formats_taking("extra_columns")
+    (['csv', 'parquet'], ['snap'])
+    """
+    return [name for name, f in FORMATS.items() if keyword in _keywords(resolve(f.reader))]
+
+
+def _keywords(reader) -> set[str]:
+    import inspect
+
+    return set(inspect.signature(reader).parameters)
+
+
 def _check_keywords(format: str, items: list, kw: dict) -> None:
     """A ``ValueError`` naming the first of ``kw`` that the reader of ``format`` does not take, and the
     formats whose readers do (rather than Python's ``TypeError`` about a function the caller never called)."""
-    import inspect
-
-    readers = {"snap": read_snap, "csv": read_csv, "mtx": read_mtx, "parquet": read_parquet}
-    takes = {f: set(inspect.signature(r).parameters) for f, r in readers.items()}
+    takes = _keywords(resolve(FORMATS[format].reader))
     for k in kw:
-        if k not in takes[format]:
-            where = sorted(f for f, names in takes.items() if k in names)
+        if k not in takes:
+            where = formats_taking(k)
             fits = f"applies to {' and '.join(where)} input" if where else "is not a keyword of any reader"
             raise ValueError(f"{k}= {fits}, not {format} ({os.fspath(items[0])})")
 
@@ -404,7 +414,7 @@ def read_parquet(paths, *, src: str | None = None, dst: str | None = None, direc
     >>> client = local_cluster(workers=2)                                  # doctest: +SKIP
     >>> el = read_parquet("edges/", src="source", dst="target")            # doctest: +SKIP
     """
-    files = expand_paths(paths, suffixes=(".parquet", ".pq", ".parq"))
+    files = expand_paths(paths, suffixes=FORMATS["parquet"].suffixes)
     meta: list = []
     parts = parquet_parts(files, src=src, dst=dst, device=device, meta=meta)
     known = meta if len(meta) == len(parts) and all(m is not None for m in meta) else None

@@ -71,7 +71,7 @@ from the gzip trailer) must fit whole; the parsed chunks then wait in the worker
 spilled to Dask's local directory (``--spill-dir``) past what the limit leaves them.  The graph's
 size is only known once read; the preparation is planned then, as above.  Parquet files say their tuple
 count and row groups (the reader's chunks) in their footers, so a limit below what those tuples need with
-a single vertex (:func:`plan_parquet_floor`: the shard's columns, the chunk phase) is refused before
+a single vertex (:func:`plan_row_group_floor`: the shard's columns, the chunk phase) is refused before
 anything is read -- at 2^30 tuples reading and relabeling take minutes.
 
 The clusters that breadth starts with a limit run with Dask's thresholds set by
@@ -549,21 +549,27 @@ def text_bytes(path: str) -> tuple[int, bool]:
 
 
 def plan_reading(limit: int, paths: list[str], workers: int, threads: int, *, directed: bool = False,
-                 count_parquet: bool = False) -> ReadPlan:
-    """Size ``ingest``'s reading to ``limit`` bytes per worker (see the module docstring).  Parquet inputs
-    (read by row group) are not counted.  Raises :class:`MemoryLimitError` below the minimum: the
+                 format: str = "auto", count_row_groups: bool = False) -> ReadPlan:
+    """Size ``ingest``'s reading to ``limit`` bytes per worker (see the module docstring).  Inputs of a format
+    read by row group (Parquet, :attr:`~breadth.io.formats.InputFormat.text` false) are not counted; the
+    others are text, read in byte ranges.  Raises :class:`MemoryLimitError` below the minimum: the
     baseline plus ``threads`` read tasks of the largest compressed stream (read whole) or of
-    :data:`MIN_READ_CHUNK_BYTES` of plain text, or an empty graph's stored shard.  ``count_parquet``: also
-    below :func:`plan_parquet_floor` of the Parquet inputs (``workers`` is then the cluster's, as for the
+    :data:`MIN_READ_CHUNK_BYTES` of plain text, or an empty graph's stored shard.  ``format``: the inputs'
+    (default: each file's :func:`~breadth.io.formats.detect_format`).  ``count_row_groups``: also below
+    :func:`plan_row_group_floor` of the row-grouped inputs (``workers`` is then the cluster's, as for the
     plan made after reading; ``directed`` as the graph is read)."""
-    from breadth.io.formats import detect_format
+    from breadth.io.formats import FORMATS, detect_format
     from breadth.io.paths import expand_paths
 
-    files, parquet = [], []
+    files, grouped = [], {}
     for f in expand_paths(paths):
-        (parquet if detect_format(f) == "parquet" else files).append(f)
-    if count_parquet and parquet:
-        plan_parquet_floor(limit, parquet, workers, threads, directed)
+        name = detect_format(f) if format == "auto" else format
+        if FORMATS[name].text:
+            files.append(f)
+        else:
+            grouped.setdefault(name, []).append(f)
+    for name, group in grouped.items() if count_row_groups else ():
+        plan_row_group_floor(limit, group, workers, threads, directed, format=name)
     sizes = [text_bytes(f) for f in files]
     stream = max([b for b, gz in sizes if gz] or [0])
     plain = max([b for b, gz in sizes if not gz] or [0])
@@ -585,24 +591,28 @@ def plan_reading(limit: int, paths: list[str], workers: int, threads: int, *, di
     return ReadPlan(chunk_bytes=c, minimum=minimum, task_bytes=task(c), managed_target=target)
 
 
-def plan_parquet_floor(limit: int, paths: list[str], workers: int, threads: int, directed: bool = False) -> int:
-    """The least that preparing these Parquet files can need per worker, from their footers alone: the
-    Numba path's minimum (:func:`plan_memory`, for a store) for their tuples, with chunks of their largest
-    row group, counted as if they had a single vertex -- the vertex count (known once the ids are
-    relabeled) and what the workers hold after reading only add to it.  Raises :class:`MemoryLimitError`
-    where ``limit`` is below it, so that ``ingest`` refuses before reading instead of after.
+def plan_row_group_floor(limit: int, paths: list[str], workers: int, threads: int, directed: bool = False,
+                         format: str = "parquet") -> int:
+    """The least that preparing these files of a row-grouped ``format`` (Parquet) can need per worker, from
+    their footers alone (the format's :attr:`~breadth.io.formats.InputFormat.row_groups`): the Numba path's
+    minimum (:func:`plan_memory`, for a store) for their tuples, with chunks of their largest row group,
+    counted as if they had a single vertex -- the vertex count (known once the ids are relabeled) and what
+    the workers hold after reading only add to it.  Raises :class:`MemoryLimitError` where ``limit`` is below
+    it, so that ``ingest`` refuses before reading instead of after.
 
-    >>> format_bytes(plan_parquet_floor(10**12, ["crawl/"], 2, 1))  # 2^26 tuples, row groups of 2^20  # doctest: +SKIP
+    >>> format_bytes(plan_row_group_floor(10**12, ["crawl/"], 2, 1))  # 2^26 tuples, groups of 2^20  # doctest: +SKIP
     '506MB'
     """
-    from breadth.io.parquet_edges import row_group_sizes
+    from breadth.bfs.lazy_exports import resolve
+    from breadth.io.formats import FORMATS
 
-    sizes = row_group_sizes(paths)
+    fmt = FORMATS[format]
+    sizes = resolve(fmt.row_groups)(paths)
     tuples = sum(sizes)
     if not tuples:
         return 0
     return plan_memory(limit, 1, tuples, workers, threads, directed, chunk_edges=max(sizes), store=True,
-                       what=f"{tuples:,} tuples (from the Parquet footers; their vertices add more)",
+                       what=f"{tuples:,} tuples (from the {fmt.title} footers; their vertices add more)",
                        source_chunks_held=True).minimum
 
 

@@ -341,7 +341,8 @@ def test_protocol_nccl_on_cpu_ranks_is_a_usage_error():
 
 
 def test_protocol_auto_picks_per_backend():
-    from breadth.bfs.engine.session import ranks_share_a_gpu, resolve_protocol, ucx_available
+    from breadth.bfs.engine.session import ranks_share_a_gpu, resolve_protocol
+    from breadth.bfs.transport.registry import ucx_available
 
     assert resolve_protocol("auto", "cpu", 2) == "tcp"
     assert resolve_protocol("auto", "cpu", 1) == resolve_protocol("auto", "gpu", 1) == "self"

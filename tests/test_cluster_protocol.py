@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from breadth.bfs.engine.session import resolve_protocol, ucx_available
+from breadth.bfs.engine.session import resolve_protocol
+from breadth.bfs.transport.registry import ucx_available
 from breadth.pipeline.cluster import ucx_progress_environ
 
 

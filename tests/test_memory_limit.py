@@ -101,11 +101,11 @@ def _parquet(path, tuples: int, row_group: int):
 def test_parquet_floor_is_what_the_tuples_need_with_one_vertex(tmp_path):
     """The footers' floor is the plan made after reading with a single vertex: no higher than the plan
     for any vertex count (so nothing that could fit is refused), and it grows with the row groups."""
-    from breadth.pipeline.memory_plan import plan_parquet_floor
+    from breadth.pipeline.memory_plan import plan_row_group_floor
 
     tuples = 1 << 19
-    small = plan_parquet_floor(10**15, [str(_parquet(tmp_path / "a.parquet", tuples, 1 << 16))], 2, THREADS)
-    big = plan_parquet_floor(10**15, [str(_parquet(tmp_path / "b.parquet", tuples, 1 << 19))], 2, THREADS)
+    small = plan_row_group_floor(10**15, [str(_parquet(tmp_path / "a.parquet", tuples, 1 << 16))], 2, THREADS)
+    big = plan_row_group_floor(10**15, [str(_parquet(tmp_path / "b.parquet", tuples, 1 << 19))], 2, THREADS)
     assert small == plan_memory(10**15, 1, tuples, 2, THREADS, chunk_edges=1 << 16, store=True,
                                 source_chunks_held=True).minimum
     assert small < big
@@ -113,7 +113,7 @@ def test_parquet_floor_is_what_the_tuples_need_with_one_vertex(tmp_path):
         assert big <= plan_memory(10**15, n, tuples, 2, THREADS, chunk_edges=1 << 19, store=True,
                                   source_chunks_held=True).minimum
     with pytest.raises(MemoryLimitError) as e:
-        plan_parquet_floor(big - 1, [str(tmp_path / "b.parquet")], 2, THREADS)
+        plan_row_group_floor(big - 1, [str(tmp_path / "b.parquet")], 2, THREADS)
     assert e.value.minimum == big and "524,288 tuples (from the Parquet footers" in str(e.value)
     assert "smaller row groups" in str(e.value)  # the chunk phase (a row group's tuples per thread) is largest
 

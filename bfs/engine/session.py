@@ -15,61 +15,36 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..lazy_exports import resolve
 from ..search_config import SearchConfig
 from ..transport.communicator import SelfCommunicator
+from ..transport.registry import TRANSPORTS, Transport, auto_transport, get_transport, protocol_choices
 from .engine import Engine
-
-
-#: the search ranks' transports; "auto" picks one (:func:`resolve_protocol`)
-PROTOCOLS = ("auto", "tcp", "ucx", "nccl")
-
-
-def nccl_available() -> bool:
-    """True when CuPy's NCCL binding loads (GPU ranks can use :mod:`breadth.bfs.transport.nccl`)."""
-    try:
-        from cupy.cuda import nccl
-
-        return bool(nccl.available)
-    except Exception:  # no CuPy, no driver, or a CuPy built without NCCL: all mean "no NCCL here"
-        return False
-
-
-def ucx_available() -> bool:
-    """True when ucxx loads (ranks can use :mod:`breadth.bfs.transport.ucx`)."""
-    try:
-        import ucxx._lib.libucxx  # noqa: F401
-    except Exception:  # not installed, or a UCX library that fails to load
-        return False
-    return True
 
 
 def resolve_protocol(protocol: str, backend: str, size: int, shared_gpu: bool = False) -> str:
     """The transport a session of ``size`` ranks on ``backend`` ("cpu" or "gpu") runs: ``"self"`` for one
-    rank (no peer), else ``protocol`` itself, or for ``"auto"`` the fastest available: NCCL for GPU ranks
-    on distinct GPUs (its rounds become peer-memory kernels where the GPUs reach each other: at scale 27 two
-    H200s search 1.76x as fast as one over NCCL, 0.48x over UCX); UCX for GPU ranks of which two share a GPU
-    (``shared_gpu``: NCCL refuses two ranks on one device), TCP where ucxx is missing; TCP for CPU ranks
-    (UCX gains nothing there: their level exchange at scale 20 takes 0.9-1.1x as long over UCX as over TCP).
+    rank (no peer), else ``protocol`` itself, or for ``"auto"`` the one the transport registry
+    (:mod:`breadth.bfs.transport.registry`) prefers for the ranks' placement among those available: NCCL for
+    GPU ranks on distinct GPUs, UCX for GPU ranks of which two share a GPU (``shared_gpu``: NCCL refuses two
+    ranks on one device), TCP for CPU ranks and where the others are missing.
 
     >>> resolve_protocol("auto", "cpu", 2)
     'tcp'
     >>> resolve_protocol("auto", "gpu", 1)
     'self'
     """
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"unknown protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
-    if protocol == "nccl" and backend != "gpu":
-        raise ValueError("protocol 'nccl' moves device buffers between GPU ranks; this graph's ranks are on the "
-                         "CPU: use 'auto', 'tcp' or 'ucx'")
+    t = get_transport(protocol) if protocol != "auto" else None
+    if t is not None and t.gpu_only and backend != "gpu":
+        others = [repr(n) for n in protocol_choices() if n == "auto" or not TRANSPORTS[n].gpu_only]
+        raise ValueError(f"protocol {protocol!r} moves device buffers between GPU ranks; this graph's ranks are on "
+                         f"the CPU: use {', '.join(others[:-1])} or {others[-1]}")
     if size == 1:
         return "self"
-    if protocol != "auto":
-        return protocol
-    if backend != "gpu":
-        return "tcp"
-    if shared_gpu:
-        return "ucx" if ucx_available() else "tcp"
-    return "nccl" if nccl_available() else "tcp"
+    if t is not None:
+        return t.name
+    placement = "cpu" if backend != "gpu" else "shared_gpu" if shared_gpu else "gpu"
+    return auto_transport(placement).name
 
 
 def session_protocol(graph, protocol: str = "auto") -> str:
@@ -98,29 +73,21 @@ def _worker_gpu() -> tuple[str, str]:
     return socket.gethostname(), cupy.cuda.Device().pci_bus_id
 
 
-def make_communicator(rank: int, size: int, session: str, protocol: str, timeout: float, backend: str = "cpu",
-                      config: SearchConfig | None = None):
+def make_communicator(rank: int, size: int, session: str, protocol: str | Transport, timeout: float,
+                      backend: str = "cpu", config: SearchConfig | None = None):
     """The communicator of ``rank`` in ``session`` (self for one rank, with device rounds on a GPU rank;
-    TCP, UCX or NCCL peers otherwise; NCCL's polling and peer memory as ``config`` says)."""
+    otherwise the transport ``protocol``'s: a :class:`~breadth.bfs.transport.registry.Transport`, or the name
+    of a registered one, which ``"auto"`` must have been resolved to, :func:`resolve_protocol`)."""
     if size == 1:
         if backend == "gpu":
             from ..transport.solo_gpu import SoloGpuCommunicator
 
             return SoloGpuCommunicator()
         return SelfCommunicator()
-    if protocol == "tcp":
-        from ..transport.tcp import TCPCommunicator
-
-        return TCPCommunicator.connect(rank, size, session, timeout=timeout)
-    if protocol == "ucx":
-        from ..transport.ucx import UCXCommunicator
-
-        return UCXCommunicator.connect(rank, size, session, timeout=timeout, device=backend == "gpu")
-    if protocol == "nccl":
-        from ..transport.nccl import NCCLCommunicator
-
-        return NCCLCommunicator.connect(rank, size, session, timeout=timeout, config=config)
-    raise ValueError(f"unknown protocol {protocol!r}: expected 'tcp', 'ucx' or 'nccl' (resolve 'auto' first)")
+    if protocol == "auto":
+        raise ValueError("protocol 'auto' names no transport: resolve it first (resolve_protocol)")
+    connect = resolve((get_transport(protocol) if isinstance(protocol, str) else protocol).connect)
+    return connect(rank, size, session, timeout=timeout, backend=backend, config=config)
 
 
 def _engine_class(backend: str, comm, config: SearchConfig | None = None, partition: str = "1d") -> type:
@@ -167,7 +134,7 @@ class RankContext:
     started: float
 
 
-def _rank_main(fn: Callable, rank_args: tuple, rank: int, size: int, session: str, protocol: str,
+def _rank_main(fn: Callable, rank_args: tuple, rank: int, size: int, session: str, protocol: str | Transport,
                timeout: float, backend: str, config: SearchConfig | None = None) -> Any:
     """One rank's task: connect to the peers, run ``fn(comm, context, *rank_args)``, close."""
     config = config or SearchConfig()
@@ -365,11 +332,14 @@ def _run_ranks(placement, fn: Callable, rank_args: list[tuple], protocol: str, t
     client, size = placement.client, placement.nparts
     started = time.monotonic()
     protocol = session_protocol(placement, protocol)
+    # the ranks get the transport's record, not its name: a transport registered in this process only (a
+    # user's, before the search) connects on workers that never imported its registration
+    transport = TRANSPORTS.get(protocol, protocol)
     _check_threads(client, placement)
     session = f"breadth-{uuid.uuid4().hex[:12]}"
     config = config if config is not None else SearchConfig.from_env()
     pids = {w: info.get("pid") for w, info in _workers_info(client).items()}  # whose end a nanny's line names
-    futs = [client.submit(_rank_main, fn, rank_args[r], r, size, session, protocol, timeout, placement.backend,
+    futs = [client.submit(_rank_main, fn, rank_args[r], r, size, session, transport, timeout, placement.backend,
                           config, key=f"{session}-rank-{r}", workers=[placement.workers[r]],
                           allow_other_workers=False, pure=False)
             for r in range(size)]

@@ -454,3 +454,10 @@ def _arrays(x) -> list:
     if x is None:
         return []
     return [a for a in (x if isinstance(x, (list, tuple)) else [x]) if a.nbytes]
+
+
+def connect(rank: int, size: int, session: str, *, timeout: float, backend: str = "gpu",
+            config: SearchConfig | None = None) -> NCCLCommunicator:
+    """The NCCL transport's entry in :mod:`breadth.bfs.transport.registry` (GPU ranks only):
+    :meth:`NCCLCommunicator.connect` with the session's polling and peer-memory settings (``config``)."""
+    return NCCLCommunicator.connect(rank, size, session, timeout=timeout, config=config)

@@ -328,3 +328,10 @@ def _recv_exact(s: socket.socket, n: int) -> bytes:
             raise ConnectionError("peer closed during the handshake")
         buf += chunk
     return bytes(buf)
+
+
+def connect(rank: int, size: int, session: str, *, timeout: float, backend: str = "cpu",
+            config: Any = None) -> TCPCommunicator:
+    """The TCP transport's entry in :mod:`breadth.bfs.transport.registry`: :meth:`TCPCommunicator.connect`
+    (host buffers on CPU and GPU ranks alike, so ``backend`` and ``config`` change nothing)."""
+    return TCPCommunicator.connect(rank, size, session, timeout=timeout)

@@ -899,3 +899,10 @@ class UCXCommunicator(PeerCommunicator):
         self._slot_reqs, self._bye_reqs, self._capped_reqs = {}, {}, {}
         self._wraps, self._orphans, self._shared, self._send_wraps = {}, [], [], {}
         self._listener = self._worker = self._ctx = None
+
+
+def connect(rank: int, size: int, session: str, *, timeout: float, backend: str = "cpu",
+            config: Any = None) -> UCXCommunicator:
+    """The UCX transport's entry in :mod:`breadth.bfs.transport.registry`: :meth:`UCXCommunicator.connect`,
+    with device buffers on GPU ranks (``backend="gpu"``)."""
+    return UCXCommunicator.connect(rank, size, session, timeout=timeout, device=backend == "gpu")
