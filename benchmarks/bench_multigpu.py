@@ -265,10 +265,10 @@ def main(argv=None) -> int:
                     help="Dask's own protocol (graph preparation); local_cuda_cluster gives a UCX cluster "
                          "UCX's progress thread (see breadth.pipeline.cluster.ucx_progress_environ), without which "
                          "each worker's event loop spun and made every synchronisation of a rank 2-4x slower")
-    ap.add_argument("--env-variants", nargs="+", default=[""],
-                    help="every configuration runs once per variant: 'VAR=VAL,VAR=VAL' set on every worker "
-                         "(the variant's BREADTH_* settings alone, as a SearchConfig), alpha=A and beta=B for the direction "
-                         "rule; '' is the defaults")
+    ap.add_argument("--variants", nargs="+", default=[""],
+                    help="every configuration runs once per variant: 'FIELD=VALUE,FIELD=VALUE', breadth.search "
+                         "settings over the defaults (e.g. 'level_graphs=False,beta=24', values as Python literals; "
+                         "the environment's DASK_BREADTH__SEARCH__* are not applied); '' is the defaults")
     ap.add_argument("--stall", type=float, default=0.0,
                     help="after this many seconds dump every worker thread's stack and end the worker (0: never): "
                          "where a hung run waits")
@@ -353,11 +353,12 @@ def main(argv=None) -> int:
                     dump()
             rts = choose_roots(g, args.roots, args.seed + 1)
             for proto, variant in [(q, v) for q in (args.protocols if p > 1 else ["self"])
-                                   for v in args.env_variants]:
+                                   for v in args.variants]:
                 try:
-                    env = dict(kv.split("=", 1) for kv in variant.split(",") if kv)
-                    given = {k: float(env.pop(k)) for k in ("alpha", "beta") if k in env}
-                    config = SearchConfig.from_env(env, **given)  # the variant's BREADTH_* alone
+                    from dask.config import interpret_value
+
+                    given = {k: interpret_value(v) for k, v in (kv.split("=", 1) for kv in variant.split(",") if kv)}
+                    config = SearchConfig(**given)  # the variant's settings alone
                     ts = time.perf_counter()
                     body, extra = bench_rank, ()
                     if args.raw_ucxx and proto == "ucx" and p > 1:  # raw ucxx's round trip beside every search

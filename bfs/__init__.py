@@ -7,12 +7,16 @@
 >>> bfs(g, 3).level                                 # doctest: +SKIP
 >>> print(graph500(g).report())                     # doctest: +SKIP
 
-The names below load on first use (see :mod:`breadth.bfs.lazy_exports`): importing the package is free.
+The names below load on first use (see :mod:`breadth.bfs.lazy_exports`): importing the package costs only
+Dask's configuration, to which it adds breadth's settings and their defaults (:mod:`breadth.bfs.settings`).
 """
 
 from typing import TYPE_CHECKING
 
 from .lazy_exports import install
+from .settings import load_defaults
+
+load_defaults()
 
 _EXPORTS = {
     "BatchEngine": ".engine.batch_engine", "bfs_batch": ".engine.batch_search",

@@ -1,10 +1,10 @@
 """Every tunable and switch of a search, in one object.
 
-A :class:`SearchConfig` is built once -- by the API's caller, by the CLI, or from the environment's
-``BREADTH_*`` overrides (:meth:`SearchConfig.from_env`, the only place they are read) -- and travels with
-the session to every rank, where the engines, the kernels and the transports read their fields.  The
-Graph500 report's header and ``breadth bench --json`` carry it (:meth:`SearchConfig.as_dict`), so a figure
-says which switches it was measured with.
+A :class:`SearchConfig` is built once -- by the API's caller, or from breadth's settings ``breadth.search.*``
+in Dask's configuration (:meth:`SearchConfig.from_config`, the only place they are read; the CLI and a search
+called without a config build it so) -- and travels with the session to every rank, where the engines, the
+kernels and the transports read their fields.  The Graph500 report's header and ``breadth bench --json``
+carry it (:meth:`SearchConfig.as_dict`), so a figure says which switches it was measured with.
 
 >>> from breadth.bfs import SearchConfig, graph500
 >>> cfg = SearchConfig(beta=24.0, level_graphs=False)
@@ -16,8 +16,6 @@ says which switches it was measured with.
 from __future__ import annotations
 
 import dataclasses
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -97,69 +95,60 @@ class SearchConfig:
     rank_affinity: str = "worker"
 
     def __post_init__(self):
-        if self.nccl_poll not in ("spin", "sleep"):
+        if self.nccl_poll not in self.CHOICES["nccl_poll"]:
             raise ValueError(f"nccl_poll must be 'spin' or 'sleep', got {self.nccl_poll!r}")
-        if self.rank_affinity not in ("worker", "all"):
+        if self.rank_affinity not in self.CHOICES["rank_affinity"]:
             raise ValueError(f"rank_affinity must be 'worker' or 'all', got {self.rank_affinity!r}")
 
-    #: the environment's overrides, field -> variable (read only by :meth:`from_env`)
-    ENV = {"alpha": "BREADTH_ALPHA", "beta": "BREADTH_BETA", "degree_order": "BREADTH_DEGREE_ORDER",
-           "level_graphs": "BREADTH_LEVEL_GRAPHS", "graph_caps": "BREADTH_GRAPH_CAPS",
-           "check_rounds": "BREADTH_CHECK_ROUNDS", "defer_long_rows": "BREADTH_BU_LONG",
-           "peer_memory": "BREADTH_PEER_MEMORY", "device_counters": "BREADTH_DEVICE_COUNTERS",
-           "spec_pairs": "BREADTH_SPEC_PAIRS", "one_round_levels": "BREADTH_ONE_ROUND_LEVELS",
-           "nccl_poll": "BREADTH_NCCL_POLL",
-           "rank_affinity": "BREADTH_RANK_AFFINITY"}
+    #: field -> its setting in Dask's configuration (:mod:`breadth.bfs.settings`; read by :meth:`from_config`)
+    SETTINGS = {name: f"breadth.search.{name}" for name in (
+        "alpha", "beta", "degree_order", "level_graphs", "graph_caps", "check_rounds", "defer_long_rows",
+        "peer_memory", "device_counters", "spec_pairs", "one_round_levels", "nccl_poll", "rank_affinity")}
+    #: the values a string field may take
+    CHOICES = {"nccl_poll": ("spin", "sleep"), "rank_affinity": ("worker", "all")}
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **given) -> SearchConfig:
-        """A config of ``given`` fields, the others from the environment's ``BREADTH_*`` variables.
+    def from_config(cls, **given) -> SearchConfig:
+        """A config of ``given`` fields, the others from breadth's settings ``breadth.search.*``.
+
+        The settings live in Dask's configuration (:mod:`breadth.bfs.settings`): a YAML file of Dask's,
+        ``DASK_BREADTH__SEARCH__<FIELD>`` in the environment (``DASK_BREADTH__SEARCH__LEVEL_GRAPHS=False``,
+        ``DASK_BREADTH__SEARCH__GRAPH_CAPS=[16,64]``), or :func:`dask.config.set`; their defaults are this
+        class's.
 
         Parameters
         ----------
-        environ : Mapping of str to str, optional
-            Where to read the variables (default ``os.environ``); :attr:`ENV` names each field's.  Booleans
-            read ``"0"`` as off and anything else as on; ``BREADTH_GRAPH_CAPS`` is ``"small,large"``.
         **given
-            Fields set by the caller: they win over the environment.
+            Fields set by the caller: they win over the settings; a value of None leaves the setting's (so
+            that optional arguments pass through).
 
         Returns
         -------
         SearchConfig
-            ``given``, else the variable where set, else the default, field by field.
+            ``given``, else the setting, field by field.
 
         Raises
         ------
         ValueError
-            For a variable that does not parse (``BREADTH_BETA=fast``) or a value out of its choices.
+            For a setting of the wrong type or outside its choices, naming it and its environment variable
+            (``DASK_BREADTH__SEARCH__BETA=fast``), or a name under ``breadth.search`` that is no field.
+        TypeError
+            For a ``given`` name that is not a field.
 
         Examples
         --------
+        >>> import dask
         >>> from breadth.bfs import SearchConfig
-        >>> cfg = SearchConfig.from_env({"BREADTH_LEVEL_GRAPHS": "0", "BREADTH_BETA": "30"}, beta=20.0)
+        >>> with dask.config.set({"breadth.search.level_graphs": False, "breadth.search.beta": 30}):
+        ...     cfg = SearchConfig.from_config(beta=20.0)
         >>> cfg.level_graphs, cfg.beta
         (False, 20.0)
+        >>> SearchConfig.from_config() == SearchConfig()
+        True
         """
-        env = os.environ if environ is None else environ
-        kw = dict(given)
-        types = {f.name: f.type for f in dataclasses.fields(cls)}
-        for name, var in cls.ENV.items():
-            if name in kw or var not in env:
-                continue
-            text = env[var]
-            t = types[name]
-            if t == "bool":
-                kw[name] = text != "0"
-            elif name == "graph_caps":
-                small, large = (int(x) for x in text.split(","))
-                kw[name] = (small, large)
-            elif name in ("alpha", "beta"):
-                kw[name] = float(text)
-            elif name == "spec_pairs":
-                kw[name] = int(text)
-            else:
-                kw[name] = text
-        return cls(**kw)
+        from .settings import from_config
+
+        return from_config(cls, cls.SETTINGS, cls.CHOICES, given)
 
     def replace(self, **changes) -> SearchConfig:
         """A copy with some fields changed.

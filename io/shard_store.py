@@ -44,11 +44,6 @@ the row ranges of the stored shards that overlap its vertex block (columns are g
 unchanged).  A loaded graph gets bottom-up's degree-ordered rows on its workers
 (:mod:`breadth.bfs.search_order`), so it searches as the same graph prepared in memory does.  Stores of the
 first format (one sha256 per file) load too; their files are checked in one pass, in order.
-
-Test hook: when the environment variable ``BREADTH_STORE_TEST_HOOK`` is ``fail=R[,R...]`` or
-``pause=R[,R...]``, the shard writer of each listed rank, right after writing its first file into its
-temporary directory, raises ``RuntimeError`` (``fail``) or sleeps until the process is killed
-(``pause``): the tests use it to interrupt a write after some shards, in process or by killing the CLI.
 """
 
 from __future__ import annotations
@@ -80,7 +75,6 @@ MANIFEST = "manifest.json"
 PROGRESS = "progress.json"
 SHARD_RECORD = "shard.json"
 ARRAYS = ("offsets", "columns", "tuple_degree", "self_loops", "in_offsets", "in_columns")
-TEST_HOOK_ENV = "BREADTH_STORE_TEST_HOOK"
 # Temporary names all end in ".tmp-<8 hex>" (being written) or ".old-<8 hex>" (being replaced): only
 # such names are removed as leftovers, never anything else a user may have put in the directory.
 _LEFTOVER = re.compile(r"^.+\.(tmp|old)-[0-9a-f]{8}$")
@@ -117,22 +111,6 @@ def _read_json(path: str) -> dict | None:
     except (OSError, ValueError):
         return None
     return d if isinstance(d, dict) else None
-
-
-def _test_hook(rank: int) -> None:
-    """The documented failure-injection hook (see the module docstring); inert unless the variable is set."""
-    spec = os.environ.get(TEST_HOOK_ENV)
-    if not spec:
-        return
-    action, _, ranks = spec.partition("=")
-    if rank not in {int(r) for r in ranks.split(",") if r.strip()}:
-        return
-    if action == "fail":
-        raise RuntimeError(f"{TEST_HOOK_ENV}: injected failure while writing shard {rank}")
-    if action == "pause":
-        while True:  # until the process is killed: an interruption in the middle of a shard
-            time.sleep(1)
-    raise ValueError(f"{TEST_HOOK_ENV}={spec!r}: expected fail=RANKS or pause=RANKS")
 
 
 def _host(a) -> np.ndarray:
@@ -181,10 +159,8 @@ def _write_shard(shard, store: str, nparts: int) -> tuple[dict, bool]:
     os.mkdir(tmp)
     try:
         files = {}
-        for i, (a, arr) in enumerate(arrays.items()):
+        for a, arr in arrays.items():
             files[a] = save_npy(os.path.join(tmp, f"{a}.npy"), arr)
-            if i == 0:
-                _test_hook(shard.rank)
         rec = dict(head, files=files)
         _write_json(os.path.join(tmp, SHARD_RECORD), rec, atomic=False)  # last: the directory is whole
         fsync_dir(tmp)

@@ -19,7 +19,7 @@ _EXPORTS = {
     "read_csv": ".file_sources", "read_edges": ".file_sources", "read_mtx": ".file_sources",
     "read_parquet": ".file_sources", "read_snap": ".file_sources",
     "kronecker": ".kronecker",
-    "prepare": ".prepare",
+    "prepare": ".prepare", "PrepareConfig": ".prepare_config",
 }
 __all__ = sorted(_EXPORTS)
 install(__name__, _EXPORTS)
@@ -31,3 +31,4 @@ if TYPE_CHECKING:
     from .file_sources import read_csv, read_edges, read_mtx, read_parquet, read_snap
     from .kronecker import kronecker
     from .prepare import prepare
+    from .prepare_config import PrepareConfig

@@ -171,17 +171,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _bench(args) -> int:
     """``breadth bench --scale S``: generate, prepare and run the Graph500 driver."""
+    import json
+
     from distributed import wait
 
     from breadth.bfs import graph500, worker_loss
 
     from .cli_checks import partition_kw
     from .cli_cluster import cluster_client, memory_plan_for, spill_dir_for
-    from .cli_store import report
+    from .cli_store import prepare_config, report, search_config
     from .cluster import resolve_device, workers_info
     from .kronecker import kronecker
     from .prepare import prepare
 
+    search, prep = search_config(args), prepare_config(args)  # a bad setting fails before any work
     device = resolve_device(args.device)
     nv, nt, what = 1 << args.scale, args.edgefactor << args.scale, f"scale {args.scale}"
     # before any cluster starts: the graph's size is known from its parameters
@@ -202,14 +205,16 @@ def _bench(args) -> int:
                 edges.edges = client.persist(edges.edges)
                 wait(edges.edges)
             gen_time = time.perf_counter() - t0
+        # --memory-limit's plan sizes the batches
+        prep = prep.replace(batch_entries=plan.batch_entries if plan else None)
         g = prepare(edges, client, progress=sys.stderr.isatty(), device=device, spill_dir=spill_dir_for(args),
-                    protocol=args.protocol,
-                    batch_entries=plan.batch_entries if plan else None, **partition_kw(args))
+                    config=prep, **partition_kw(args))
         edges.edges = None
         print(f"{g}; construction {g.construction_time:.2f} s", file=sys.stderr)
         res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate,
-                       progress=sys.stderr.isatty(), protocol=args.protocol,
-                       header={"graph_generation": f"{gen_time:.17e}" if gen_time is not None else "fused"},
+                       progress=sys.stderr.isatty(), protocol=args.protocol, config=search,
+                       header={"graph_generation": f"{gen_time:.17e}" if gen_time is not None else "fused",
+                               "prepare_config": json.dumps(prep.as_dict(), separators=(",", ":"))},
                        batch=args.batch, min_component=args.min_component)
         status = report(res, args.json, args.plot)
         g.release()

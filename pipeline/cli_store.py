@@ -41,6 +41,28 @@ def report(res, json_path: str | None, plot_path: str | None = None) -> int:
     return 0
 
 
+def search_config(args):
+    """The command's :class:`~breadth.bfs.search_config.SearchConfig`: breadth's settings
+    ``breadth.search.*`` (no flag sets a search tunable).  Built before any work, so that a bad setting is
+    one line at once."""
+    from breadth.bfs.search_config import SearchConfig
+
+    return SearchConfig.from_config()
+
+
+def prepare_config(args, **fixed):
+    """The command's :class:`~breadth.pipeline.prepare_config.PrepareConfig`: breadth's settings
+    ``breadth.prepare.*`` and ``breadth.shuffle.*``, with ``--protocol`` where it names a transport (``auto``
+    leaves the setting's, whose default is ``auto``) and ``fixed``, what the command itself decides (a store's
+    shards go without bottom-up's order, which loading builds).  Built before any work, so that a bad setting
+    is one line at once; ``--memory-limit``'s plan sets ``batch_entries`` later, once the graph's size is
+    known."""
+    from .prepare_config import PrepareConfig
+
+    protocol = getattr(args, "protocol", "auto")
+    return PrepareConfig.from_config(protocol=None if protocol == "auto" else protocol, **fixed)
+
+
 def _summary_line(g, t: float, extra: str = "") -> str:
     return (f"{g.num_vertices:,} vertices, {g.num_input_edges:,} input edges ({g.num_self_loops:,} self-loops), "
             f"{g.num_edges:,} {'directed' if g.directed else 'undirected'} edges, {g.nparts} shard(s); "
@@ -119,6 +141,7 @@ def generate(args) -> int:
     # chunk size is not a parameter of the graph: the generator gives the same edges for any chunking
     params = {"command": "generate", "scale": args.scale, "edgefactor": args.edgefactor, "seed": args.seed}
     params.update(_partition_params(args))
+    prep = prepare_config(args, search_order=False)
     # the limit is checked before anything starts (the graph's size is known from its parameters); an
     # existing cluster (--scheduler) is planned for once its workers are known
     nv, nt = 1 << args.scale, args.edgefactor << args.scale
@@ -138,8 +161,7 @@ def generate(args) -> int:
         edges = kronecker(args.scale, args.edgefactor, seed=args.seed, chunk_edges=chunk, jit=jit, device=device)
         cpu_only = {"jit": jit, "shard_dir": shard_dir} if device == "cpu" else {}
         g = prepare(edges, client, nparts=_nparts(st, client), spill_dir=spill_dir_for(args), device=device,
-                    protocol=args.protocol,
-                    batch_entries=plan.batch_entries if plan else None, search_order=False, **cpu_only,
+                    config=prep.replace(batch_entries=plan.batch_entries if plan else None), **cpu_only,
                     **partition_kw(args))
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, ["--scale", args.scale, "--edgefactor", args.edgefactor,
@@ -186,6 +208,8 @@ def ingest(args) -> int:
     if args.header:  # only when given: the stores written without the flag stay resumable
         params["header"] = True
     params.update(_partition_params(args))
+    # the parsed chunks are handed over to the shuffle; a store's shards go without bottom-up's order
+    prep = prepare_config(args, search_order=False, keep_edges=False)
     device = resolve_device(args.device)
     if device == "gpu":  # hash-relabeled on the GPU: small integer spans are numbered apart from the CPU's table
         params["device"] = "gpu"
@@ -234,9 +258,7 @@ def ingest(args) -> int:
             what=f"{el.num_vertices:,} vertices and {el.num_edges:,} tuples", client=client,
             chunk_edges=max(el.edges.chunks[0], default=1))
         g = prepare(el, client, nparts=_nparts(st, client), spill_dir=spill_dir_for(args), device=device,
-                    protocol=args.protocol,
-                    batch_entries=plan.batch_entries if plan else None, search_order=False, keep_edges=False,
-                    **partition_kw(args))
+                    config=prep.replace(batch_entries=plan.batch_entries if plan else None), **partition_kw(args))
         m = write_store(g, args.out, overwrite=args.overwrite, parameters=params,
                         command=_command_line(args, flags), extra={"read_s": t_read})
         skipped = el.source.get("skipped_lines", 0)
@@ -288,6 +310,7 @@ def bfs_cmd(args) -> int:
     from .cli_sources import missing_source, typed_ids
     from .cluster import resolve_device
 
+    search = search_config(args)
     device = resolve_device(args.device)
     with cluster_client(args, device=device) as client:
         g = load_store(args.store, client, device=device)
@@ -302,9 +325,9 @@ def bfs_cmd(args) -> int:
             if args.batch:
                 from breadth.bfs import bfs_batch
 
-                res = bfs_batch(g, roots, depth_limit=args.depth_limit, protocol=args.protocol)
+                res = bfs_batch(g, roots, depth_limit=args.depth_limit, protocol=args.protocol, config=search)
             else:
-                res = bfs(g, roots, depth_limit=args.depth_limit, protocol=args.protocol)
+                res = bfs(g, roots, depth_limit=args.depth_limit, protocol=args.protocol, config=search)
             res = res if isinstance(res, list) else [res]
         else:
             # parsed before any work (cli.py's preflight)
@@ -312,7 +335,8 @@ def bfs_cmd(args) -> int:
             bad = missing_source(g, ids)
             if bad is not None:
                 raise CommandError(f"{labels[bad]}: vertex {ids[bad]} is not in the graph")
-            res = [bfs(g, sources=ids if ids.dtype != object else list(ids), depth_limit=args.depth_limit, protocol=args.protocol)]
+            res = [bfs(g, sources=ids if ids.dtype != object else list(ids), depth_limit=args.depth_limit,
+                       protocol=args.protocol, config=search)]
         t = time.perf_counter() - t0
         rows = write_results_dataset(res, args.out)  # written by the workers, a file per root, rank and slice
         for r in res:
@@ -330,6 +354,7 @@ def bench_store(args) -> int:
 
     from .cluster import resolve_device
 
+    search = search_config(args)
     device = resolve_device(args.device)
     if args.memory_limit and device == "cpu":
         m = read_manifest(args.store)
@@ -346,7 +371,7 @@ def bench_store(args) -> int:
         print(f"{g}; loaded in {g.source['load_time']:.2f} s (shards {st['shards_s']:.2f} s, "
               f"bottom-up order {st['order_s']:.2f} s)", file=sys.stderr)
         res = graph500(g, nroots=args.roots, seed=args.seed + 1, validate=not args.no_validate,
-                       progress=sys.stderr.isatty(), protocol=args.protocol,
+                       progress=sys.stderr.isatty(), protocol=args.protocol, config=search,
                        header={"store": os.path.abspath(args.store), "load_time": f"{g.source['load_time']:.17e}"},
                        batch=args.batch, min_component=args.min_component)
         return report(res, args.json, args.plot)

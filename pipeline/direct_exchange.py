@@ -13,8 +13,9 @@ it holds and receives (:func:`~breadth.pipeline.build_owner.build_owner`).  The 
 deduplicates each row, so the order in which pieces arrive changes nothing: the shards are those of the
 Dask path, bit for bit.
 
-Where it runs is the Dask setting :data:`EXCHANGE_CONFIG`: ``"auto"`` (GPU workers, one owner per worker,
-more than one owner, the memory tier), ``"direct"`` (any such graph, CPU workers too) or ``"dask"``.
+Where it runs is :class:`~breadth.pipeline.prepare_config.PrepareConfig`'s ``exchange`` (the setting
+:data:`EXCHANGE_CONFIG`): ``"auto"`` (GPU workers, one owner per worker, more than one owner, the memory
+tier), ``"direct"`` (any such graph, CPU workers too) or ``"dask"``.
 """
 
 from __future__ import annotations
@@ -26,26 +27,25 @@ import numpy as np
 from breadth.bfs.shard import column_dtype
 
 from .piece import Piece
+from .prepare_config import EXCHANGES
 from .shuffle_tiers import ShuffleSpec
 
-#: Dask configuration key: how the memory tier's pieces reach their owners ("auto", "direct", "dask")
+#: breadth's setting of how the memory tier's pieces reach their owners ("auto", "direct", "dask";
+#: :attr:`PrepareConfig.exchange <breadth.pipeline.prepare_config.PrepareConfig>`)
 EXCHANGE_CONFIG = "breadth.shuffle.exchange"
-EXCHANGES = ("auto", "direct", "dask")
 
 
-def use_direct(spec: ShuffleSpec, nworkers: int) -> bool:
-    """Whether :func:`build_direct` prepares a graph of ``spec`` on ``nworkers`` workers: the setting
-    :data:`EXCHANGE_CONFIG`, and a graph it can serve (the memory tier, one owner per worker, several)."""
-    import dask
-
-    how = dask.config.get(EXCHANGE_CONFIG, "auto")
+def use_direct(spec: ShuffleSpec, nworkers: int, how: str = "auto") -> bool:
+    """Whether :func:`build_direct` prepares a graph of ``spec`` on ``nworkers`` workers: ``how`` (the
+    setting :data:`EXCHANGE_CONFIG`), and a graph it can serve (the memory tier, one owner per worker,
+    several)."""
     if how not in EXCHANGES:
-        raise ValueError(f"Dask setting {EXCHANGE_CONFIG} must be one of {', '.join(EXCHANGES)}, got {how!r}")
+        raise ValueError(f"exchange must be one of {', '.join(EXCHANGES)}, got {how!r}")
     if how == "dask":
         return False
     fits = spec.tier == "memory" and spec.nparts == nworkers > 1 and spec.shard_dir is None
     if how == "direct" and not fits:
-        raise ValueError(f"Dask setting {EXCHANGE_CONFIG}='direct' needs the memory tier and one owner per worker "
+        raise ValueError(f"{EXCHANGE_CONFIG}='direct' needs the memory tier and one owner per worker "
                          f"(tier {spec.tier!r}, {spec.nparts} owners on {nworkers} workers)")
     return fits and (how == "direct" or spec.device == "gpu")
 

@@ -28,14 +28,15 @@ from breadth.bfs.worker_loss import watch_workers
 from .build_owner import build_owner
 from .direct_exchange import build_direct, use_direct
 from .edges import EdgeList
+from .prepare_config import PrepareConfig
 from .shuffle import batch_rows, choose_tier, consume, send, spill_space
 from .shuffle_tiers import ShuffleSpec
 from .stages import summarize
 
 #: keywords that prepare() refuses with ``TypeError`` and this message, which says how to get their effect
 _REMOVED = {"host_batches": "the shuffle's storage tier (memory, host batches, disk) follows the workers' memory "
-                            "limit; to force one, set Dask's config 'breadth.shuffle.tier' (see "
-                            "breadth.pipeline.shuffle)"}
+                            "limit; to force one, pass config=PrepareConfig(tier=...) or set breadth's setting "
+                            "breadth.shuffle.tier (see breadth.pipeline.shuffle)"}
 
 
 @contextlib.contextmanager
@@ -112,8 +113,8 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
             directed: bool | None = None, device: str = "cpu", spill_dir: str | None = None,
             batch_entries: int | None = None, stages: dict | None = None, jit: bool = True,
             shard_dir: str | None = None, partition: str = "1d", grid: tuple[int, int] | None = None,
-            delegate_degree: int | None = None, search_order: bool = True, keep_edges: bool = True,
-            protocol: str = "auto", **removed) -> ShardedGraph:
+            delegate_degree: int | None = None, search_order: bool | None = None, keep_edges: bool | None = None,
+            protocol: str | None = None, config: PrepareConfig | None = None, **removed) -> ShardedGraph:
     """Turn an edge list into per-worker CSR shards held in the workers' memory: the graph a search runs on.
 
     ``nparts`` owners each get a contiguous block of vertex ids; owner ``r`` runs on the ``r``-th worker.
@@ -138,9 +139,14 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
       so a worker's peak memory is a chunk, a batch and its final shard, whatever the input size.  The
       files are removed as they are read, and the run's folder also when the run fails or is interrupted.
 
-    The shards are the same, bit for bit, whatever the tier and batch size.  The Dask setting
-    ``breadth.shuffle.tier`` (``"auto"``, ``"memory"``, ``"host"``, ``"disk"``) forces a tier, for
+    The shards are the same, bit for bit, whatever the tier and batch size.  ``config``'s ``tier`` (the
+    setting ``breadth.shuffle.tier``: ``"auto"``, ``"memory"``, ``"host"``, ``"disk"``) forces a tier, for
     benchmarks and tests.
+
+    How the graph is prepared, never which graph, is ``config``
+    (:class:`~breadth.pipeline.prepare_config.PrepareConfig`: the tier, the exchange, the batch size, the
+    transport...); the keywords ``batch_entries``, ``search_order``, ``keep_edges`` and ``protocol``, where
+    given, override its fields of the same names.
 
     Parameters
     ----------
@@ -163,13 +169,14 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     spill_dir : str, optional
         The disk tier's folder, one every worker can reach; default a temporary directory.
     batch_entries : int, optional
-        Adjacency entries per row batch of the host and disk tiers; default the largest power of two up to
-        2**25 on the CPU, 2**28 on the GPU, whose build fits the memory limit.
+        Adjacency entries per row batch of the host and disk tiers; default ``config``'s, whose default is the
+        largest power of two up to 2**25 on the CPU, 2**28 on the GPU, whose build fits the memory limit.
     stages : dict, optional
         Filled with where the preparation's time went (:func:`breadth.pipeline.stages.summarize`): the tier
         (``stages["path"]``, details in ``stages["tier"]``), wall seconds of the chunk and build phases, each
         chunk task's and each owner's stage seconds (split, sort, write; read, build, assemble...), bytes
-        spilled, and each owner process's peak RSS in bytes.  Measuring costs a few floats per task.
+        spilled, each owner process's peak RSS in bytes, and the config that ran
+        (``stages["prepare_config"]``).  Measuring costs a few floats per task.
     jit : bool, default True
         ``False`` (CPU): the workers split and build with NumPy alone (:mod:`breadth.pipeline.build_csr_numpy`;
         slower, the same shards) and never import Numba, whose import and first compiled call cost each
@@ -190,20 +197,25 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
         ``(R, C)`` with ``R * C == nparts``, for ``"2d"``; default the squarest.
     delegate_degree : int, optional
         For ``"delegates"``: the degree from which a vertex is a delegate.
-    search_order : bool, default True
-        Build bottom-up's degree-ordered copy of the rows (4 bytes an entry, 2.1 s of each owner's time at
+    search_order : bool, optional
+        Default ``config``'s (True).  Build bottom-up's degree-ordered copy of the rows (4 bytes an entry, 2.1 s of each owner's time at
         2^26 web-crawl tuples; :mod:`breadth.bfs.search_order`).  ``False`` for a graph that is not
         searched where it was prepared: a shard store keeps the sorted rows only, and
         :func:`~breadth.io.load_store` builds the order where it loads them.
-    keep_edges : bool, default True
-        ``False`` hands the edge list's chunks over to the shuffle: each chunk is freed as soon as its
+    keep_edges : bool, optional
+        Default ``config``'s (True).  ``False`` hands the edge list's chunks over to the shuffle: each chunk is freed as soon as its
         entries are sent, so the workers do not hold the edge list and its pieces at once (a relabeled
         list's chunks are held data, 8 bytes a tuple), and ``edges`` is empty afterwards
         (:meth:`~breadth.pipeline.edges.EdgeList.release`).
-    protocol : {"auto", "tcp", "ucx", "nccl"}
-        The ranks' transport where the owners exchange their pieces themselves
-        (:mod:`breadth.pipeline.direct_exchange`: GPU workers, one owner each, the memory tier); ``"auto"``
-        as a search would choose it: NCCL between GPUs, UCX between ranks that share one, TCP for CPUs.
+    protocol : {"auto", "tcp", "ucx", "nccl"}, optional
+        Default ``config``'s (``"auto"``).  The ranks' transport where the owners exchange their pieces
+        themselves (:mod:`breadth.pipeline.direct_exchange`: GPU workers, one owner each, the memory tier);
+        ``"auto"`` as a search would choose it: NCCL between GPUs, UCX between ranks that share one, TCP for
+        CPUs.
+    config : PrepareConfig, optional
+        Preparation's tunables; default :meth:`PrepareConfig.from_config()
+        <breadth.pipeline.prepare_config.PrepareConfig.from_config>`, breadth's settings
+        ``breadth.prepare.*`` and ``breadth.shuffle.*``.
 
     Returns
     -------
@@ -218,7 +230,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     TypeError
         An unknown keyword argument (``host_batches`` with how to choose a tier instead).
     ValueError
-        ``nparts < 1``; a ``partition``, ``grid`` or ``delegate_degree`` that does not fit (e.g. a grid
+        ``nparts < 1``; a setting of breadth's that does not parse (naming it); a ``partition``, ``grid`` or ``delegate_degree`` that does not fit (e.g. a grid
         whose ``R * C`` is not ``nparts``); ``shard_dir`` or ``jit=False`` with ``device="gpu"``; an unknown
         ``device``; an id outside ``[0, num_vertices)`` (naming the chunk and row); an ``edges`` whose
         chunks were released; or no ``client`` and none current.
@@ -240,6 +252,8 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     >>> g = prepare(kronecker(16, seed=1), client, stages=stages)   # doctest: +SKIP
     >>> stages["path"]                                    # doctest: +SKIP
     'memory'
+    >>> from breadth.pipeline import PrepareConfig
+    >>> g = prepare(kronecker(16, seed=1), client, config=PrepareConfig(tier="disk"))   # doctest: +SKIP
     """
     from distributed import default_client
 
@@ -247,6 +261,8 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
         if name in _REMOVED:
             raise TypeError(f"prepare() no longer takes {name!r}: {_REMOVED[name]}")
         raise TypeError(f"prepare() got an unexpected keyword argument {name!r}")
+    config = (config if config is not None else PrepareConfig.from_config()).replace(
+        batch_entries=batch_entries, search_order=search_order, keep_edges=keep_edges, protocol=protocol)
     device = resolve_device(device)
     if device == "gpu" and (shard_dir is not None or not jit):
         raise ValueError("shard_dir and jit=False are for CPU workers (the GPU path never loads Numba)")
@@ -262,27 +278,25 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     # on (hash relabeling's owners), gone before it began.
     with watch_workers(client, "preparation", [*workers, *(edges.workers or ())]) as watch:
         return _prepare_watched(edges, client, watch, workers, nparts, layout, progress, directed, device,
-                                spill_dir, batch_entries, stages, jit, shard_dir, search_order, keep_edges, protocol)
+                                spill_dir, stages, jit, shard_dir, config)
 
 
 def _prepare_watched(edges: EdgeList, client, watch, workers: list[str], nparts: int, layout, progress: bool,
-                     directed: bool, device: str, spill_dir: str | None, batch_entries: int | None,
-                     stages: dict | None, jit: bool, shard_dir: str | None, search_order: bool,
-                     keep_edges: bool, protocol: str) -> ShardedGraph:
+                     directed: bool, device: str, spill_dir: str | None, stages: dict | None, jit: bool,
+                     shard_dir: str | None, config: PrepareConfig) -> ShardedGraph:
     """:func:`prepare` once its arguments are checked, inside its guard against lost workers (``watch``,
     whose stage it moves on)."""
     n, m = edges.num_vertices, edges.num_edges
     choice = choose_tier(client, n, m, nparts, directed, device, chunk_edges=max(edges.edges.chunks[0], default=1),
-                         batch_entries=batch_entries)
+                         batch_entries=config.batch_entries, tier=config.tier)
     block = block_size(n, nparts)
     rows = block if choice.tier == "memory" else batch_rows(m, nparts, block, choice.batch_entries)
     # The spill tree is this run's alone (a fresh token); whatever stops the run -- an error in a task,
     # on the client, or Ctrl-C -- removes it, so a failed run leaves no bucket files behind.
     with spill_space(client, choice.tier, spill_dir) as space:
         spec = ShuffleSpec(choice.tier, device, n, nparts, directed, rows, space.root, jit, shard_dir,
-                           on_device=choice.on_device and choice.tier == "host", search_order=search_order)
-        graph = _prepare(edges, client, spec, workers, progress, stages, space.futures, choice, keep_edges, watch,
-                         protocol)
+                           on_device=choice.on_device and choice.tier == "host", search_order=config.search_order)
+        graph = _prepare(edges, client, spec, workers, progress, stages, space.futures, choice, config, watch)
     if layout.kind == "1d":
         return graph
     watch.stage = f"{layout.kind} partitioning"
@@ -302,9 +316,10 @@ def _stage_of_send(client, chunks: list, source: dict) -> str:
 
 
 def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], progress: bool, stages: dict | None,
-             futures: list, choice, keep_edges: bool = True, watch=None, protocol: str = "auto") -> ShardedGraph:
+             futures: list, choice, config: PrepareConfig, watch=None) -> ShardedGraph:
     """:func:`prepare` through the shuffle of ``spec``; the futures go into ``futures`` so that a failed
     run can cancel them; ``watch``: the guard against lost workers, told each stage."""
+    keep_edges = config.keep_edges
     t0 = time.perf_counter()
     chunks = edges.chunk_objects()
     if watch is not None:
@@ -320,8 +335,8 @@ def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], pro
         t_chunks = time.perf_counter()
         if watch is not None:
             watch.stage = "build"
-        if use_direct(spec, len(workers)):  # the pieces go owner to owner over the ranks' own transport
-            shards, how = build_direct(client, sent, spec, workers, protocol)
+        if use_direct(spec, len(workers), config.exchange):  # owner to owner over the ranks' own transport
+            shards, how = build_direct(client, sent, spec, workers, config.protocol)
         else:
             shards, how = consume(client, sent, spec, workers, build_owner, token, futures, name="shard"), "dask"
             if progress:
@@ -353,6 +368,7 @@ def _prepare(edges: EdgeList, client, spec: ShuffleSpec, workers: list[str], pro
                           "on_device": spec.on_device, "limit_bytes": choice.limit,
                           "estimates_bytes": choice.estimates}
         stages["exchange"] = how
+        stages["prepare_config"] = config.as_dict()
     _warn_dropped_order(summaries, stages)
     directed = spec.directed
     return ShardedGraph(

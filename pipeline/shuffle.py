@@ -10,8 +10,8 @@ adjacency entry of its edge chunks to the owner of its row in one shuffle:
    memory as Dask task outputs (``"memory"``), grouped by row batch as 32-bit pairs in host memory
    (``"host"``), or in per-owner bucket files (``"disk"``) under a folder of this run
    (:func:`spill_space`: in ``spill_dir``, or a temporary directory, removed afterwards and also when the
-   run fails or is interrupted).  The Dask setting :data:`TIER_CONFIG` (``"auto"`` by default) forces a
-   tier, for benchmarks and tests.
+   run fails or is interrupted).  :class:`~breadth.pipeline.prepare_config.PrepareConfig`'s ``tier``
+   (the setting :data:`TIER_CONFIG`, ``"auto"`` by default) forces a tier, for benchmarks and tests.
 2. :func:`send` runs one task per chunk (:func:`~breadth.pipeline.shuffle_tiers.send_chunk`), waits for
    all of them (owners need a piece from every chunk anyway; waiting times the phase) and returns each
    owner's parcel futures.
@@ -54,8 +54,9 @@ from .memory_plan import TIERS, TierChoice
 from .memory_plan import choose_tier as _choose_tier
 from .shuffle_tiers import ShuffleSpec, run_folder, send_chunk
 
-#: Dask configuration key that forces the shuffle's tier: "auto" (default: from the memory limit),
-#: "memory", "host" or "disk".  ``dask.config.set({"breadth.shuffle.tier": "disk"})``
+#: breadth's setting that forces the shuffle's tier (:attr:`PrepareConfig.tier
+#: <breadth.pipeline.prepare_config.PrepareConfig>`): "auto" (default: from the memory limit), "memory", "host" or
+#: "disk".  ``dask.config.set({"breadth.shuffle.tier": "disk"})``
 TIER_CONFIG = "breadth.shuffle.tier"
 
 
@@ -155,29 +156,31 @@ def cluster_memory(client, device: str = "cpu", trim: bool = False) -> ClusterMe
                          resident, device_memory)
 
 
-def forced_tier() -> str | None:
-    """The tier set in Dask's configuration (:data:`TIER_CONFIG`), or ``None`` for ``"auto"``."""
-    import dask
+def forced_tier(tier: str | None = None) -> str | None:
+    """The tier that ``tier`` forces (default: the setting :data:`TIER_CONFIG`, read by
+    :meth:`~breadth.pipeline.prepare_config.PrepareConfig.from_config`), or ``None`` for ``"auto"``."""
+    if tier is None:
+        from .prepare_config import PrepareConfig
 
-    tier = str(dask.config.get(TIER_CONFIG, "auto") or "auto")
+        tier = PrepareConfig.from_config().tier
     if tier == "auto":
         return None
     if tier not in TIERS:
-        raise ValueError(f"{TIER_CONFIG} must be 'auto' or one of {TIERS}, got {tier!r}")
+        raise ValueError(f"tier must be 'auto' or one of {TIERS}, got {tier!r}")
     return tier
 
 
 def choose_tier(client, num_vertices: int, num_tuples: int, nparts: int, directed: bool = False,
                 device: str = "cpu", chunk_edges: int | None = None,
-                batch_entries: int | None = None) -> TierChoice:
+                batch_entries: int | None = None, tier: str | None = None) -> TierChoice:
     """The shuffle's tier and row batch size for this graph on ``client``'s workers
-    (:func:`breadth.pipeline.memory_plan.choose_tier` with :func:`cluster_memory`), unless
-    :data:`TIER_CONFIG` forces a tier."""
+    (:func:`breadth.pipeline.memory_plan.choose_tier` with :func:`cluster_memory`), unless ``tier`` forces
+    one (``"auto"``: none; default the setting :data:`TIER_CONFIG`)."""
     mem = cluster_memory(client, device)
     choice = _choose_tier(mem.limit, num_vertices, num_tuples, nparts, max(1, mem.workers), mem.threads,
                           directed, chunk_edges=chunk_edges, batch_entries=batch_entries, device=device,
                           device_memory=mem.device_memory, resident=mem.resident)
-    forced = forced_tier()
+    forced = forced_tier(tier)
     if forced is not None:
         choice = TierChoice(forced, choice.batch_entries, {**choice.estimates, "forced": forced}, choice.limit,
                             choice.on_device)

@@ -1,15 +1,16 @@
 """The ``breadth`` command line: argument errors and a small end-to-end benchmark."""
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 
-def _run(*args, timeout=300):
+def _run(*args, timeout=300, env=None):
     return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=None if env is None else {**os.environ, **env})
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -27,14 +28,26 @@ def test_bad_arguments_exit_2_with_one_line(args, needle):
 
 
 def test_bench_end_to_end(tmp_path):
+    """Also: breadth's settings from the environment reach the preparation and the search, and the JSON
+    records both configs that ran."""
     out = tmp_path / "r.json"
-    r = _run("bench", "--scale", "10", "--roots", "8", "--json", str(out))
+    r = _run("bench", "--scale", "10", "--roots", "8", "--json", str(out),
+             env={"DASK_BREADTH__SHUFFLE__TIER": "disk", "DASK_BREADTH__SEARCH__BETA": "30"})
     assert r.returncode == 0, r.stderr[-2000:]
     assert "SCALE: 10" in r.stdout and "bfs  harmonic_mean_TEPS:" in r.stdout
     data = json.loads(out.read_text())
     assert data["valid"] and len(data["roots"]) == 8
     assert data["statistics"]["teps"]["harmonic_mean"] > 0
     assert not (tmp_path / "r.json.tmp").exists()
+    prep, search = (json.loads(data["header"][k]) for k in ("prepare_config", "search_config"))
+    assert prep["tier"] == "disk" and prep["exchange"] == "auto" and search["beta"] == 30.0
+
+
+def test_a_bad_setting_is_one_line_before_any_work():
+    r = _run("bench", "--scale", "10", env={"DASK_BREADTH__SEARCH__BETA": "fast"}, timeout=60)
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines() == [
+        "breadth: error: Dask setting breadth.search.beta (DASK_BREADTH__SEARCH__BETA) must be a number, got 'fast'"]
 
 
 def test_bench_2d_records_bytes(tmp_path):

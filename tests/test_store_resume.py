@@ -2,8 +2,8 @@
 rerun finishes it into exactly the store an uninterrupted write gives.
 
 Interruptions are real where cheap: a CLI process killed (SIGKILL to its process group, workers included)
-while a worker is in the middle of a shard, and a worker's shard writer failing through the documented
-test hook ``BREADTH_STORE_TEST_HOOK`` (see :mod:`breadth.io.shard_store`).
+while a worker is in the middle of a shard, and a worker's shard writer failing after its first file
+(:mod:`store_faults`, installed in this process or as the CLI's workers' preload).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from conftest import data_file
+from store_faults import patched, preload_env
 
-HOOK = "BREADTH_STORE_TEST_HOOK"
 PARAMS = {"input": "Wiki-Vote.txt", "directed": True}
 
 
@@ -90,10 +90,8 @@ def _partial(graph, path: str, fail: str, monkeypatch) -> None:
     from breadth.io import StoreError
     from breadth.io.shard_store import write_store
 
-    monkeypatch.setenv(HOOK, f"fail={fail}")
-    with pytest.raises(StoreError, match="injected failure"):
+    with patched(monkeypatch, f"fail={fail}"), pytest.raises(StoreError, match="injected failure"):
         write_store(graph, path, parameters=PARAMS)
-    monkeypatch.delenv(HOOK)
 
 
 def test_failed_shards_leave_an_unloadable_store_and_rerun_resumes(lclient, graph4, reference, tmp_path,
@@ -102,12 +100,10 @@ def test_failed_shards_leave_an_unloadable_store_and_rerun_resumes(lclient, grap
     from breadth.io.shard_store import describe, load_store, write_store
 
     path = str(tmp_path / "w.store")
-    monkeypatch.setenv(HOOK, "fail=1,2")
-    with pytest.raises(StoreError, match=r"writing shard-00001..shard-00002 failed \(RuntimeError: .*injected "
-                                         r"failure.*\); 2 of 4 shards are complete and kept; rerun the same "
-                                         r"command to resume"):
+    with patched(monkeypatch, "fail=1,2"), pytest.raises(
+            StoreError, match=r"writing shard-00001..shard-00002 failed \(RuntimeError: .*injected failure.*\); "
+                              r"2 of 4 shards are complete and kept; rerun the same command to resume"):
         write_store(graph4, path, parameters=PARAMS)
-    monkeypatch.delenv(HOOK)
     names = sorted(os.listdir(path))
     # the failing writers removed their temporary directories; the other shards are whole
     assert names == ["id_map.npy", "progress.json", "shard-00000", "shard-00003"], names
@@ -260,7 +256,7 @@ def test_cli_generate_killed_midway_then_rerun_finishes(lclient, tmp_path):
     cmd = [sys.executable, "-m", "breadth.pipeline.cli", "generate", "--scale", "10", "--out", st,
            "--workers", "2", "--threads", "1"]
     # rank 1's writer stops after its first file, as a process does when it is killed mid-shard
-    p = subprocess.Popen(cmd, env=dict(os.environ, **{HOOK: "pause=1"}), start_new_session=True,
+    p = subprocess.Popen(cmd, env=preload_env("pause=1"), start_new_session=True,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
@@ -310,9 +306,9 @@ def test_cli_ingest_failure_then_changed_input_is_refused(tmp_path):
     src.write_text("".join(f"{a} {b}\n" for a, b in rng.integers(0, 300, (1000, 2))))
     st = str(tmp_path / "e.store")
     args = ("ingest", str(src), "--out", st, "--workers", "2", "--threads", "1")
-    r = _cli(*args, env=dict(os.environ, **{HOOK: "fail=1"}))
+    r = _cli(*args, env=preload_env("fail=1"))
     assert r.returncode == 1
-    assert ("writing shard-00001 failed (RuntimeError: BREADTH_STORE_TEST_HOOK: injected failure while writing "
+    assert ("writing shard-00001 failed (RuntimeError: store_faults: injected failure while writing "
             "shard 1); 1 of 2 shards are complete and kept; rerun the same command to resume") in r.stderr
     assert sorted(os.listdir(st)) == ["id_map.npy", "progress.json", "shard-00000"]
     with open(src, "a") as f:

@@ -64,7 +64,7 @@ def bfs_batch(graph, roots, *, depth_limit: int | None = None, batch_size: int =
     timeout : float
         Seconds a rank waits for a silent peer before the search fails.
     config : SearchConfig, optional
-        The search's tunables (default: :meth:`SearchConfig.from_env`).
+        The search's tunables (default: :meth:`SearchConfig.from_config`).
 
     Returns
     -------

@@ -88,7 +88,7 @@ def bfs(graph, root=None, *, sources=None, depth_limit: int | None = None, proto
     timeout : float
         Seconds a rank waits for a silent peer before the search fails.
     config : SearchConfig, optional
-        The search's tunables (default: :meth:`SearchConfig.from_env`).
+        The search's tunables (default: :meth:`SearchConfig.from_config`).
 
     Returns
     -------

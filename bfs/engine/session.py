@@ -256,7 +256,7 @@ def run_session(graph, body: Callable, *args, protocol: str = "auto", timeout: f
         The engine each rank builds (default: the single-search engine for the backend and partitioning;
         :class:`~breadth.bfs.engine.batch_engine.BatchEngine` for batched searches).
     config : SearchConfig, optional
-        The search's tunables, the same on every rank (default: :meth:`SearchConfig.from_env` here, on the
+        The search's tunables, the same on every rank (default: :meth:`SearchConfig.from_config` here, on the
         client).
 
     Returns
@@ -337,7 +337,7 @@ def _run_ranks(placement, fn: Callable, rank_args: list[tuple], protocol: str, t
     transport = TRANSPORTS.get(protocol, protocol)
     _check_threads(client, placement)
     session = f"breadth-{uuid.uuid4().hex[:12]}"
-    config = config if config is not None else SearchConfig.from_env()
+    config = config if config is not None else SearchConfig.from_config()
     pids = {w: info.get("pid") for w, info in _workers_info(client).items()}  # whose end a nanny's line names
     futs = [client.submit(_rank_main, fn, rank_args[r], r, size, session, transport, timeout, placement.backend,
                           config, key=f"{session}-rank-{r}", workers=[placement.workers[r]],

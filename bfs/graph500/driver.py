@@ -442,7 +442,7 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
         levels -- divided by the batch's size, so TEPS are the batch's edges per second shared out, not a
         single search's.
     config : SearchConfig, optional
-        The search's tunables (default: :meth:`SearchConfig.from_env`), recorded in the report's header
+        The search's tunables (default: :meth:`SearchConfig.from_config`), recorded in the report's header
         (``search_config``).
     min_component : int or "giant", optional
         ``None``: Graph500's rule, any vertex of degree >= 1.  An integer: roots whose search reaches at
@@ -475,7 +475,7 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
     """
     from ..worker_loss import watch_workers
 
-    config = (config if config is not None else SearchConfig.from_env()).replace(alpha=alpha, beta=beta)
+    config = (config if config is not None else SearchConfig.from_config()).replace(alpha=alpha, beta=beta)
     rule = _component_rule(min_component)
     with watch_workers(graph.client, "choice of roots", graph.workers):  # degrees asked of the shards' workers
         roots = choose_roots(graph, nroots, seed, count=None if rule is None else SCREEN_CANDIDATES * nroots)
