@@ -45,7 +45,7 @@ from ..search_config import SearchConfig
 from ..shard import Shard
 from ..transport.communicator import Communicator, SelfCommunicator
 from .batch_backend import batch_kernels
-from .engine import Engine, LevelRecord
+from .engine import Engine, LevelRecord, describe_rank
 
 #: searches per batch: one bit of a 64-bit word each
 MAX_BATCH = 64
@@ -173,13 +173,8 @@ class BatchEngine:
 
     def describe(self) -> dict:
         """What this rank's batched searches run on, as :meth:`Engine.describe` says it for single ones."""
-        from ..id_map import on_device
-
         s = self.shard
-        return {"engine": type(self).__name__, "backend": self.backend,
-                "arrays": "device" if on_device(s.columns) else "host",
-                "bottom_up_rows": "degree-ordered" if "bu_columns" in s.meta and self._bu[1] is s.meta["bu_columns"]
-                else "sorted", "communicator": type(self.comm).__name__}
+        return describe_rank(self, self.backend, "bu_columns" in s.meta and self._bu[1] is s.meta["bu_columns"])
 
     def close(self) -> None:
         """Release what the engine holds besides its arrays: nothing (the session calls it before closing the

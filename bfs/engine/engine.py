@@ -81,6 +81,16 @@ class LevelRecord:
         return asdict(self)
 
 
+def describe_rank(engine, backend: str, ordered: bool) -> dict:
+    """An engine's :meth:`Engine.describe` record, for the single-search and the batched engines alike."""
+    from ..id_map import on_device
+
+    return {"engine": type(engine).__name__, "backend": backend,
+            "arrays": "device" if on_device(engine.shard.columns) else "host",
+            "bottom_up_rows": "degree-ordered" if ordered else "sorted",
+            "communicator": type(engine.comm).__name__}
+
+
 def check_depth_limit(depth_limit: int | None) -> None:
     """``depth_limit`` is None (no limit) or a non-negative level count."""
     if depth_limit is not None and (not isinstance(depth_limit, (int, np.integer)) or depth_limit < 0):
@@ -214,12 +224,7 @@ class Engine:
             ``{"engine", "backend", "arrays", "bottom_up_rows", "communicator"}``, all strings; the device
             engine adds ``"levels"``.
         """
-        from ..id_map import on_device
-
-        return {"engine": type(self).__name__, "backend": self.b.name,
-                "arrays": "device" if on_device(self.shard.columns) else "host",
-                "bottom_up_rows": "degree-ordered" if self.b.bottom_up_ordered else "sorted",
-                "communicator": type(self.comm).__name__}
+        return describe_rank(self, self.b.name, self.b.bottom_up_ordered)
 
     # -- exchange helpers -------------------------------------------------------------------------
     #: keyword arguments of the frontier's all-gather (the device engine leaves it queued, not waited for)
