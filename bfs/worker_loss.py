@@ -38,12 +38,29 @@ GRACE_S = 2.0  #: how long a loss's report waits for the nanny's line of how the
 
 class WorkerLost(RuntimeError):
     """A worker that the work depends on left the cluster (its process killed, crashed, ended by its nanny
-    for its memory limit, or its host lost) during ``stage``.
+    for its memory limit, or its host lost) during ``stage``: what ``prepare``, ``read_edges``,
+    ``write_store``, ``load_store`` and the ``breadth`` commands raise within about a second of the loss.
 
-    ``worker``: its address; ``stage``: what was running ("shuffle", "store write", ...); ``how``: how its
-    process ended, where known (``"process 4121 killed by signal 9 (SIGKILL)"``), else ``""``; ``memory``:
-    ``(rss, limit)`` in bytes (either may be ``None``) when its nanny ended it for passing its memory limit,
-    else ``None``; ``before``: it had gone before the stage began."""
+    Parameters
+    ----------
+    worker : str
+        The worker's address (kept as the attribute ``worker``, as are the others).
+    stage : str
+        What was running: "generation", "reading", "relabeling", "shuffle", "build", "store write", ...
+    how : str
+        How its process ended, where known (``"process 4121 killed by signal 9 (SIGKILL)"``), else ``""``.
+    memory : tuple of (int or None, int or None), optional
+        ``(rss, limit)`` in bytes when its nanny ended it for passing its memory limit, else ``None``.
+    before : bool
+        It had gone before the stage began.
+
+    Examples
+    --------
+    >>> from breadth.bfs import WorkerLost
+    >>> e = WorkerLost("tcp://10.0.0.2:4001", "build", "process 4121 killed by signal 9 (SIGKILL)")
+    >>> e.stage, str(e).split(";")[0]
+    ('build', 'worker tcp://10.0.0.2:4001 left the cluster during the build (process 4121 killed by signal 9 (SIGKILL))')
+    """
 
     def __init__(self, worker: str, stage: str, how: str = "",
                  memory: tuple[int | None, int | None] | None = None, before: bool = False):
