@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import gpu_module
+from conftest import closing, gpu_module
 
 cp, pytestmark = gpu_module()
 
@@ -20,11 +20,7 @@ DATA = os.path.join(os.path.dirname(__file__), "data")
 def gclient():
     from breadth.pipeline.cluster import local_cuda_cluster
 
-    client = local_cuda_cluster(workers=1)
-    yield client
-    cluster = client.cluster
-    client.close()
-    cluster.close()
+    yield from closing(local_cuda_cluster(workers=1))
 
 
 def _directions(result) -> list[list[str]]:
