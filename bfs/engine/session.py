@@ -335,10 +335,11 @@ def _run_ranks(placement, fn: Callable, rank_args: list[tuple], protocol: str, t
     # the ranks get the transport's record, not its name: a transport registered in this process only (a
     # user's, before the search) connects on workers that never imported its registration
     transport = TRANSPORTS.get(protocol, protocol)
-    _check_threads(client, placement)
+    workers = _workers_info(client)  # their threads, and their pids, whose end a nanny's line would name
+    _check_threads(workers, placement)
     session = f"breadth-{uuid.uuid4().hex[:12]}"
     config = config if config is not None else SearchConfig.from_config()
-    pids = {w: info.get("pid") for w, info in _workers_info(client).items()}  # whose end a nanny's line names
+    pids = {w: info.get("pid") for w, info in workers.items()}
     futs = [client.submit(_rank_main, fn, rank_args[r], r, size, session, transport, timeout, placement.backend,
                           config, key=f"{session}-rank-{r}", workers=[placement.workers[r]],
                           allow_other_workers=False, pure=False)
@@ -368,12 +369,13 @@ _POLL_S = 0.5
 _GRACE_S = 2.0  # how long the other ranks may take to report their own errors once one rank has failed
 
 
-def _check_threads(client, graph) -> None:
+def _check_threads(workers: dict, graph) -> None:
     """Refuse at once a placement whose ranks cannot all run together (they would wait for each other
-    until the connection timeout): a worker needs one thread per rank it hosts."""
+    until the connection timeout): a worker (``workers``: the scheduler's records by address) needs one
+    thread per rank it hosts."""
     from collections import Counter
 
-    nthreads = client.nthreads()
+    nthreads = {w: info.get("nthreads", 0) for w, info in workers.items()}
     for w, k in Counter(graph.workers).items():
         if w in nthreads and nthreads[w] < k:
             raise ValueError(f"{k} ranks of this graph are placed on worker {w}, which has {nthreads[w]} "
