@@ -710,3 +710,25 @@ def test_worker_killed_mid_search_raises_rankerror(cluster, protocol):
     level, *_ = _run(g2, roots[:1], protocol=protocol, validate=False)[0]
     np.testing.assert_array_equal(level, scipy_levels(edges, 1 << 14, roots[0]))
     g2.release()
+
+
+def test_worker_killed_after_a_direct_exchange_leaves_the_others_free(cluster):
+    """The owners' direct exchange is a session too: once a worker holding its results dies, Dask recomputes
+    them from its rank tasks; those stop at once (``SessionRerun``), rather than hold the surviving workers'
+    threads waiting for the lost peer, and the search's error still names the killed worker."""
+    import dask
+
+    el = kronecker(14, seed=2)
+    cluster.wait_for_workers(NWORKERS, timeout=60)
+    with dask.config.set({"breadth.shuffle.exchange": "direct"}):
+        g = prepare(el, cluster, nparts=NWORKERS)  # one owner per worker, as the direct exchange needs
+    edges = el.edges.compute(scheduler="sync")
+    roots = [int(edges[i, 0]) for i in range(8)]
+    t0 = time.monotonic()
+    with pytest.raises(RankError) as info:
+        run_session(g, kill_rank1_mid_search, roots, 0.5, 30.0, protocol="tcp", timeout=30.0)
+    assert info.value.rank == 1 and isinstance(info.value.cause, WorkerDied), info.value
+    for w in g.workers[:1] + g.workers[2:]:  # single-threaded: free once no rank task holds them
+        f = cluster.submit(time.monotonic, workers=[w], allow_other_workers=False, pure=False)
+        assert f.result(timeout=20) - t0 < 10.0
+    g.release()

@@ -134,9 +134,39 @@ class RankContext:
     started: float
 
 
+class SessionRerun(RuntimeError):
+    """A rank's task was asked to run a second time: Dask recomputes what a lost worker held from the tasks
+    that made it, and a session's ranks cannot run again without their peers (which ran once, or whose
+    worker is gone), so the task stops at once rather than wait for them until the connection timeout."""
+
+
+#: keys of the rank tasks this worker process has started, the latest ones (a rerun comes while the data
+#: it would rebuild is still wanted, soon after the worker's loss)
+_STARTED: dict[str, None] = {}
+_STARTED_KEEP = 4096
+
+
+def _first_run(session: str, rank: int) -> None:
+    """Note that rank ``rank`` of ``session`` runs here; :class:`SessionRerun` when it ran here before."""
+    key = f"{session}-rank-{rank}"
+    with _STARTED_LOCK:
+        if key in _STARTED:
+            raise SessionRerun(f"rank {rank} of session {session} was asked to run again: Dask is rebuilding "
+                               "results that a lost worker held, and a session cannot run without its peers; "
+                               "prepare the graph (or rerun the work) again")
+        _STARTED[key] = None
+        while len(_STARTED) > _STARTED_KEEP:
+            del _STARTED[next(iter(_STARTED))]
+
+
+_STARTED_LOCK = threading.Lock()
+
+
 def _rank_main(fn: Callable, rank_args: tuple, rank: int, size: int, session: str, protocol: str | Transport,
                timeout: float, backend: str, config: SearchConfig | None = None) -> Any:
-    """One rank's task: connect to the peers, run ``fn(comm, context, *rank_args)``, close."""
+    """One rank's task: connect to the peers, run ``fn(comm, context, *rank_args)``, close; once (a rerun
+    raises :class:`SessionRerun`)."""
+    _first_run(session, rank)
     config = config or SearchConfig()
     t0 = time.perf_counter()
     # A rank thread waits on its peers many times a level, releasing the GIL each time; another busy
@@ -402,7 +432,8 @@ def _first_failure(client, graph, futs, started: float, stage: str = "search",
                    pids: dict | None = None) -> tuple[int, BaseException]:
     """The rank that failed first, and its cause, once every live rank has settled.
 
-    A rank's own exception (anything but ``CommError``) comes first, then a rank whose worker died -- the
+    A rank's own exception (anything but ``CommError`` or :class:`SessionRerun`, which follow a peer's or a
+    worker's loss) comes first, then a rank whose worker died -- the
     one whose process ended first where the nannies' lines tell (``pids``: each worker's process id at the
     session's start), since a rank whose peer is killed may be ended by its transport after it -- then the
     peer named by the earliest ``CommError`` (a rank that hangs), then the lowest failed rank.
@@ -426,7 +457,7 @@ def _first_failure(client, graph, futs, started: float, stage: str = "search",
             errors[r] = f.exception()
         elif f.status in ("cancelled", "lost"):
             errors[r] = RuntimeError(f"rank task {f.status}")
-    own = [r for r, e in errors.items() if not isinstance(e, CommError)]
+    own = [r for r, e in errors.items() if not isinstance(e, (CommError, SessionRerun))]
     if own:
         return own[0], errors[own[0]]
     if dead:
