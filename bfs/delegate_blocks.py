@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .id_map import on_device
+from .grid_blocks import module_of, repeat_rows
 from .shard import Shard, column_dtype, to_module
 
 
@@ -44,60 +44,55 @@ class DelegateBlocks:
                                             self.delegate_offsets, self.delegate_columns))
 
 
-def _host(shard: Shard) -> Shard:
-    return shard.to(np) if on_device(shard.offsets) else shard
-
-
 def owned_delegates(shard: Shard, degree: int) -> np.ndarray:
-    """Global ids (int64, sorted) of this shard's vertices whose row has at least ``degree`` entries (after
-    cleaning: the graph's degree, or out-degree for a directed graph)."""
-    s = _host(shard)
-    deg = np.diff(np.asarray(s.offsets))
-    return np.flatnonzero(deg >= degree).astype(np.int64) + s.lo
+    """Global ids (int64, sorted, host memory: ``O(#delegates)``) of this shard's vertices whose row has at
+    least ``degree`` entries (after cleaning: the graph's degree, or out-degree for a directed graph)."""
+    xp = module_of(shard.offsets)
+    deg = xp.diff(shard.offsets)
+    return to_module(xp.flatnonzero(deg >= degree).astype(xp.int64) + shard.lo, np)
 
 
-def delegate_pieces(shard: Shard, delegates: np.ndarray) -> list[np.ndarray]:
+def delegate_pieces(shard: Shard, delegates: np.ndarray) -> list:
     """The entries of this shard's delegates cut by the owner of their target: ``nparts`` arrays ``(k, 2)`` of
-    (delegate index, target global id)."""
-    s = _host(shard)
-    off, cols = np.asarray(s.offsets), np.asarray(s.columns)
-    mine = delegates[(delegates >= s.lo) & (delegates < s.hi)]
-    first = int(np.searchsorted(delegates, s.lo))
-    row_index = np.full(s.num_local, -1, np.int64)  # a delegate row's index among all delegates
-    row_index[mine - s.lo] = np.arange(first, first + mine.size)
-    entry_index = np.repeat(row_index, np.diff(off))
+    (delegate index, target global id), on the shard's device."""
+    xp = module_of(shard.offsets)
+    first = int(np.searchsorted(to_module(delegates, np), shard.lo))
+    delegates = xp.asarray(delegates)
+    off, cols = shard.offsets, shard.columns
+    mine = delegates[(delegates >= shard.lo) & (delegates < shard.hi)]
+    row_index = xp.full(shard.num_local, -1, xp.int64)  # a delegate row's index among all delegates
+    row_index[mine - shard.lo] = xp.arange(first, first + mine.size)
+    entry_index = repeat_rows(row_index, off, xp)
     of_delegate = entry_index >= 0
-    idx = entry_index[of_delegate]
-    v = cols[of_delegate].astype(np.int64, copy=False)
-    dest = v // s.block
-    order = np.argsort(dest, kind="stable")
-    starts = np.searchsorted(dest[order], np.arange(s.nparts + 1))
-    pairs = np.stack([idx[order], v[order]], axis=1).astype(column_dtype(s.num_vertices), copy=False)
-    return [pairs[starts[q]:starts[q + 1]] for q in range(s.nparts)]
+    dt = column_dtype(shard.num_vertices)
+    idx = entry_index[of_delegate].astype(dt, copy=False)
+    v = cols[of_delegate].astype(dt, copy=False)
+    dest = v // shard.block
+    # one mask per owner keeps each piece in the shard's order without a sort of the delegates' entries
+    return [xp.stack([idx[dest == q], v[dest == q]], axis=1) for q in range(shard.nparts)]
 
 
-def build_delegate_blocks(shard: Shard, delegates: np.ndarray, degree: int, *pieces: np.ndarray) -> Shard:
-    """``shard`` with its :class:`DelegateBlocks`, from every owner's piece for it (:func:`delegate_pieces`)."""
+def build_delegate_blocks(shard: Shard, delegates: np.ndarray, degree: int, *pieces) -> Shard:
+    """``shard`` with its :class:`DelegateBlocks`, from every owner's piece for it (:func:`delegate_pieces`),
+    on the shard's device."""
     from .partitioning import Partitioning
 
-    s = _host(shard)
-    off, cols = np.asarray(s.offsets), np.asarray(s.columns)
-    deg = np.diff(off)
-    mine = delegates[(delegates >= s.lo) & (delegates < s.hi)] - s.lo
+    xp = module_of(shard.offsets)
+    off, cols = shard.offsets, shard.columns
+    delegates = xp.asarray(delegates, dtype=xp.int64)
+    deg = xp.diff(off)
+    mine = delegates[(delegates >= shard.lo) & (delegates < shard.hi)] - shard.lo
     deg_n = deg.copy()
     deg_n[mine] = 0
-    n_off = np.zeros(deg.size + 1, np.int64)
-    np.cumsum(deg_n, out=n_off[1:])
-    row_is_normal = np.repeat(deg_n > 0, deg)
+    n_off = xp.zeros(deg.size + 1, xp.int64)
+    xp.cumsum(deg_n, out=n_off[1:])
+    row_is_normal = repeat_rows(deg_n > 0, off, xp)
     n_cols = cols[row_is_normal]
-    e = np.concatenate([np.asarray(p, np.int64).reshape(-1, 2) for p in pieces]) if pieces else np.empty((0, 2), np.int64)
-    order = np.argsort(e[:, 0], kind="stable")
-    d_off = np.zeros(delegates.size + 1, np.int64)
-    np.cumsum(np.bincount(e[:, 0], minlength=delegates.size), out=d_off[1:])
+    e = (xp.concatenate([xp.asarray(p).astype(xp.int64, copy=False).reshape(-1, 2) for p in pieces]) if pieces
+         else xp.empty((0, 2), xp.int64))
+    order = xp.argsort(e[:, 0], kind="stable")
+    d_off = xp.zeros(int(delegates.size) + 1, xp.int64)
+    xp.cumsum(xp.bincount(e[:, 0], minlength=int(delegates.size)), out=d_off[1:])
     d_cols = e[order, 1].astype(cols.dtype, copy=False)
-    blocks = DelegateBlocks(degree, np.asarray(delegates, np.int64), n_off, n_cols, d_off, d_cols)
-    if on_device(shard.offsets):
-        import cupy
-
-        blocks = blocks.to(cupy)
+    blocks = DelegateBlocks(degree, delegates, n_off, n_cols, d_off, d_cols)
     return replace(shard, partitioning=Partitioning("delegates", delegate_degree=degree), blocks=blocks)

@@ -72,47 +72,62 @@ def global_ids(c, block: int, cols: int, j: int):
     return (k * cols + j) * block + (c - k * block)
 
 
-def grid_pieces(shard: Shard, grid: tuple[int, int]) -> list[np.ndarray]:
+def module_of(a):
+    """The array module of ``a``: CuPy for device arrays, so that a GPU rank cuts and builds its blocks in
+    device memory (a host sort of a scale-26 shard's 10^9 entries takes minutes), else NumPy."""
+    if on_device(a):
+        import cupy
+
+        return cupy
+    return np
+
+
+def repeat_rows(values, offsets, xp=np):
+    """``values[r]`` (one per row of a CSR with ``offsets``, int64 ``rows + 1``) for each of row ``r``'s
+    entries: ``offsets[-1]`` values, in entry order."""
+    if xp is np:
+        return np.repeat(values, np.diff(offsets))
+    # CuPy repeats by a scalar or a host list only: each entry's row by a search of the row ends
+    return values[xp.searchsorted(offsets[1:], xp.arange(int(offsets[-1]), dtype=xp.int64), side="right")]
+
+
+def grid_pieces(shard: Shard, grid: tuple[int, int]) -> list:
     """This 1D shard's entries ``u -> v`` (its rows: out-entries for a directed graph) cut by the grid row of
-    ``owner(v)``: ``R`` arrays ``(k, 2)`` of ``(u, v)`` global ids, for the ranks of this shard's grid column."""
-    s = shard.to(np) if on_device(shard.offsets) else shard
+    ``owner(v)``: ``R`` arrays ``(k, 2)`` of ``(u, v)`` global ids (the shard's column dtype), for the ranks of
+    this shard's grid column, each in the shard's order; on the shard's device."""
+    xp = module_of(shard.offsets)
     rows, cols = grid
-    block = s.block
-    deg = np.diff(np.asarray(s.offsets))
-    u = np.repeat(np.arange(s.lo, s.hi, dtype=np.int64), deg)
-    v = np.asarray(s.columns).astype(np.int64, copy=False)
+    block = shard.block
+    dt = column_dtype(shard.num_vertices)
+    u = repeat_rows(xp.arange(shard.lo, shard.hi, dtype=dt), shard.offsets, xp)
+    v = shard.columns.astype(dt, copy=False)
     dest = (v // block) // cols
-    order = np.argsort(dest, kind="stable")
-    starts = np.searchsorted(dest[order], np.arange(rows + 1))
-    dt = column_dtype(s.num_vertices)
-    pairs = np.stack([u[order], v[order]], axis=1).astype(dt, copy=False)
-    return [pairs[starts[g]:starts[g + 1]] for g in range(rows)]
+    # R masks keep each piece in the shard's order without sorting 10^9 entries (R is a few grid rows)
+    return [xp.stack([u[dest == g], v[dest == g]], axis=1) for g in range(rows)]
 
 
-def _csr(rows: np.ndarray, cols: np.ndarray, nrows: int, dtype) -> tuple[np.ndarray, np.ndarray]:
-    order = np.argsort(rows, kind="stable")
-    offsets = np.zeros(nrows + 1, np.int64)
-    np.cumsum(np.bincount(rows, minlength=nrows), out=offsets[1:])
+def _csr(rows, cols, nrows: int, dtype, xp=np):
+    order = xp.argsort(rows, kind="stable")
+    offsets = xp.zeros(nrows + 1, xp.int64)
+    xp.cumsum(xp.bincount(rows, minlength=nrows), out=offsets[1:])
     return offsets, cols[order].astype(dtype, copy=False)
 
 
-def build_grid_blocks(shard: Shard, grid: tuple[int, int], *pieces: np.ndarray) -> Shard:
+def build_grid_blocks(shard: Shard, grid: tuple[int, int], *pieces) -> Shard:
     """``shard`` with its 2D block (:class:`GridBlocks`), built from the pieces that the ``R`` ranks of its grid
-    column cut for its grid row (:func:`grid_pieces`)."""
+    column cut for its grid row (:func:`grid_pieces`), on the shard's device."""
     from .partitioning import Partitioning
 
+    xp = module_of(shard.offsets)
     rows, cols = grid
     i, j = grid_position(shard.rank, grid)
     block = shard.block
     lo, hi = row_range(i, grid, block, shard.num_vertices)
     dt = column_dtype(shard.num_vertices)
-    e = np.concatenate([np.asarray(p, np.int64).reshape(-1, 2) for p in pieces]) if pieces else np.empty((0, 2), np.int64)
+    e = (xp.concatenate([xp.asarray(p).astype(dt, copy=False).reshape(-1, 2) for p in pieces]) if pieces
+         else xp.empty((0, 2), dt))
     cu = compact_ids(e[:, 0], block, cols)
-    td_off, td_col = _csr(cu, e[:, 1], rows * block, dt)
-    bu_off, bu_col = _csr(e[:, 1] - lo, cu, hi - lo, dt)
+    td_off, td_col = _csr(cu, e[:, 1], rows * block, dt, xp)
+    bu_off, bu_col = _csr(e[:, 1] - lo, cu, hi - lo, dt, xp)
     blocks = GridBlocks((rows, cols), lo, hi, td_off, td_col, bu_off, bu_col)
-    if on_device(shard.offsets):
-        import cupy
-
-        blocks = blocks.to(cupy)
     return replace(shard, partitioning=Partitioning("2d", (rows, cols)), blocks=blocks)

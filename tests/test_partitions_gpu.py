@@ -63,3 +63,39 @@ def test_gpu_ranks_levels_against_scipy(cluster, kind, nparts, directed):
         for p in parts:
             assert not any(p[i][1].values()), p[i][1]
     g.release()
+
+
+def _blocks_on(shards, kind, module):
+    """Every rank's 2D (2 x 2 grid) or delegates (degree >= 16) blocks, cut and built in this process from
+    ``shards`` moved to array ``module``, as the ranks' workers do (:mod:`breadth.bfs.partitioned`)."""
+    from breadth.bfs.delegate_blocks import build_delegate_blocks, delegate_pieces, owned_delegates
+    from breadth.bfs.grid_blocks import build_grid_blocks, grid_pieces
+
+    shards = [s.to(module) for s in shards]
+    if kind == "2d":
+        grid = (2, 2)
+        cut = [grid_pieces(s, grid) for s in shards]
+        return [build_grid_blocks(s, grid, *[cut[k * 2 + r % 2][r // 2] for k in range(2)]).blocks
+                for r, s in enumerate(shards)]
+    delegates = np.concatenate([owned_delegates(s, 16) for s in shards])
+    cut = [delegate_pieces(s, delegates) for s in shards]
+    return [build_delegate_blocks(s, delegates, 16, *[cut[q][r] for q in range(len(shards))]).blocks
+            for r, s in enumerate(shards)]
+
+
+@pytest.mark.parametrize("directed", [False, True])
+@pytest.mark.parametrize("kind", ["2d", "delegates"])
+def test_blocks_built_on_the_device_equal_the_host_ones(cluster, kind, directed):
+    """A GPU rank cuts and builds its blocks in device memory: the same arrays as the host build."""
+    edges = kronecker(12, seed=9).edges.compute(scheduler="sync")
+    g = prepare(from_dask_array(edges, 1 << 12, directed=directed), cluster, nparts=4)
+    shards = cluster.gather(g.shards)
+    host, device = _blocks_on(shards, kind, np), _blocks_on(shards, kind, cp)
+    for h, d in zip(host, device):
+        for name, a in vars(h).items():
+            if hasattr(a, "shape"):
+                assert isinstance(getattr(d, name), cp.ndarray), name
+                np.testing.assert_array_equal(cp.asnumpy(getattr(d, name)), a, err_msg=name)
+            else:
+                assert getattr(d, name) == a, name
+    g.release()
