@@ -125,7 +125,8 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--protocol", choices=protocol_choices(), default="auto",
                    help="rank-to-rank transport of the search (default auto: NCCL between GPU ranks, TCP between "
-                        "CPU ranks; the report's 'protocol' line says which ran; ucx needs the 'ucx' extra)")
+                        "CPU ranks; the report's 'protocol' and 'protocol_choice' lines say which ran and why; ucx needs "
+                        "the 'ucx' extra)")
     p.add_argument("--verbose", action="store_true",
                    help="on failure, print the traceback and Dask's worker logs, not only the one-line error")
 

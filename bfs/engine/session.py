@@ -55,6 +55,43 @@ def session_protocol(graph, protocol: str = "auto") -> str:
     return resolve_protocol(protocol, graph.backend, graph.nparts, shared)
 
 
+def protocol_choice(graph, protocol: str = "auto") -> tuple[str, str]:
+    """The transport a session on ``graph``'s ranks runs and why, for the report's ``protocol`` line.
+
+    Parameters
+    ----------
+    graph : ShardedGraph or Placement
+        The ranks: their count, backend and workers.
+    protocol : str
+        As asked (``--protocol``): ``"auto"`` or a registered transport's name.
+
+    Returns
+    -------
+    name : str
+        As :func:`session_protocol`.
+    why : str
+        One phrase: ``"one rank"``, ``"as asked"``, or what ``"auto"`` saw (the ranks' placement, and the
+        transports it passed over as unavailable here).
+
+    Examples
+    --------
+    >>> from breadth.bfs.engine.session import Placement
+    >>> protocol_choice(Placement(None, ["w0", "w1"], "cpu"))
+    ('tcp', 'auto: CPU ranks')
+    """
+    if graph.nparts == 1 or protocol != "auto":
+        return session_protocol(graph, protocol), "one rank" if graph.nparts == 1 else "as asked"
+    shared = graph.backend == "gpu" and ranks_share_a_gpu(graph.client, graph.workers)
+    name = resolve_protocol(protocol, graph.backend, graph.nparts, shared)
+    placement = "cpu" if graph.backend != "gpu" else "shared_gpu" if shared else "gpu"
+    seen = {"cpu": "CPU ranks", "gpu": "GPU ranks on distinct GPUs",
+            "shared_gpu": "GPU ranks of which two share a GPU"}[placement]
+    preferred = sorted((t for t in TRANSPORTS.values() if placement in t.auto), key=lambda t: t.preference)
+    skipped = [f"{t.name} ({t.missing()})" for t in preferred if t.name != name and not t.available()
+               and t.preference < TRANSPORTS[name].preference]
+    return name, f"auto: {seen}" + (f"; not available here: {', '.join(skipped)}" if skipped else "")
+
+
 def ranks_share_a_gpu(client, workers: list[str]) -> bool:
     """Whether two of the ranks placed on ``workers`` (one address per rank) run on one GPU: two ranks on
     one worker, or two workers whose current device is the same GPU of the same host."""

@@ -33,7 +33,7 @@ import numpy as np
 from ..advice import AdvisedValueError
 from ..engine.batch_engine import BatchEngine
 from ..engine.batch_search import batches
-from ..engine.session import run_session, session_protocol
+from ..engine.session import protocol_choice, run_session
 from ..search_config import SearchConfig
 from .roots import choose_roots
 from .statistics import report_lines, statistics
@@ -511,7 +511,7 @@ def graph500(graph, nroots: int = 64, seed: int = 2, validate: bool = True, prog
     hdr.update(header or {})
     hdr["num_ranks"] = graph.nparts
     hdr["partition"] = str(graph.partitioning)
-    hdr["protocol"] = session_protocol(graph, protocol)
+    hdr["protocol"], hdr["protocol_choice"] = protocol_choice(graph, protocol)
     hdr["search_config"] = json.dumps(config.as_dict(), separators=(",", ":"))
     hdr["construction_time"] = f"{graph.construction_time:.17e}"
     e = out[0]["engine"]
