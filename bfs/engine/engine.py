@@ -9,6 +9,7 @@ frontier shrinks below n / beta).
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -20,6 +21,7 @@ from ..search_config import SearchConfig
 from ..shard import Shard
 from ..transport.communicator import Communicator, SelfCommunicator
 from .backend import get_backend
+from .direction import next_direction
 
 
 @dataclass
@@ -291,6 +293,11 @@ class Engine:
         v[self.comm.rank] = values
         return self.comm.allreduce(v.ravel()).reshape(size, -1) if size > 1 else v
 
+    def _rule(self):
+        """:func:`~breadth.bfs.engine.direction.next_direction` with this engine's graph size, alpha and beta."""
+        return functools.partial(next_direction, num_vertices=self.shard.num_vertices, alpha=self.alpha,
+                                 beta=self.beta)
+
     def close(self) -> None:
         """Release what the engine holds besides its arrays (nothing here; the device engine destroys its
         captured CUDA graphs).  The session calls it before closing the communicator."""
@@ -367,14 +374,15 @@ class Engine:
         records: list[LevelRecord] = []
         cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
         scout, counts = int(cnt[:, 1].sum()), cnt[:, 0]
+        # edges_to_check never goes below 0 (racing top-down claims can count a vertex's edges twice)
         edges_to_check = self.total_edges
-        frontier_size, direction, bits, depth = int(counts.sum()), "td", None, 1
+        rule = self._rule()
+        frontier_size, previous, direction, bits, depth = int(counts.sum()), 0, "td", None, 1
         while depth_limit is None or depth <= depth_limit:
             bytes0 = comm.bytes_sent()
             t0 = time.perf_counter()
-            # scout * alpha, not / alpha: alpha = 0 disables bottom-up; edges_to_check never goes below 0
-            # (racing top-down claims can count a vertex's edges twice).
-            if direction == "td" and scout * self.alpha > edges_to_check:
+            if direction == "td" and rule("td", frontier_edges=scout, edges_to_check=edges_to_check,
+                                          frontier=frontier_size, previous=previous) == "bu":
                 direction, bits = "bu", b.queue_to_bits(queue, self.nwords)
             if direction == "bu":
                 fbits = self._gather_frontier(bits, counts)
@@ -386,7 +394,8 @@ class Engine:
                 t3 = time.perf_counter()
                 local_s, exchange_s = t2 - t1, (t1 - t0) + (t3 - t2)
                 bits = nxt
-                if found and found < frontier_size and found < s.num_vertices / self.beta:
+                if rule("bu", frontier_edges=scout, edges_to_check=edges_to_check, frontier=found,
+                        previous=frontier_size) == "td":
                     direction, queue = "td", b.bits_to_queue(bits)
                     scout = int(self._allreduce(int(b.degree_sum(s.offsets, queue)))[0])
                 records.append(LevelRecord(depth, "bu", frontier_size, found, local_s, exchange_s,
@@ -410,7 +419,7 @@ class Engine:
                 queue = nxt
                 edges_to_check = max(edges_to_check - scout, 0)
                 scout = next_scout
-            frontier_size = found
+            previous, frontier_size = frontier_size, found
             if found == 0:
                 break
             depth += 1

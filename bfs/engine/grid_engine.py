@@ -181,12 +181,14 @@ class GridEngine(Engine):
         cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
         scout, counts = int(cnt[:, 1].sum()), cnt[:, 0]
         edges_to_check = self.total_edges
-        frontier_size, direction, depth = int(counts.sum()), "td", 1
+        rule = self._rule()
+        frontier_size, previous, direction, depth = int(counts.sum()), 0, "td", 1
         while depth_limit is None or depth <= depth_limit:
             bytes0 = comm.bytes_sent()
             t0 = time.perf_counter()
-            if direction == "td" and scout * self.alpha > edges_to_check:
-                direction = "bu"
+            if direction == "td":
+                direction = rule("td", frontier_edges=scout, edges_to_check=edges_to_check, frontier=frontier_size,
+                                 previous=previous)
             if direction == "bu" and self.bottom_up == "owner":
                 fbits = self._gather_frontier(b.queue_to_bits(queue, self.nwords), counts)
                 t1 = time.perf_counter()
@@ -222,10 +224,11 @@ class GridEngine(Engine):
                                        comm.bytes_sent() - bytes0, t3 - tr))
             if direction == "td":
                 edges_to_check = max(edges_to_check - scout, 0)
-            elif found and found < frontier_size and found < s.num_vertices / self.beta:
-                direction = "td"
+            else:
+                direction = rule("bu", frontier_edges=scout, edges_to_check=edges_to_check, frontier=found,
+                                 previous=frontier_size)
             scout = next_scout
-            frontier_size = found
+            previous, frontier_size = frontier_size, found
             if found == 0:
                 break
             depth += 1
