@@ -41,10 +41,12 @@ ranks whose communicator supports device rounds (NCCL, UCX), unless ``SearchConf
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
 
+from .direction import next_direction
 from .engine import Engine, LevelRecord, check_depth_limit
 
 
@@ -207,7 +209,7 @@ class DeviceEngine(Engine):
         bu_off, bu_col = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
         if graphs is not None and not graphs.ready:
             graphs.prepare(bu_off, bu_col)
-        rule = self._rule()
+        rule = functools.partial(next_direction, num_vertices=s.num_vertices, alpha=self.alpha, beta=self.beta)
         frontier_size, previous, direction, bits, depth = int(counts.sum()), 0, "td", None, 1
         records: list[LevelRecord] = []
         carried = None  # (t0, bytes0) of a one-round attempt that handed its level back
