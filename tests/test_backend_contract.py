@@ -137,3 +137,24 @@ def test_gpu_backend_implements_what_it_declares():
         if isinstance(node, ast.FunctionDef) and inspect.isfunction(proto):
             has = {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
             assert set(_params(proto)) <= has, (name, sorted(set(_params(proto)) - has))
+
+
+def test_batch_kernels_match_and_cover_the_batched_engine():
+    """The batched engine's kernel sets (:mod:`breadth.bfs.engine.batch_backend`): the CPU's and the GPU's (read
+    from its source) name the same things, and the batched engine and its drivers ask for nothing else."""
+    from breadth.bfs.engine.batch_backend import cpu_batch_kernels
+
+    cpu = set(vars(cpu_batch_kernels()))
+    tree = ast.parse((ROOT / "gpu" / "batch_kernels.py").read_text())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "gpu_batch_kernels")
+    call = next(n for n in ast.walk(fn) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "SimpleNamespace")
+    assert {kw.arg for kw in call.keywords} == cpu
+    asked = set()
+    for path in ("engine/batch_engine.py", "engine/batch_search.py", "graph500/driver.py"):
+        for node in ast.walk(ast.parse((ROOT / path).read_text())):
+            # BatchEngine.k (``self.k``, ``engine.k``) and its local alias ``k``
+            if isinstance(node, ast.Attribute) and ((isinstance(node.value, ast.Attribute) and node.value.attr == "k")
+                                                    or (isinstance(node.value, ast.Name) and node.value.id == "k")):
+                asked.add(node.attr)
+    assert {"top_down_step", "bottom_up_step", "finish_touched", "validation"} <= asked
+    assert asked <= cpu, sorted(asked - cpu)
