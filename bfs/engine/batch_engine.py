@@ -45,6 +45,7 @@ from ..search_config import SearchConfig
 from ..shard import Shard
 from ..transport.communicator import Communicator, SelfCommunicator
 from .batch_backend import batch_kernels
+from .direction import next_direction
 from .engine import Engine, LevelRecord, describe_rank
 
 #: searches per batch: one bit of a 64-bit word each
@@ -314,11 +315,10 @@ class BatchEngine:
         while frontier_pairs and (depth_limit is None or depth <= depth_limit):
             bytes0 = comm.bytes_sent()
             t0 = time.perf_counter()
-            if direction == "td" and scout * self.alpha > unexplored:
-                direction = "bu"
-            elif direction == "bu" and frontier_vertices < s.num_vertices / self.beta and \
-                    frontier_vertices < previous:
-                direction = "td"
+            # (the loop runs while a frontier is left: frontier_vertices > 0)
+            direction = next_direction(direction, frontier_edges=scout, edges_to_check=unexplored,
+                                       frontier=frontier_vertices, previous=previous, num_vertices=s.num_vertices,
+                                       alpha=self.alpha, beta=self.beta)
             self._planes_for(depth)
             if direction == "bu":
                 fglobal = self._gather_frontier(counts)

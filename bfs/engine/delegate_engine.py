@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from ..cpu.frontier import num_words
-from .engine import Engine, LevelRecord, check_depth_limit
+from .engine import Engine
 
 _NONE = np.iinfo(np.int64).max  # no candidate parent
 
@@ -68,68 +68,69 @@ class DelegateEngine(Engine):
             return xp.empty(0, np.int64)
         return self._exchange_pairs(v, p, depth)
 
-    def search(self, root, depth_limit: int | None = None) -> list[LevelRecord]:
-        """As :meth:`Engine.search`: top-down levels expand the delegates' entries where they live and send
-        only normal vertices' pairs; bottom-up levels are 1D's (the shard's own rows, the owners' frontier
-        gathered); after either, the delegates reached are all-reduced as one bitmask."""
-        s, b, xp, comm = self.shard, self.b, self.b.xp, self.comm
-        check_depth_limit(depth_limit)
+    # -- the steps of a level (:class:`~breadth.bfs.engine.levels.LevelSteps`) -----------------------------
+    # Engine.search runs them: top-down levels expand the delegates' entries where they live and send only normal
+    # vertices' pairs; bottom-up levels are 1D's (the shard's own rows, the owners' frontier gathered); after
+    # either, the delegates reached are all-reduced as one bitmask.  The frontier between levels is the owned
+    # queue (local ids), and the delegate frontier (indices), the same on every rank.
+    def begin_search(self, root) -> tuple[int, int]:
+        """:meth:`Engine._start`; the delegates among the sources are visited, each its own parent."""
+        xp = self.b.xp
         queue = self._start(root)
         roots = xp.asarray(np.unique(np.asarray(root, np.int64).ravel()))
-        visited = xp.zeros(self.ndel, bool)  # delegates visited so far (the same on every rank)
-        cand = xp.full(self.ndel, _NONE, np.int64)  # parent candidates of delegates reached here first
-        is_d, frontier_d = self._delegate_index(roots)
-        visited[frontier_d] = True
-        cand[frontier_d] = roots[is_d]  # a source is its own parent
-        records: list[LevelRecord] = []
-        cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
-        scout, counts = int(cnt[:, 1].sum()), cnt[:, 0]
-        edges_to_check = self.total_edges
-        frontier_size, direction, depth = int(counts.sum()), "td", 1
-        while depth_limit is None or depth <= depth_limit:
-            bytes0 = comm.bytes_sent()
-            t0 = time.perf_counter()
-            if direction == "td" and scout * self.alpha > edges_to_check:
-                direction = "bu"
-            if direction == "bu":
-                fbits = self._gather_frontier(b.queue_to_bits(queue, self.nwords), counts)
-                t1 = time.perf_counter()
-                found_bits, _ = self._bottom_up_owned(fbits, depth)
-                nxt = b.bits_to_queue(found_bits)
-                _, reached = self._delegate_index(nxt + s.lo)  # found by their owners, parents final
-                t2 = time.perf_counter()
-            else:
-                nxt, reached = self._top_down(queue, frontier_d, visited, cand, depth)
-                t1 = t2 = time.perf_counter()
-            frontier_d = self._delegates_reached(reached, visited)
-            # the owners give their delegates reached elsewhere a level (their parent comes at the end)
-            own = frontier_d[(frontier_d >= self.own_first) & (frontier_d < self.own_last)]
-            local = self.delegates[own] - s.lo
-            local = local[self.level[local] < 0]
-            if local.size:
-                self.parent[local] = (local + s.lo).astype(self.parent.dtype)  # a placeholder: visited
-                self.level[local] = depth
-                b.mark_visited(b.to_host(local))
-            queue = xp.concatenate([nxt, local])
-            tr = time.perf_counter()
-            cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
-            found, next_scout, counts = int(cnt[:, 0].sum()), int(cnt[:, 1].sum()), cnt[:, 0]
-            t3 = time.perf_counter()
-            records.append(LevelRecord(depth, direction, frontier_size, found, (t2 - t1) if direction == "bu"
-                                       else (t1 - t0), (t1 - t0) + (t3 - t2) if direction == "bu" else t3 - t1,
-                                       comm.bytes_sent() - bytes0, t3 - tr))
-            if direction == "td":
-                edges_to_check = max(edges_to_check - scout, 0)
-            elif found and found < frontier_size and found < s.num_vertices / self.beta:
-                direction = "td"
-            scout = next_scout
-            frontier_size = found
-            if found == 0:
-                break
-            depth += 1
-        self._settle_delegate_parents(cand)
-        self.records = records
-        return records
+        self._visited_d = xp.zeros(self.ndel, bool)  # delegates visited so far (the same on every rank)
+        self._cand = xp.full(self.ndel, _NONE, np.int64)  # parent candidates of delegates reached here first
+        is_d, self._frontier_d = self._delegate_index(roots)
+        self._visited_d[self._frontier_d] = True
+        self._cand[self._frontier_d] = roots[is_d]  # a source is its own parent
+        self._queue = queue
+        return int(queue.size), int(self.b.degree_sum(self.shard.offsets, queue))
+
+    def step_top_down(self, depth: int, counts) -> tuple[tuple[int, int], float]:
+        """:meth:`_top_down`, then the delegates reached."""
+        t0 = time.perf_counter()
+        nxt, reached = self._top_down(self._queue, self._frontier_d, self._visited_d, self._cand, depth)
+        local_s = time.perf_counter() - t0
+        return self._with_delegates(nxt, reached, depth), local_s
+
+    def step_bottom_up(self, depth: int, counts) -> tuple[tuple[int, int], float]:
+        """1D's bottom-up over the owned rows against the gathered frontier, then the delegates reached."""
+        s, b = self.shard, self.b
+        fbits = self._gather_frontier(b.queue_to_bits(self._queue, self.nwords), counts)
+        t1 = time.perf_counter()
+        found_bits, _ = self._bottom_up_owned(fbits, depth)
+        nxt = b.bits_to_queue(found_bits)
+        _, reached = self._delegate_index(nxt + s.lo)  # found by their owners, parents final
+        t2 = time.perf_counter()
+        return self._with_delegates(nxt, reached, depth), t2 - t1
+
+    def _with_delegates(self, nxt, reached, depth: int) -> tuple[int, int]:
+        """The next frontier: ``nxt`` (owned vertices claimed) and the owned delegates that any rank reached this
+        level (``reached``: this rank's, delegate indices), each given its level here (its parent comes at the end);
+        returns its length and out-edges."""
+        s, b, xp = self.shard, self.b, self.b.xp
+        self._frontier_d = frontier_d = self._delegates_reached(reached, self._visited_d)
+        own = frontier_d[(frontier_d >= self.own_first) & (frontier_d < self.own_last)]
+        local = self.delegates[own] - s.lo
+        local = local[self.level[local] < 0]
+        if local.size:
+            self.parent[local] = (local + s.lo).astype(self.parent.dtype)  # a placeholder: visited
+            self.level[local] = depth
+            b.mark_visited(b.to_host(local))
+        self._queue = queue = xp.concatenate([nxt, local])
+        return int(queue.size), int(b.degree_sum(s.offsets, queue))
+
+    def turn_bottom_up(self) -> None:
+        """Nothing: bottom-up reads the queue."""
+
+    def turn_top_down(self, frontier_edges: int) -> int:
+        """Nothing: the last counters counted the queue's edges."""
+        return frontier_edges
+
+    def end_search(self) -> None:
+        """The delegates' parents settled (:meth:`_settle_delegate_parents`); the last frontier dropped."""
+        self._settle_delegate_parents(self._cand)
+        self._queue = self._frontier_d = self._visited_d = self._cand = None
 
     def _top_down(self, queue, frontier_d, visited, cand, depth: int):
         """One top-down level: returns the owned vertices claimed (local ids) and the delegates this rank

@@ -41,10 +41,12 @@ ranks whose communicator supports device rounds (NCCL, UCX), unless ``SearchConf
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
 
+from .direction import next_direction
 from .engine import Engine, LevelRecord, check_depth_limit
 
 
@@ -207,7 +209,8 @@ class DeviceEngine(Engine):
         bu_off, bu_col = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
         if graphs is not None and not graphs.ready:
             graphs.prepare(bu_off, bu_col)
-        frontier_size, direction, bits, depth = int(counts.sum()), "td", None, 1
+        rule = functools.partial(next_direction, num_vertices=s.num_vertices, alpha=self.alpha, beta=self.beta)
+        frontier_size, previous, direction, bits, depth = int(counts.sum()), 0, "td", None, 1
         records: list[LevelRecord] = []
         carried = None  # (t0, bytes0) of a one-round attempt that handed its level back
         gathered = None  # the global frontier a one-round bottom-up level gathered for the next one
@@ -216,7 +219,8 @@ class DeviceEngine(Engine):
             t0 = time.perf_counter()
             if carried is not None:
                 (t0, bytes0), carried = carried, None
-            if direction == "td" and scout * self.alpha > edges_to_check:
+            if direction == "td" and rule("td", frontier_edges=scout, edges_to_check=edges_to_check,
+                                          frontier=frontier_size, previous=previous) == "bu":
                 # straight into the bitmap the captured level reads (no copy into its slot)
                 out = (graphs.bits_buffer(0)[:self.nwords] if graphs is not None
                        else self.one_round.turn_bits() if self.one_round is not None else None)
@@ -256,7 +260,8 @@ class DeviceEngine(Engine):
                 records.append(LevelRecord(depth, "bu", frontier_size, found, local_s, t2 - t0 - local_s,
                                            comm.bytes_sent() - bytes0, t2 - t1))
             if direction == "bu":
-                if found and found < frontier_size and found < s.num_vertices / self.beta:
+                if rule("bu", frontier_edges=scout, edges_to_check=edges_to_check, frontier=found,
+                        previous=frontier_size) == "td":
                     gathered = None
                     # where the next level reads it (idle while bottom-up ran)
                     direction, queue = "td", b.bits_to_queue(bits, out=self._entry_queue())
@@ -278,8 +283,11 @@ class DeviceEngine(Engine):
                 state = self.one_round.run(queue, depth, degs, edges_to_check, depth_limit, records, t0, bytes0)
                 if state is None:
                     break
+                run_depth = depth
                 # gathered: the global frontier when the parts came listed and the level turns bottom-up
                 queue, depth, counts, degs, edges_to_check, gathered, *carried = state
+                if depth > run_depth:  # the run's levels: the last one's frontier came before this one
+                    previous = records[-1].frontier
                 frontier_size, qdeg, scout = int(counts.sum()), int(degs[rank]), int(degs.sum())
                 continue
             else:
@@ -304,7 +312,7 @@ class DeviceEngine(Engine):
                                            comm.bytes_sent() - bytes0, t2 - tr))
                 edges_to_check = max(edges_to_check - scout, 0)
                 scout = next_scout
-            frontier_size = found
+            previous, frontier_size = frontier_size, found
             if found == 0:
                 break
             depth += 1

@@ -4,7 +4,8 @@ Each level is: local expansion (top-down from a queue, or bottom-up against the 
 the exchange (top-down: reached remote vertices with their parents to their owners; bottom-up: all-gather
 of the frontier), and one all-reduce of the counters that decide the next direction (Beamer, Asanović,
 Patterson: go bottom-up when the frontier's edges exceed the unexplored edges / alpha, come back when the
-frontier shrinks below n / beta).
+frontier shrinks below n / beta; :mod:`.direction`).  The loop over levels is :func:`~breadth.bfs.engine.levels.
+run_levels`, which the 2D and delegates engines run too; this engine provides its 1D steps.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..search_config import SearchConfig
 from ..shard import Shard
 from ..transport.communicator import Communicator, SelfCommunicator
 from .backend import get_backend
+from .levels import run_levels
 
 
 @dataclass
@@ -361,58 +363,56 @@ class Engine:
         >>> eng.level.tolist(), eng.parent.tolist()
         ([0, 1, 1, 0, -1], [0, 0, 3, 3, -1])
         """
-        s, b, xp, comm = self.shard, self.b, self.b.xp, self.comm
         check_depth_limit(depth_limit)
-        queue = self._start(root)
-        records: list[LevelRecord] = []
-        cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
-        scout, counts = int(cnt[:, 1].sum()), cnt[:, 0]
-        edges_to_check = self.total_edges
-        frontier_size, direction, bits, depth = int(counts.sum()), "td", None, 1
-        while depth_limit is None or depth <= depth_limit:
-            bytes0 = comm.bytes_sent()
-            t0 = time.perf_counter()
-            # scout * alpha, not / alpha: alpha = 0 disables bottom-up; edges_to_check never goes below 0
-            # (racing top-down claims can count a vertex's edges twice).
-            if direction == "td" and scout * self.alpha > edges_to_check:
-                direction, bits = "bu", b.queue_to_bits(queue, self.nwords)
-            if direction == "bu":
-                fbits = self._gather_frontier(bits, counts)
-                t1 = time.perf_counter()
-                nxt, awake = self._bottom_up_owned(fbits, depth)
-                t2 = time.perf_counter()
-                cnt = self._counters(int(awake))
-                found, counts = int(cnt[:, 0].sum()), cnt[:, 0]
-                t3 = time.perf_counter()
-                local_s, exchange_s = t2 - t1, (t1 - t0) + (t3 - t2)
-                bits = nxt
-                if found and found < frontier_size and found < s.num_vertices / self.beta:
-                    direction, queue = "td", b.bits_to_queue(bits)
-                    scout = int(self._allreduce(int(b.degree_sum(s.offsets, queue)))[0])
-                records.append(LevelRecord(depth, "bu", frontier_size, found, local_s, exchange_s,
-                                           comm.bytes_sent() - bytes0, t3 - t2))
-            else:
-                nxt, rv, rp, _ = b.top_down_step(s.offsets, s.columns, s.lo, s.hi, queue, self.parent, self.level,
-                                                 np.int32(depth), self.sent, self.nchunks)
-                t1 = time.perf_counter()
-                deg = int(b.degree_sum(s.offsets, nxt))  # known to the GPU step: no synchronisation
-                if comm.size > 1:
-                    claimed = self._exchange_pairs(rv, rp, depth)
-                    deg += int(b.degree_sum(s.offsets, claimed))
-                    nxt = xp.concatenate([nxt, claimed])
-                    b.note_degree_sum(nxt, s.offsets, deg)
-                tr = time.perf_counter()
-                cnt = self._counters(int(nxt.size), deg)
-                found, next_scout, counts = int(cnt[:, 0].sum()), int(cnt[:, 1].sum()), cnt[:, 0]
-                t2 = time.perf_counter()
-                records.append(LevelRecord(depth, "td", frontier_size, found, t1 - t0, t2 - t1,
-                                           comm.bytes_sent() - bytes0, t2 - tr))
-                queue = nxt
-                edges_to_check = max(edges_to_check - scout, 0)
-                scout = next_scout
-            frontier_size = found
-            if found == 0:
-                break
-            depth += 1
-        self.records = records
-        return records
+        return run_levels(self, root, depth_limit)
+
+    # -- the steps of a level (:class:`~breadth.bfs.engine.levels.LevelSteps`) ---------------------------
+    # The frontier between levels: a queue of local ids while the search runs top-down, this rank's words of
+    # the frontier bitmap while it runs bottom-up.
+    _queue = None
+    _bits = None
+
+    def begin_search(self, root) -> tuple[int, int]:
+        """:meth:`_start`; returns the first queue's length and out-edges."""
+        self._queue, self._bits = self._start(root), None
+        return int(self._queue.size), int(self.b.degree_sum(self.shard.offsets, self._queue))
+
+    def step_top_down(self, depth: int, counts) -> tuple[tuple[int, int], float]:
+        """Expand the queue over the owned rows; reached remote vertices go with their parents to their owners,
+        which claim them.  Returns ``((claimed, their out-edges), kernel seconds)``."""
+        s, b, xp, comm = self.shard, self.b, self.b.xp, self.comm
+        t0 = time.perf_counter()
+        nxt, rv, rp, _ = b.top_down_step(s.offsets, s.columns, s.lo, s.hi, self._queue, self.parent, self.level,
+                                         np.int32(depth), self.sent, self.nchunks)
+        t1 = time.perf_counter()
+        deg = int(b.degree_sum(s.offsets, nxt))  # known to the GPU step: no synchronisation
+        if comm.size > 1:
+            claimed = self._exchange_pairs(rv, rp, depth)
+            deg += int(b.degree_sum(s.offsets, claimed))
+            nxt = xp.concatenate([nxt, claimed])
+            b.note_degree_sum(nxt, s.offsets, deg)
+        self._queue = nxt
+        return (int(nxt.size), deg), t1 - t0
+
+    def step_bottom_up(self, depth: int, counts) -> tuple[tuple[int], float]:
+        """Gather the global frontier bitmap (``counts``: every rank's part, list or bitmap); the owned vertices
+        look for a parent in it.  Returns ``((found,), kernel seconds)``: their edges are summed only if the
+        search turns top-down."""
+        fbits = self._gather_frontier(self._bits, counts)
+        t1 = time.perf_counter()
+        self._bits, awake = self._bottom_up_owned(fbits, depth)
+        return (int(awake),), time.perf_counter() - t1
+
+    def turn_bottom_up(self) -> None:
+        """The queue as this rank's words of the frontier bitmap."""
+        self._bits = self.b.queue_to_bits(self._queue, self.nwords)
+
+    def turn_top_down(self, frontier_edges: int) -> int:
+        """The bitmap as a queue; returns its out-edges, all ranks (one all-reduce)."""
+        b = self.b
+        self._queue = b.bits_to_queue(self._bits)
+        return int(self._allreduce(int(b.degree_sum(self.shard.offsets, self._queue)))[0])
+
+    def end_search(self) -> None:
+        """Drop the last frontier."""
+        self._queue = self._bits = None

@@ -24,7 +24,7 @@ import numpy as np
 from ..cpu.frontier import num_words
 from ..grid_blocks import global_ids, grid_position
 from .backend import get_backend
-from .engine import Engine, LevelRecord, check_depth_limit
+from .engine import Engine
 
 
 def _padded(a, xp):
@@ -168,66 +168,70 @@ class GridEngine(Engine):
         keep = self.row_parent[rows] < 0
         return rows[keep], par[keep]
 
-    # -- the search -----------------------------------------------------------------------------------
-    def search(self, root, depth_limit: int | None = None) -> list[LevelRecord]:
-        """As :meth:`Engine.search`, the level's expansion and exchange in grid rows and columns."""
-        s, b, xp, comm, g = self.shard, self.b, self.b.xp, self.comm, self.shard.blocks
-        check_depth_limit(depth_limit)
+    # -- the steps of a level (:class:`~breadth.bfs.engine.levels.LevelSteps`) -----------------------------
+    # Engine.search runs them: the level's expansion and exchange in grid rows and columns.  The frontier between
+    # levels is the owned queue (local ids), in either direction.
+    def begin_search(self, root) -> tuple[int, int]:
+        """:meth:`Engine._start`, the row block's and the top-down claims' state reset."""
         queue = self._start(root)
         self.rb.start_search(self.row_parent, self.row_level, -1)
         self.tb.start_search(self._td_parent, self._td_level, -1)
-        pending = [queue]  # owned vertices claimed since the row last learned them
-        records: list[LevelRecord] = []
-        cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
-        scout, counts = int(cnt[:, 1].sum()), cnt[:, 0]
-        edges_to_check = self.total_edges
-        frontier_size, direction, depth = int(counts.sum()), "td", 1
-        while depth_limit is None or depth <= depth_limit:
-            bytes0 = comm.bytes_sent()
-            t0 = time.perf_counter()
-            if direction == "td" and scout * self.alpha > edges_to_check:
-                direction = "bu"
-            if direction == "bu" and self.bottom_up == "owner":
-                fbits = self._gather_frontier(b.queue_to_bits(queue, self.nwords), counts)
-                t1 = time.perf_counter()
-                found_bits, _ = self._bottom_up_owned(fbits, depth)
-                t2 = time.perf_counter()
-                queue = b.bits_to_queue(found_bits)
-            else:
-                if direction == "bu":
-                    self._sync_row(pending)
-                    pending = []
-                    fbits = self._column_frontier(queue, counts, as_bits=True)
-                    t1 = time.perf_counter()
-                    found_bits = xp.empty(num_words(g.row_hi - g.row_lo), np.uint64)
-                    self.rb.bottom_up_step(g.bu_offsets, g.bu_columns, fbits, self.row_parent, self.row_level,
-                                           np.int32(depth), found_bits)
-                    rows = self.rb.bits_to_queue(found_bits)
-                    par = self.row_parent[rows].astype(np.int64)
-                else:
-                    cq = self._column_frontier(queue, counts, as_bits=False)
-                    t1 = time.perf_counter()
-                    _, v, par, _ = self.tb.top_down_step(g.td_offsets, g.td_columns, 0, 0, cq, self._td_parent,
-                                                         self._td_level, np.int32(depth), self.sent, self.nchunks)
-                    rows, par = self._unvisited_in_row(v - g.row_lo, par)
-                t2 = time.perf_counter()
-                queue = self._fold(rows, par, depth)
-            if self.bottom_up == "row":
-                pending.append(queue)
-            tr = time.perf_counter()
-            cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
-            found, next_scout, counts = int(cnt[:, 0].sum()), int(cnt[:, 1].sum()), cnt[:, 0]
-            t3 = time.perf_counter()
-            records.append(LevelRecord(depth, direction, frontier_size, found, t2 - t1, (t1 - t0) + (t3 - t2),
-                                       comm.bytes_sent() - bytes0, t3 - tr))
-            if direction == "td":
-                edges_to_check = max(edges_to_check - scout, 0)
-            elif found and found < frontier_size and found < s.num_vertices / self.beta:
-                direction = "td"
-            scout = next_scout
-            frontier_size = found
-            if found == 0:
-                break
-            depth += 1
-        self.records = records
-        return records
+        self._pending = [queue]  # owned vertices claimed since the row last learned them
+        return self._next(queue)
+
+    def _next(self, queue) -> tuple[int, int]:
+        """``queue`` the frontier; its length and out-edges for the counters."""
+        self._queue = queue
+        return int(queue.size), int(self.b.degree_sum(self.shard.offsets, queue))
+
+    def step_top_down(self, depth: int, counts) -> tuple[tuple[int, int], float]:
+        """The column set's frontier expanded over the block's rows; the vertices reached that the row has not
+        seen visited go with their parents to their owners in the row, which claim them."""
+        g = self.shard.blocks
+        cq = self._column_frontier(self._queue, counts, as_bits=False)
+        t1 = time.perf_counter()
+        _, v, par, _ = self.tb.top_down_step(g.td_offsets, g.td_columns, 0, 0, cq, self._td_parent, self._td_level,
+                                             np.int32(depth), self.sent, self.nchunks)
+        rows, par = self._unvisited_in_row(v - g.row_lo, par)
+        t2 = time.perf_counter()
+        return self._claimed(self._fold(rows, par, depth)), t2 - t1
+
+    def step_bottom_up(self, depth: int, counts) -> tuple[tuple[int, int], float]:
+        """``"row"``: the row block's unvisited vertices (brought up to date first) look for a parent in the
+        column frontier, and the vertices found go to their owners; ``"owner"``: 1D's bottom-up over the owned
+        rows against the whole gathered frontier."""
+        b, xp, g = self.b, self.b.xp, self.shard.blocks
+        if self.bottom_up == "owner":
+            fbits = self._gather_frontier(b.queue_to_bits(self._queue, self.nwords), counts)
+            t1 = time.perf_counter()
+            found_bits, _ = self._bottom_up_owned(fbits, depth)
+            t2 = time.perf_counter()
+            return self._claimed(b.bits_to_queue(found_bits)), t2 - t1
+        self._sync_row(self._pending)
+        self._pending = []
+        fbits = self._column_frontier(self._queue, counts, as_bits=True)
+        t1 = time.perf_counter()
+        found_bits = xp.empty(num_words(g.row_hi - g.row_lo), np.uint64)
+        self.rb.bottom_up_step(g.bu_offsets, g.bu_columns, fbits, self.row_parent, self.row_level, np.int32(depth),
+                               found_bits)
+        rows = self.rb.bits_to_queue(found_bits)
+        par = self.row_parent[rows].astype(np.int64)
+        t2 = time.perf_counter()
+        return self._claimed(self._fold(rows, par, depth)), t2 - t1
+
+    def _claimed(self, queue) -> tuple[int, int]:
+        """The level's claimed vertices: the next frontier, and pending for the row where bottom-up scans it."""
+        if self.bottom_up == "row":
+            self._pending.append(queue)
+        return self._next(queue)
+
+    def turn_bottom_up(self) -> None:
+        """Nothing: bottom-up reads the queue."""
+
+    def turn_top_down(self, frontier_edges: int) -> int:
+        """Nothing: the last counters counted the queue's edges."""
+        return frontier_edges
+
+    def end_search(self) -> None:
+        """Drop the last frontier."""
+        self._queue, self._pending = None, []

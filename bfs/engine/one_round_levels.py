@@ -55,6 +55,7 @@ import time
 import numpy as np
 
 from ..gpu.graph_capture import capture
+from .direction import next_direction, top_down_bound
 from .engine import LevelRecord
 
 #: words of a message before its pairs: F's length and degree sum on the sender, whether it expanded (1), listed
@@ -501,7 +502,10 @@ class OneRoundLevels:
                 queue = self.queues[1 - k][:c]
                 b.note_degree_sum(queue, s.offsets, dg)
                 fbits = None  # the engine's direction rule, as it will decide: bottom-up from the lists
-                if every_list and sum(dsum) * e.alpha > edges_to_check:
+                # (in top-down the rule reads the frontier's edges alone: no earlier frontier to pass)
+                if every_list and next_direction("td", frontier_edges=sum(dsum), edges_to_check=edges_to_check,
+                                                 frontier=total, previous=0, num_vertices=s.num_vertices,
+                                                 alpha=e.alpha, beta=e.beta) == "bu":
                     fbits = self._frontier_from_lists(queue, got, counts)
                     self.tally["listed"] += 1
                 return (queue, depth, np.array(counts, np.int64), np.array(dsum, np.int64), edges_to_check, fbits,
@@ -520,6 +524,6 @@ class OneRoundLevels:
             depth += 1
             if depth_limit is not None and depth > depth_limit:
                 limit = -1
-            else:  # (alpha 0: the rule never leaves top-down)
-                limit = min(self.blind_cap, int(edges_to_check / (e.alpha * size)) if e.alpha > 0 else cap)
+            else:
+                limit = min(self.blind_cap, top_down_bound(edges_to_check, e.alpha, size, cap))
             t0, bytes0 = time.perf_counter(), comm.bytes_sent()
