@@ -141,7 +141,7 @@ def single_rank(scale: int, args, results: dict) -> None:
     import cupy as cp
 
     from breadth.bfs.engine.engine import Engine
-    from breadth.pipeline.build_csr_gpu import build_shard_gpu, split_by_owner_gpu
+    from breadth.pipeline.kernels.build_csr_gpu import build_shard_gpu, split_by_owner_gpu
     from breadth.pipeline.kronecker import KroneckerParams, generate_edges
     from breadth.pipeline.kronecker_gpu import generate_edges_gpu
 

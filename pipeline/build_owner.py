@@ -3,8 +3,8 @@
 For each entry kind (out-entries; in-entries too for directed graphs) and each row batch in turn, the
 owner takes that batch's entries from every chunk's parcel (:class:`~breadth.pipeline.shuffle_tiers.Inbox`),
 moves them to its device, deduplicates and builds those rows with the in-memory builder
-(:func:`~breadth.pipeline.build_csr.csr_from_entries`, or
-:func:`~breadth.pipeline.build_csr_gpu.csr_from_entries_gpu` on GPU workers) and writes the batch's
+(:func:`~breadth.pipeline.kernels.build_csr.csr_from_entries`, or
+:func:`~breadth.pipeline.kernels.build_csr_gpu.csr_from_entries_gpu` on GPU workers) and writes the batch's
 columns into the shard's final column array.  That array is allocated once, before the first batch, at
 the owner's entry count (an upper bound of its unique entries), so the columns never exist twice; the
 unused tail (duplicates) is given back in place on the CPU (``ndarray.resize``: ``realloc`` shrinks
@@ -33,7 +33,7 @@ import numpy as np
 
 from breadth.bfs.shard import Shard, column_dtype
 
-from .array_backend import backend
+from .kernels.array_backend import backend
 from .shard_files import RowsToFiles, write_counts
 from .shuffle_tiers import Inbox, ShuffleSpec
 from .stages import StageTimes, owner_record

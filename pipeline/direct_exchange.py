@@ -26,7 +26,7 @@ import numpy as np
 
 from breadth.bfs.shard import column_dtype
 
-from .piece import Piece
+from .kernels.piece import Piece
 from .prepare_config import EXCHANGES
 from .shuffle_tiers import ShuffleSpec
 

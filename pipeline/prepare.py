@@ -178,7 +178,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
         spilled, each owner process's peak RSS in bytes, and the config that ran
         (``stages["prepare_config"]``).  Measuring costs a few floats per task.
     jit : bool, default True
-        ``False`` (CPU): the workers split and build with NumPy alone (:mod:`breadth.pipeline.build_csr_numpy`;
+        ``False`` (CPU): the workers split and build with NumPy alone (:mod:`breadth.pipeline.kernels.build_csr_numpy`;
         slower, the same shards) and never import Numba, whose import and first compiled call cost each
         worker ~110 MiB (for a source that does not load it either: ``kronecker(..., jit=False)``).
     shard_dir : str, optional

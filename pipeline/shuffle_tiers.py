@@ -2,12 +2,12 @@
 reads them, row batch by row batch.
 
 One chunk task (:func:`send_chunk`) splits its ``(k, 2)`` edge tuples by owner (self-loops set aside,
-undirected tuples sent both ways, directed ones as out- and in-entries: :mod:`breadth.pipeline.partition`)
+undirected tuples sent both ways, directed ones as out- and in-entries: :mod:`breadth.pipeline.kernels.partition`)
 and hands each owner a *parcel*; one owner task opens an :class:`Inbox` over every chunk's parcel and
 reads it one row batch at a time (:mod:`breadth.pipeline.build_owner`).  The tier only says where a
 parcel waits:
 
-* ``"memory"``: the split's own pieces (:class:`~breadth.pipeline.partition.Piece`, global ``[row,
+* ``"memory"``: the split's own pieces (:class:`~breadth.pipeline.kernels.partition.Piece`, global ``[row,
   column]`` entries; on GPU workers in device memory) as Dask task outputs; one row batch spans the
   owner's whole block, so the owner builds at once.  16 bytes per adjacency entry on the CPU.
 * ``"host"``: each owner's entries grouped by row batch as ``[row - lo, column]`` pairs of 32-bit ids
@@ -38,7 +38,7 @@ import numpy as np
 
 from breadth.bfs.shard import block_size
 
-from .array_backend import backend, local_dtype, owner_range
+from .kernels.array_backend import backend, local_dtype, owner_range
 from .stages import StageTimes
 
 TIERS = ("memory", "host", "disk")
@@ -138,7 +138,7 @@ def run_folder(path: str) -> str:
 def send_chunk(edges: Any, chunk: int, spec: ShuffleSpec) -> tuple[list, dict]:
     """Split one ``(k, 2)`` chunk of edge tuples by owner and store each owner's part in ``spec.tier``.
 
-    Returns ``(parcels, stages)``: one parcel per owner (a :class:`~breadth.pipeline.partition.Piece`,
+    Returns ``(parcels, stages)``: one parcel per owner (a :class:`~breadth.pipeline.kernels.partition.Piece`,
     :class:`HostPiece` or :class:`DiskPiece`) and the task's stage seconds and counters (split, sort,
     d2h, write seconds; entries, host_bytes, bytes_written).
     """

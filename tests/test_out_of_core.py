@@ -199,8 +199,8 @@ def test_host_tier_on_a_spilling_worker(small_worker):
 def test_sort_by_batch_array_module_matches_counting_sort(nbatches, batch_rows):
     """The argsort grouping that the GPU runs (here on NumPy) and the CPU's Numba counting sort agree:
     same batch offsets, same entries in each batch."""
-    from breadth.pipeline.array_backend import sort_by_batch_xp
-    from breadth.pipeline.batch_sort import sort_by_batch_numpy
+    from breadth.pipeline.kernels.array_backend import sort_by_batch_xp
+    from breadth.pipeline.kernels.batch_sort import sort_by_batch_numpy
 
     rng = np.random.default_rng(nbatches)
     lo, nloc = 4096, min(4096, nbatches * batch_rows)
@@ -228,10 +228,10 @@ def test_numpy_generator_matches_numba(scale, seed):
 @pytest.mark.parametrize("nparts", [1, 3])
 def test_numpy_split_and_build_match_numba(directed, nparts):
     from breadth.bfs.shard import block_size
-    from breadth.pipeline.build_csr import csr_from_entries
-    from breadth.pipeline.build_csr_numpy import csr_from_entries_numpy, split_by_owner_numpy
+    from breadth.pipeline.kernels.build_csr import csr_from_entries
+    from breadth.pipeline.kernels.build_csr_numpy import csr_from_entries_numpy, split_by_owner_numpy
     from breadth.pipeline.kronecker import KroneckerParams, generate_edges
-    from breadth.pipeline.partition import split_by_owner
+    from breadth.pipeline.kernels.partition import split_by_owner
 
     n = 1 << 12
     edges = generate_edges(KroneckerParams.make(12, 9, 0.57, 0.19, 0.19), 0, 16 * n)

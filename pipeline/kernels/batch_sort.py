@@ -1,5 +1,5 @@
 """Grouping one owner's ``[row, column]`` entries by row batch on the CPU (a Numba counting sort), so that
-an owner builds its shard one row batch at a time; :func:`breadth.pipeline.array_backend.sort_by_batch_xp`
+an owner builds its shard one row batch at a time; :func:`breadth.pipeline.kernels.array_backend.sort_by_batch_xp`
 is the array-module version (CuPy on GPUs) with the same result.
 
 >>> import numpy as np

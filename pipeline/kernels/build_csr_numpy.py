@@ -1,6 +1,6 @@
 """NumPy split and CSR build: the pieces and shards of :mod:`partition` / :mod:`build_csr` without Numba.
 
-The same array algorithm as the GPU's (:mod:`breadth.pipeline.build_csr_gpu`) on NumPy arrays: a split by
+The same array algorithm as the GPU's (:mod:`breadth.pipeline.kernels.build_csr_gpu`) on NumPy arrays: a split by
 boolean masks and an owner sort, and a build that sorts packed keys ``(row - lo) << bits(n) | column``
 then finds unique keys and row offsets with binary searches.  The results equal the Numba kernels' (rows
 in order, columns sorted and unique within a row, ``tuple_degree`` counted before deduplication); they
@@ -62,7 +62,7 @@ def split_pieces(xp, edges, num_vertices: int, block: int, nparts: int, directed
 
 def split_by_owner_numpy(edges: np.ndarray, num_vertices: int, block: int, nparts: int,
                          directed: bool = False) -> list[Piece]:
-    """:func:`breadth.pipeline.partition.split_by_owner` with array operations (:func:`split_pieces`)."""
+    """:func:`breadth.pipeline.kernels.partition.split_by_owner` with array operations (:func:`split_pieces`)."""
     edges = np.asarray(edges, dtype=np.int64)
     check_ids(edges, num_vertices)
     return split_pieces(np, edges, num_vertices, block, nparts, directed)
@@ -119,7 +119,7 @@ def _unpack_numpy(keys: np.ndarray, cbits: int, dtype) -> np.ndarray:
 
 
 def csr_from_entries_numpy(entries: list[np.ndarray], lo: int, num_local: int, num_vertices: int):
-    """:func:`breadth.pipeline.build_csr.csr_from_entries` with array operations: ``(offsets
+    """:func:`breadth.pipeline.kernels.build_csr.csr_from_entries` with array operations: ``(offsets
     int64[num_local + 1], columns int32|int64[nnz], multiplicity int64[num_local])`` of rows
     ``lo..lo+num_local-1`` from ``(k, 2)`` ``[row, column]`` entry arrays (:func:`packed_csr`)."""
     entries = [e for e in entries if e is not None and e.shape[0]]

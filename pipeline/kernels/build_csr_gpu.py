@@ -41,7 +41,7 @@ def _check_ids(edges: cp.ndarray, num_vertices: int, where: str = "edge chunk") 
 
 
 def split_by_owner_gpu(edges, num_vertices: int, block: int, nparts: int, directed: bool = False) -> list[Piece]:
-    """:func:`breadth.pipeline.partition.split_by_owner` on the device.
+    """:func:`breadth.pipeline.kernels.partition.split_by_owner` on the device.
 
     ``edges``: ``(k, 2)`` integer tuples (NumPy or CuPy; moved to the device).  The pieces hold CuPy
     ``(k, 2)`` entries in the graph's column dtype (int32 when ids fit, which halves the shuffle's memory)
@@ -53,9 +53,9 @@ def split_by_owner_gpu(edges, num_vertices: int, block: int, nparts: int, direct
 
 
 def csr_from_entries_gpu(entries: list, lo: int, num_local: int, num_vertices: int):
-    """:func:`breadth.pipeline.build_csr.csr_from_entries` on the device: ``(offsets int64[num_local + 1],
+    """:func:`breadth.pipeline.kernels.build_csr.csr_from_entries` on the device: ``(offsets int64[num_local + 1],
     columns int32|int64[nnz], multiplicity int64[num_local])`` as CuPy arrays (the one sort of packed keys of
-    :func:`~breadth.pipeline.build_csr_numpy.packed_csr`, with fused kernels for its steps; a device radix
+    :func:`~breadth.pipeline.kernels.build_csr_numpy.packed_csr`, with fused kernels for its steps; a device radix
     sort)."""
     entries = [cp.asarray(e) for e in entries if e is not None and e.shape[0]]
     return packed_csr(cp, entries, lo, num_local, num_vertices,
@@ -67,7 +67,7 @@ def csr_from_entries_gpu(entries: list, lo: int, num_local: int, num_vertices: i
 
 
 def build_shard_gpu(rank: int, nparts: int, num_vertices: int, pieces: list[Piece], directed: bool = False) -> Shard:
-    """:func:`breadth.pipeline.build_csr.build_shard` on the device: the same shard, arrays in device memory."""
+    """:func:`breadth.pipeline.kernels.build_csr.build_shard` on the device: the same shard, arrays in device memory."""
     block = block_size(num_vertices, nparts)
     lo = min(rank * block, num_vertices)
     hi = min(lo + block, num_vertices)

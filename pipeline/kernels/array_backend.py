@@ -10,7 +10,7 @@ batch, the step that lets an owner build its shard one row batch at a time.
 >>> local.tolist(), offsets.tolist()
 ([[1, 1], [0, 2], [3, 0]], [0, 2, 3])
 
-No Numba here (the CPU's counting sort is :mod:`breadth.pipeline.batch_sort`): GPU workers, and CPU workers
+No Numba here (the CPU's counting sort is :mod:`breadth.pipeline.kernels.batch_sort`): GPU workers, and CPU workers
 of the NumPy backend, never load it.
 """
 
@@ -85,7 +85,7 @@ class Backend(NamedTuple):
 
 def backend(device: str, jit: bool = True) -> Backend:
     """The :class:`Backend` of ``device`` (``"cpu"`` or ``"gpu"``; CuPy is imported only for the GPU).
-    ``jit=False`` on the CPU: the NumPy twins of the Numba kernels (:mod:`breadth.pipeline.build_csr_numpy`),
+    ``jit=False`` on the CPU: the NumPy twins of the Numba kernels (:mod:`breadth.pipeline.kernels.build_csr_numpy`),
     so that the worker never imports Numba (the GPU path never does)."""
     if device == "gpu":
         import cupy as cp
@@ -111,7 +111,7 @@ def backend(device: str, jit: bool = True) -> Backend:
 
 
 def _gpu_bottom_up_order(shard):
-    """As :func:`~breadth.pipeline.build_csr_gpu.build_shard_gpu` does for one rank: bottom-up's
+    """As :func:`~breadth.pipeline.kernels.build_csr_gpu.build_shard_gpu` does for one rank: bottom-up's
     degree-ordered rows, built with the shard so that construction time counts them (several ranks get
     theirs from :func:`~breadth.pipeline.prepare`, which gathers every owner's degrees)."""
     if shard.nparts == 1:
