@@ -147,7 +147,7 @@ def _shards_digest(store: str) -> str:
 
 def _tier(client, g) -> str:
     """Where the edge shuffle kept its pieces (the decision prepare made, asked again untimed)."""
-    from breadth.pipeline.shuffle import choose_tier
+    from breadth.pipeline.shuffle.shuffle import choose_tier
 
     return choose_tier(client, g.num_vertices, g.num_input_edges, len(g.shards), device="gpu").tier
 

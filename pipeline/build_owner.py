@@ -1,7 +1,7 @@
 """An owner's shard from its shuffle inbox, one row batch at a time, whatever tier the pieces waited in.
 
 For each entry kind (out-entries; in-entries too for directed graphs) and each row batch in turn, the
-owner takes that batch's entries from every chunk's parcel (:class:`~breadth.pipeline.shuffle_tiers.Inbox`),
+owner takes that batch's entries from every chunk's parcel (:class:`~breadth.pipeline.shuffle.shuffle_tiers.Inbox`),
 moves them to its device, deduplicates and builds those rows with the in-memory builder
 (:func:`~breadth.pipeline.kernels.build_csr.csr_from_entries`, or
 :func:`~breadth.pipeline.kernels.build_csr_gpu.csr_from_entries_gpu` on GPU workers) and writes the batch's
@@ -35,7 +35,7 @@ from breadth.bfs.shard import Shard, column_dtype
 
 from .kernels.array_backend import backend
 from .shard_files import RowsToFiles, write_counts
-from .shuffle_tiers import Inbox, ShuffleSpec
+from .shuffle.shuffle_tiers import Inbox, ShuffleSpec
 from .stages import StageTimes, owner_record
 
 #: GPU: trim the final column array by one copy when duplicates leave more than this share of it unused
@@ -53,7 +53,7 @@ def build_owner(rank: int, spec: ShuffleSpec, parcels: list) -> Shard:
     allocated and the most seen after a batch's build).
 
     >>> spec = ShuffleSpec("memory", "cpu", 4, 1, False, 64)
-    >>> from breadth.pipeline.shuffle_tiers import send_chunk
+    >>> from breadth.pipeline.shuffle.shuffle_tiers import send_chunk
     >>> parcels, _ = send_chunk(np.array([[0, 1], [1, 2], [1, 2]]), 0, spec)
     >>> build_owner(0, spec, [parcels[0]]).columns.tolist()
     [1, 0, 2, 1]

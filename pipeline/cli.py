@@ -61,7 +61,7 @@ def _version() -> str:
 
 
 def _memory_limit(text: str) -> int:
-    from .memory_plan import parse_memory_limit
+    from .shuffle.memory_plan import parse_memory_limit
 
     try:
         return parse_memory_limit(text)

@@ -2,8 +2,8 @@
 
 :func:`cluster_client` starts the local cluster (or connects to ``--scheduler``) for one command and closes
 it whatever happens; :func:`memory_plan_for` turns ``--memory-limit`` into chunk and batch sizes (see
-:mod:`breadth.pipeline.memory_plan`; the shuffle's tier is chosen by the same rule, see
-:func:`~breadth.pipeline.memory_plan.choose_tier`); :func:`spill_dir_for` says where the disk tier writes; and
+:mod:`breadth.pipeline.shuffle.memory_plan`; the shuffle's tier is chosen by the same rule, see
+:func:`~breadth.pipeline.shuffle.memory_plan.choose_tier`); :func:`spill_dir_for` says where the disk tier writes; and
 :func:`memory_errors` turns the memory failures and lost workers into the CLI's one-line errors.
 """
 
@@ -29,7 +29,7 @@ def cluster_client(args, device: str = "cpu", managed_target: float | None = Non
     the way out whatever happens.
 
     With ``--memory-limit``, each local worker gets that limit under the Dask thresholds of
-    :func:`~breadth.pipeline.memory_plan.dask_memory_config` (ended only past the limit, never paused, no
+    :func:`~breadth.pipeline.shuffle.memory_plan.dask_memory_config` (ended only past the limit, never paused, no
     retries), and ``--spill-dir`` is also the workers' local directory (where Dask spills task outputs past
     ``managed_target`` of the limit; the folder Dask makes there is removed afterwards)."""
     import dask
@@ -38,7 +38,7 @@ def cluster_client(args, device: str = "cpu", managed_target: float | None = Non
     from breadth.bfs.worker_loss import watch_workers
 
     from .cluster import connect, worker_addresses
-    from .memory_plan import dask_memory_config, format_bytes
+    from .shuffle.memory_plan import dask_memory_config, format_bytes
 
     limit = getattr(args, "memory_limit", None)
     kw = {}
@@ -92,22 +92,22 @@ def cluster_client(args, device: str = "cpu", managed_target: float | None = Non
 def memory_plan_for(args, num_vertices: int, num_tuples: int, directed: bool = False, *, search: bool = False,
                     store: bool = False, what: str = "", client=None, chunk_edges: int | None = None,
                     numpy_path: bool = False):
-    """The :class:`~breadth.pipeline.memory_plan.MemoryPlan` of ``--memory-limit`` for this graph, or
+    """The :class:`~breadth.pipeline.shuffle.memory_plan.MemoryPlan` of ``--memory-limit`` for this graph, or
     ``None`` without a limit.  Workers and threads are ``--workers``/``--threads`` (a local cluster) or,
     given a ``client`` of an existing cluster, its smallest worker's.  Raises
-    :class:`~breadth.pipeline.memory_plan.MemoryLimitError` below the minimum.  ``chunk_edges``: the
+    :class:`~breadth.pipeline.shuffle.memory_plan.MemoryLimitError` below the minimum.  ``chunk_edges``: the
     chunks of a source already read into the workers' memory (``ingest``), else ``--chunk-edges``.
     ``numpy_path``: the command can run without Numba in its workers (``generate``), which a limit below
-    the Numba path's minimum then chooses (:func:`~breadth.pipeline.memory_plan.plan_numpy_path`)."""
+    the Numba path's minimum then chooses (:func:`~breadth.pipeline.shuffle.memory_plan.plan_numpy_path`)."""
     if not getattr(args, "memory_limit", None):
         return None
-    from .memory_plan import plan_memory
+    from .shuffle.memory_plan import plan_memory
 
     workers, threads, resident = args.workers, threads_per_worker(args), None
     if client is not None:
         # what the workers hold already counts, as prepare() counts it when it picks the shuffle's tier;
         # memory they freed does not (an ingest's relabeling leaves hundreds of MB of it in their heaps)
-        from .shuffle import cluster_memory
+        from .shuffle.shuffle import cluster_memory
 
         mem = cluster_memory(client, trim=True)
         resident = mem.resident
@@ -153,12 +153,12 @@ def shard_files_for(args, plan):
 @contextlib.contextmanager
 def memory_errors(args):
     """The memory failures and lost workers as the CLI's errors: a ``--memory-limit`` below the minimum
-    (:class:`~breadth.pipeline.memory_plan.MemoryLimitError`) is a usage error (exit 2); a worker lost
+    (:class:`~breadth.pipeline.shuffle.memory_plan.MemoryLimitError`) is a usage error (exit 2); a worker lost
     (:class:`~breadth.bfs.worker_loss.WorkerLost`) a failure naming it, how its process ended and the
     stage, blaming the memory limit only where its nanny ended it for passing the limit (exit 1)."""
     from breadth.bfs.worker_loss import WorkerLost, describe
 
-    from .memory_plan import MemoryLimitError, format_bytes
+    from .shuffle.memory_plan import MemoryLimitError, format_bytes
 
     try:
         yield

@@ -215,7 +215,7 @@ def ingest(args) -> int:
         params["device"] = "gpu"
     target = None
     if args.memory_limit:  # before anything starts: reading these files must fit
-        from .memory_plan import plan_reading
+        from .shuffle.memory_plan import plan_reading
 
         # a local cluster's CPU workers are known before it starts: Parquet inputs too large for them are
         # refused now, not after minutes of reading (GPU ingests have no host plan; an existing cluster's

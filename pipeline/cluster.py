@@ -249,7 +249,7 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
         Passed to ``LocalCUDACluster`` (one worker per GPU): e.g. ``device_memory_limit`` (bytes, or a
         string such as ``"8GB"``; default dask-cuda's 80 % of the GPU), where a worker starts moving task
         outputs to host memory and to which preparation sizes its shuffle
-        (:func:`~breadth.pipeline.shuffle.cluster_memory`), ``memory_limit``, ``silence_logs``.  Shared GPUs
+        (:func:`~breadth.pipeline.shuffle.shuffle.cluster_memory`), ``memory_limit``, ``silence_logs``.  Shared GPUs
         take ``silence_logs`` only.
 
     Returns

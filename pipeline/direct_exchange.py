@@ -28,7 +28,7 @@ from breadth.bfs.shard import column_dtype
 
 from .kernels.piece import Piece
 from .prepare_config import EXCHANGES
-from .shuffle_tiers import ShuffleSpec
+from .shuffle.shuffle_tiers import ShuffleSpec
 
 #: breadth's setting of how the memory tier's pieces reach their owners ("auto", "direct", "dask";
 #: :attr:`PrepareConfig.exchange <breadth.pipeline.prepare_config.PrepareConfig>`)
@@ -57,7 +57,7 @@ def build_direct(client, sent, spec: ShuffleSpec, workers: list[str], protocol: 
     Parameters
     ----------
     client : distributed.Client
-    sent : breadth.pipeline.shuffle.Sent
+    sent : breadth.pipeline.shuffle.shuffle.Sent
         The chunk phase's parcels (``sent.parcels[o][c]``: chunk ``c``'s piece for owner ``o``).
     spec : ShuffleSpec
         The memory tier's spec, ``spec.nparts == len(workers)``.

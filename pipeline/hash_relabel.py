@@ -8,8 +8,8 @@ No process holds all the ids.  With ``P`` owners (one per worker by default) the
    bijection), sorted by key (:mod:`breadth.pipeline.hashed_factorize`: counting passes over uniform keys,
    where sorting the ids by value cost more than numbering them); strings as Arrow strings sorted by value
    (:mod:`breadth.pipeline.string_chunks`).  The pieces go into the id shuffle
-   (:func:`breadth.pipeline.shuffle.exchange`): task outputs in the workers' memory, or files on its
-   disk tier when the workers' memory limit needs it (:func:`breadth.pipeline.shuffle.id_tier`), where the
+   (:func:`breadth.pipeline.shuffle.shuffle.exchange`): task outputs in the workers' memory, or files on its
+   disk tier when the workers' memory limit needs it (:func:`breadth.pipeline.shuffle.shuffle.id_tier`), where the
    chunk's codes and order wait in files too until step 5.
 2. **own** (a merge tree per owner, pinned round-robin to the workers): owner ``p`` receives its piece
    of every chunk (the shuffle), and keeps their sorted union -- part ``p`` of the id map (keys until the
@@ -130,7 +130,7 @@ def chunk_dense(split: tuple, *looked_up: np.ndarray, dtype=np.int64) -> np.ndar
     """The chunk's edges in dense ids (``(k, 2)`` of ``dtype``): ``split`` is ``(codes, order, ...)``,
     ``looked_up[p]`` are the dense ids of ``pieces[p]``, so their concatenation follows ``order``."""
     from .chunk_densify import dense_of_codes  # Numba, imported where CPU steps run
-    from .shuffle import unpark
+    from .shuffle.shuffle import unpark
 
     codes, order = unpark(split)[:2]
     return dense_of_codes(codes, order, looked_up, dtype)
@@ -138,7 +138,7 @@ def chunk_dense(split: tuple, *looked_up: np.ndarray, dtype=np.int64) -> np.ndar
 
 def dense_to_file(folder: str, c: int, dense_step, split: tuple, *looked_up, dtype=np.int64) -> int:
     """:func:`chunk_dense`, written to chunk ``c``'s file in ``folder`` instead of kept: its row count."""
-    from .shuffle import save_npy
+    from .shuffle.shuffle import save_npy
 
     d = dense_step(split, *looked_up, dtype=dtype)
     save_npy(os.path.join(folder, f"dense-{c}.npy"), d)
@@ -153,7 +153,7 @@ def dense_from_file(folder: str, c: int, _rows: int) -> np.ndarray:
 
 
 def _split_part(part: tuple, split, nowners: int, dtype) -> tuple:
-    """:func:`~breadth.pipeline.shuffle.exchange`'s split: ``((codes, order), pieces)`` of a raw chunk."""
+    """:func:`~breadth.pipeline.shuffle.shuffle.exchange`'s split: ``((codes, order), pieces)`` of a raw chunk."""
     codes, order, pieces = split(part[0], nowners, dtype)
     return (codes, order), pieces
 
@@ -170,14 +170,14 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     that reads its file, on the disk tier) of chunk ``c``'s ``(rows[c], 2)`` dense edges (only chunks with
     rows), int32 while ``n < 2**31``
     (:func:`~breadth.bfs.shard.column_dtype`); ``id_map`` the partitioned map back, its parts left on the
-    workers.  The ids move to their owners through the id shuffle (:func:`~breadth.pipeline.shuffle.exchange`),
+    workers.  The ids move to their owners through the id shuffle (:func:`~breadth.pipeline.shuffle.shuffle.exchange`),
     whose tier follows the workers' memory limit
-    (:func:`~breadth.pipeline.shuffle.id_tier`): on the disk tier each chunk's pieces (8 bytes per distinct
+    (:func:`~breadth.pipeline.shuffle.shuffle.id_tier`): on the disk tier each chunk's pieces (8 bytes per distinct
     id) wait in files under ``spill_dir`` (default: a temporary directory), removed before this returns.
     A chunk waits for its owners as its codes and order (about 8 bytes a tuple plus 4 per distinct id; on
-    the disk tier in files beside its pieces, :class:`~breadth.pipeline.shuffle.ParkedArrays`), then as its
+    the disk tier in files beside its pieces, :class:`~breadth.pipeline.shuffle.shuffle.ParkedArrays`), then as its
     dense ids in 32 bits where ``n < 2**31`` (8 bytes a tuple) -- in the workers' memory, or on the disk
-    tier in a file of a :class:`~breadth.pipeline.shuffle.LastingFolder` under ``spill_dir``, removed when
+    tier in a file of a :class:`~breadth.pipeline.shuffle.shuffle.LastingFolder` under ``spill_dir``, removed when
     the dense chunks' graphs go -- and the edge shuffle's send reads them as they are; its raw ids are
     freed as soon as it is split.
     ``device="gpu"``: the steps run on the workers' GPUs (:mod:`breadth.pipeline.hash_relabel_gpu`;
@@ -188,7 +188,7 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     >>> idm.nparts == len(workers), idm.size                                  # doctest: +SKIP
     (True, 1048224)
     """
-    from .shuffle import LastingFolder, id_tier
+    from .shuffle.shuffle import LastingFolder, id_tier
 
     P = int(nowners or len(workers))
     dtype = np.dtype(dtype)
@@ -218,7 +218,7 @@ def _relabel(client, steps, chunks: list, P: int, dtype, workers: list[str], tie
     for integers), offsets)`` once every chunk is densified."""
     from distributed import wait
 
-    from .shuffle import exchange, spill_space
+    from .shuffle.shuffle import exchange, spill_space
 
     with spill_space(client, tier, spill_dir) as space:
         # reads (delayed) and splits form one graph: Dask splits a chunk as soon as it is read and frees

@@ -5,7 +5,7 @@ generators: Numba's (:mod:`breadth.pipeline.kronecker`), CUDA's (:mod:`breadth.p
 and :func:`generate_edges_numpy` here, which gives the same edges with array operations over a block of
 tuples at a time.  It is slower than the Numba kernel, but a worker that runs it never imports Numba,
 whose import and first compiled call cost ~110 MiB of resident memory (see
-:mod:`breadth.pipeline.memory_plan`): the generator of ``generate`` under a small ``--memory-limit``.
+:mod:`breadth.pipeline.shuffle.memory_plan`): the generator of ``generate`` under a small ``--memory-limit``.
 """
 
 from __future__ import annotations

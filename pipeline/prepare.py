@@ -1,6 +1,6 @@
 """Preparation on a Dask cluster: edge chunks -> clean/symmetrize -> shuffle to owners -> CSR shards.
 
-One path for every source and every size (:mod:`breadth.pipeline.shuffle`):
+One path for every source and every size (:mod:`breadth.pipeline.shuffle.shuffle`):
 
 * ``send``: every edge chunk is cut into one piece per owner (self-loops set aside, undirected tuples
   sent both ways, directed ones as out- and in-entries), kept in the storage tier that the workers'
@@ -29,14 +29,14 @@ from .build_owner import build_owner
 from .direct_exchange import build_direct, use_direct
 from .edges import EdgeList
 from .prepare_config import PrepareConfig
-from .shuffle import batch_rows, choose_tier, consume, send, spill_space
-from .shuffle_tiers import ShuffleSpec
+from .shuffle.shuffle import batch_rows, choose_tier, consume, send, spill_space
+from .shuffle.shuffle_tiers import ShuffleSpec
 from .stages import summarize
 
 #: keywords that prepare() refuses with ``TypeError`` and this message, which says how to get their effect
 _REMOVED = {"host_batches": "the shuffle's storage tier (memory, host batches, disk) follows the workers' memory "
                             "limit; to force one, pass config=PrepareConfig(tier=...) or set breadth's setting "
-                            "breadth.shuffle.tier (see breadth.pipeline.shuffle)"}
+                            "breadth.shuffle.tier (see breadth.pipeline.shuffle.shuffle)"}
 
 
 @contextlib.contextmanager
@@ -124,10 +124,10 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     reaches the client; only a few numbers per owner do.
 
     Out of core needs no option: the pieces go to their owners through one shuffle
-    (:mod:`breadth.pipeline.shuffle`) whose storage tier follows the workers' ``memory_limit`` (read from
+    (:mod:`breadth.pipeline.shuffle.shuffle`) whose storage tier follows the workers' ``memory_limit`` (read from
     the cluster; a worker without one counts as its host's memory shared among the workers there) and
     the graph's size, by the same rule as the CLI's ``--memory-limit``
-    (:func:`breadth.pipeline.memory_plan.choose_tier`):
+    (:func:`breadth.pipeline.shuffle.memory_plan.choose_tier`):
 
     * **memory**: each owner's entries wait in the workers' memory (device memory on GPU workers) and
       the owner builds at once -- the fastest, for graphs whose entries fit;

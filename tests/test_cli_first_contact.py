@@ -262,7 +262,7 @@ def test_a_signal_cutting_an_init_short_leaves_no_finalizer_traceback():
 def test_ctrl_c_during_out_of_core_preparation_leaves_no_spill_files(tmp_path):
     spill = tmp_path / "spill"
     spill.mkdir()
-    from breadth.pipeline.memory_plan import plan_memory
+    from breadth.pipeline.shuffle.memory_plan import plan_memory
 
     # --spill-dir only says where the disk tier writes; a limit at the graph's minimum is what needs it
     plan = plan_memory(10**15, 1 << 17, 16 << 17, 1, os.cpu_count() or 1, search=True)

@@ -177,7 +177,7 @@ def test_prepare_without_keeping_the_edges_reads_parked_chunks(tmp_path, lclient
     import dask
 
     from breadth.pipeline import prepare, read_parquet
-    from breadth.pipeline.shuffle import TIER_CONFIG
+    from breadth.pipeline.shuffle.shuffle import TIER_CONFIG
 
     e = _sparse_edges("int64", m=1 << 12, nids=1 << 10)
     _write_parquet(tmp_path / "e.parquet", e, rows_per_group=1 << 9)
@@ -237,7 +237,7 @@ def test_disk_tier_parks_the_chunks_codes_while_the_owners_merge(tmp_path, lclie
     import dask
 
     from breadth.pipeline import read_parquet
-    from breadth.pipeline.shuffle import TIER_CONFIG
+    from breadth.pipeline.shuffle.shuffle import TIER_CONFIG
 
     real_gather, held = lclient.gather, []
 
@@ -262,7 +262,7 @@ def test_failed_relabeling_leaves_no_parked_folder(tmp_path, lclient, monkeypatc
     import dask
 
     from breadth.pipeline import hash_relabel, read_parquet
-    from breadth.pipeline.shuffle import TIER_CONFIG
+    from breadth.pipeline.shuffle.shuffle import TIER_CONFIG
 
     def fail(*a, **kw):
         raise RuntimeError("densify failed")
@@ -289,7 +289,7 @@ def test_id_shuffle_disk_tier_numbers_as_memory_does(tmp_path, lclient, kind):
     import dask
 
     from breadth.pipeline import read_parquet
-    from breadth.pipeline.shuffle import TIER_CONFIG
+    from breadth.pipeline.shuffle.shuffle import TIER_CONFIG
 
     e = _sparse_edges(kind, m=1 << 12, nids=1 << 12)
     _write_parquet(tmp_path / "e.parquet", e, rows_per_group=1 << 9)

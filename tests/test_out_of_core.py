@@ -91,8 +91,8 @@ def test_every_tier_gives_the_same_shards(small_worker, tmp_path, directed, npar
 def test_tier_follows_the_memory_limit(small_worker, lclient):
     """prepare decides the tier from the cluster's memory_limit by the CLI's rule: the same graph is built
     in memory on workers of several GB and on disk on the 40 MB worker."""
-    from breadth.pipeline.memory_plan import choose_tier
-    from breadth.pipeline.shuffle import cluster_memory
+    from breadth.pipeline.shuffle.memory_plan import choose_tier
+    from breadth.pipeline.shuffle.shuffle import cluster_memory
 
     el = kronecker(12, seed=3, chunk_edges=5000)
     for c, expected in ((lclient, "memory"), (small_worker, "disk")):
@@ -109,7 +109,7 @@ def test_trimmed_rss_leaves_out_freed_heap_memory(lclient):
     """The RSS a memory plan counts (``cluster_memory(trim=True)``, the CLI's plan after relabeling) is what
     the workers hold, not what their tasks freed into the C heap, where it can wait behind blocks still in
     use; untrimmed, such holes once raised a 2^30-tuple ingest's minimum past its limit by chance."""
-    from breadth.pipeline.shuffle import cluster_memory, malloc_trim
+    from breadth.pipeline.shuffle.shuffle import cluster_memory, malloc_trim
 
     if not malloc_trim():
         pytest.skip("the C library has no malloc_trim")

@@ -64,7 +64,7 @@ def test_the_cli_offers_a_format_registered_before_its_parser_is_built(tmp_path,
     from breadth.pipeline import cli_checks
     from breadth.pipeline.cli import build_parser
     from breadth.pipeline.cli_errors import UsageError
-    from breadth.pipeline.memory_plan import plan_reading
+    from breadth.pipeline.shuffle.memory_plan import plan_reading
 
     path = tmp_path / "g.tsv2"
     path.write_text(_TSV2)

@@ -1,4 +1,4 @@
-"""The id shuffle's hook (breadth.pipeline.shuffle.exchange): per-owner pieces of 1-D ids, merged at their
+"""The id shuffle's hook (breadth.pipeline.shuffle.shuffle.exchange): per-owner pieces of 1-D ids, merged at their
 owners in a tree and looked up per chunk, give the same parts in every tier; the disk tier leaves nothing."""
 
 import os
@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from breadth.pipeline.shuffle import exchange, spill_space
+from breadth.pipeline.shuffle.shuffle import exchange, spill_space
 
 
 def _cut(ids: np.ndarray, nowners: int):

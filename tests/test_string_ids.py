@@ -149,7 +149,7 @@ def test_relabel_disk_tier_three_owners_matches_memory(tmp_path, lclient):
     import dask
 
     from breadth.pipeline.hash_relabel import relabel_hashed
-    from breadth.pipeline.shuffle import TIER_CONFIG
+    from breadth.pipeline.shuffle.shuffle import TIER_CONFIG
 
     e = _edges(700, 4000, seed=9)
     chunks = [lclient.scatter((pa.table({"src": e[i:i + 1000, 0].tolist(), "dst": e[i:i + 1000, 1].tolist()}),

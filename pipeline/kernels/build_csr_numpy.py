@@ -5,7 +5,7 @@ boolean masks and an owner sort, and a build that sorts packed keys ``(row - lo)
 then finds unique keys and row offsets with binary searches.  The results equal the Numba kernels' (rows
 in order, columns sorted and unique within a row, ``tuple_degree`` counted before deduplication); they
 are slower, but a worker that runs them never imports Numba (the preparation of ``generate`` under a
-small ``--memory-limit``, see :mod:`breadth.pipeline.memory_plan`).
+small ``--memory-limit``, see :mod:`breadth.pipeline.shuffle.memory_plan`).
 
 Memory: the split holds about 60 bytes per edge tuple of its chunk, the build about 21 bytes per entry
 of its row batch (the packed keys, their unique copy, the flags and the columns) and 24 bytes per row.

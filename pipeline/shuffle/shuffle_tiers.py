@@ -38,8 +38,8 @@ import numpy as np
 
 from breadth.bfs.shard import block_size
 
-from .kernels.array_backend import backend, local_dtype, owner_range
-from .stages import StageTimes
+from ..kernels.array_backend import backend, local_dtype, owner_range
+from ..stages import StageTimes
 
 TIERS = ("memory", "host", "disk")
 

@@ -6,13 +6,13 @@ adjacency entry of its edge chunks to the owner of its row in one shuffle:
 
 1. :func:`choose_tier` picks where the pieces wait from the cluster's own ``memory_limit`` per worker (a
    worker without one: its host's memory shared among the workers there) and the graph's size
-   (:func:`breadth.pipeline.memory_plan.choose_tier`, the same decision the CLI logs): in the workers'
+   (:func:`breadth.pipeline.shuffle.memory_plan.choose_tier`, the same decision the CLI logs): in the workers'
    memory as Dask task outputs (``"memory"``), grouped by row batch as 32-bit pairs in host memory
    (``"host"``), or in per-owner bucket files (``"disk"``) under a folder of this run
    (:func:`spill_space`: in ``spill_dir``, or a temporary directory, removed afterwards and also when the
    run fails or is interrupted).  :class:`~breadth.pipeline.prepare_config.PrepareConfig`'s ``tier``
    (the setting :data:`TIER_CONFIG`, ``"auto"`` by default) forces a tier, for benchmarks and tests.
-2. :func:`send` runs one task per chunk (:func:`~breadth.pipeline.shuffle_tiers.send_chunk`), waits for
+2. :func:`send` runs one task per chunk (:func:`~breadth.pipeline.shuffle.shuffle_tiers.send_chunk`), waits for
    all of them (owners need a piece from every chunk anyway; waiting times the phase) and returns each
    owner's parcel futures.
 3. :func:`consume` runs one task per owner, pinned to its worker, that reads its parcels one row batch
@@ -25,7 +25,7 @@ pieces in a tree on ``p``'s worker and whose :meth:`~OwnerPieces.piece` gives ch
 ``p`` back (for lookups); :func:`id_tier` picks its tier from the same memory limit.  Hash relabeling
 (:mod:`breadth.pipeline.hash_relabel`) moves its ids through it.
 
->>> from breadth.pipeline.shuffle import choose_tier
+>>> from breadth.pipeline.shuffle.shuffle import choose_tier
 >>> choice = choose_tier(client, num_vertices=1 << 16, num_tuples=1 << 20, nparts=2)   # doctest: +SKIP
 >>> choice.tier                                                                         # doctest: +SKIP
 'memory'
@@ -160,7 +160,7 @@ def forced_tier(tier: str | None = None) -> str | None:
     """The tier that ``tier`` forces (default: the setting :data:`TIER_CONFIG`, read by
     :meth:`~breadth.pipeline.prepare_config.PrepareConfig.from_config`), or ``None`` for ``"auto"``."""
     if tier is None:
-        from .prepare_config import PrepareConfig
+        from ..prepare_config import PrepareConfig
 
         tier = PrepareConfig.from_config().tier
     if tier == "auto":
@@ -174,7 +174,7 @@ def choose_tier(client, num_vertices: int, num_tuples: int, nparts: int, directe
                 device: str = "cpu", chunk_edges: int | None = None,
                 batch_entries: int | None = None, tier: str | None = None) -> TierChoice:
     """The shuffle's tier and row batch size for this graph on ``client``'s workers
-    (:func:`breadth.pipeline.memory_plan.choose_tier` with :func:`cluster_memory`), unless ``tier`` forces
+    (:func:`breadth.pipeline.shuffle.memory_plan.choose_tier` with :func:`cluster_memory`), unless ``tier`` forces
     one (``"auto"``: none; default the setting :data:`TIER_CONFIG`)."""
     mem = cluster_memory(client, device)
     choice = _choose_tier(mem.limit, num_vertices, num_tuples, nparts, max(1, mem.workers), mem.threads,
@@ -195,7 +195,7 @@ ID_MEMORY_BYTES_PER_TUPLE = 16 + 16
 def id_tier(client, num_tuples: int) -> str:
     """The id shuffle's tier (:func:`exchange`) for ``num_tuples`` tuples on ``client``'s workers: the
     memory tier when a worker's share of the pieces and of what the chunks keep
-    (:data:`ID_MEMORY_BYTES_PER_TUPLE`) fits in :data:`~breadth.pipeline.memory_plan.TIER_SAFETY` of its
+    (:data:`ID_MEMORY_BYTES_PER_TUPLE`) fits in :data:`~breadth.pipeline.shuffle.memory_plan.TIER_SAFETY` of its
     memory limit over what it holds already (as :func:`choose_tier` counts them), else the disk tier;
     :data:`TIER_CONFIG` forces one (``"host"`` keeps the pieces as task outputs, as ``"memory"`` does)."""
     from .memory_plan import TIER_SAFETY, WORKER_BASELINE
@@ -262,7 +262,7 @@ def spill_space(client, tier: str, spill_dir: str | None) -> Iterator[SpillSpace
 def _remove(root: str, temporary: str | None) -> None:
     """Remove ``root`` until it stays gone.  A chunk task already running when the run failed cannot be
     stopped and may still write a bucket file; it never creates its owner's folder's parent again
-    (its tasks make folders with :func:`~breadth.pipeline.shuffle_tiers.run_folder`, never ``makedirs``)."""
+    (its tasks make folders with :func:`~breadth.pipeline.shuffle.shuffle_tiers.run_folder`, never ``makedirs``)."""
     for _ in range(100):
         shutil.rmtree(root, ignore_errors=True)
         if not os.path.lexists(root):
@@ -321,13 +321,13 @@ class Sent:
 
 
 def _parcel(sent: tuple, owner: int):
-    """Owner ``owner``'s parcel from a :func:`~breadth.pipeline.shuffle_tiers.send_chunk` output."""
+    """Owner ``owner``'s parcel from a :func:`~breadth.pipeline.shuffle.shuffle_tiers.send_chunk` output."""
     return sent[0][owner]
 
 
 def send(client, chunks: list, spec: ShuffleSpec, futures: list | None = None,
          progress: Callable | None = None, stages: bool = False, release: bool = False) -> Sent:
-    """Run one :func:`~breadth.pipeline.shuffle_tiers.send_chunk` task per edge chunk (Dask delayed
+    """Run one :func:`~breadth.pipeline.shuffle.shuffle_tiers.send_chunk` task per edge chunk (Dask delayed
     objects or futures of ``(k, 2)`` arrays) and wait for all of them.  The futures are also added to
     ``futures`` (a failed run cancels them); ``progress(futures)`` draws a progress bar.  ``stages``: also
     bring back each chunk task's stage record (``Sent.stages``; empty otherwise).  ``release``: ``chunks``

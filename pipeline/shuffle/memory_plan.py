@@ -146,7 +146,7 @@ MIN_BATCH_ENTRIES = 1 << 16
 DEFAULT_CHUNK_EDGES = 1 << 22
 DEFAULT_BATCH_ENTRIES = 1 << 25
 DEFAULT_GPU_BATCH_ENTRIES = 1 << 28
-#: where an owner's shuffled entries wait, cheapest first (see breadth.pipeline.shuffle_tiers)
+#: where an owner's shuffled entries wait, cheapest first (see breadth.pipeline.shuffle.shuffle_tiers)
 TIERS = ("memory", "host", "disk")
 
 
@@ -232,7 +232,7 @@ def batch_bytes(batch_entries: int, num_tuples: int, num_vertices: int, nparts: 
 class TierChoice:
     """Where the shuffle to owners keeps its pieces, and the estimates that chose it (bytes per worker)."""
 
-    tier: str  # "memory", "host" or "disk" (breadth.pipeline.shuffle_tiers)
+    tier: str  # "memory", "host" or "disk" (breadth.pipeline.shuffle.shuffle_tiers)
     batch_entries: int  # adjacency entries per row batch of the host and disk tiers
     estimates: dict = field(default_factory=dict)  # estimated peak of each tier: host RSS, and the GPU's
     limit: int | None = None  # bytes per worker compared with (None: no limit known)
