@@ -25,8 +25,8 @@ from breadth.bfs.shard import block_size
 from breadth.bfs.sharded_graph import ShardedGraph
 from breadth.bfs.worker_loss import watch_workers
 
-from .build_owner import build_owner
-from .direct_exchange import build_direct, use_direct
+from .build.build_owner import build_owner
+from .build.direct_exchange import build_direct, use_direct
 from .edges import EdgeList
 from .prepare_config import PrepareConfig
 from .shuffle.shuffle import batch_rows, choose_tier, consume, send, spill_space
@@ -183,7 +183,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
         worker ~110 MiB (for a source that does not load it either: ``kronecker(..., jit=False)``).
     shard_dir : str, optional
         CPU: a folder every worker can reach where each owner writes its shard's arrays as it builds them,
-        batch by batch, and maps them back (:mod:`breadth.pipeline.shard_files`): the shards are never
+        batch by batch, and maps them back (:mod:`breadth.pipeline.build.shard_files`): the shards are never
         resident in the workers' memory, and :func:`~breadth.io.write_store` copies them from their files.
         The caller removes the folder once the graph is no longer used.  With ``jit=False`` and the disk
         tier, a worker holds a chunk or a row batch at a time, whatever the graph's size.
@@ -209,7 +209,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
         (:meth:`~breadth.pipeline.edges.EdgeList.release`).
     protocol : {"auto", "tcp", "ucx", "nccl"}, optional
         Default ``config``'s (``"auto"``).  The ranks' transport where the owners exchange their pieces
-        themselves (:mod:`breadth.pipeline.direct_exchange`: GPU workers, one owner each, the memory tier);
+        themselves (:mod:`breadth.pipeline.build.direct_exchange`: GPU workers, one owner each, the memory tier);
         ``"auto"`` as a search would choose it: NCCL between GPUs, UCX between ranks that share one, TCP for
         CPUs.
     config : PrepareConfig, optional

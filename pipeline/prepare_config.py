@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from .shuffle.memory_plan import TIERS
 
-#: how the memory tier's pieces may reach their owners (:mod:`breadth.pipeline.direct_exchange`)
+#: how the memory tier's pieces may reach their owners (:mod:`breadth.pipeline.build.direct_exchange`)
 EXCHANGES = ("auto", "direct", "dask")
 
 
@@ -36,7 +36,7 @@ class PrepareConfig:
         Where the shuffle's pieces wait (:mod:`breadth.pipeline.shuffle.shuffle`): ``"auto"`` chooses from the
         workers' memory limit and the graph's size; the others force a tier (for benchmarks and tests).
     exchange : {"auto", "direct", "dask"}
-        How the memory tier's pieces reach their owners (:mod:`breadth.pipeline.direct_exchange`):
+        How the memory tier's pieces reach their owners (:mod:`breadth.pipeline.build.direct_exchange`):
         ``"direct"`` owner to owner over the ranks' transport, ``"dask"`` through Dask's comm, ``"auto"``
         direct on GPU workers with one owner each, Dask's otherwise.
     batch_entries : int, optional

@@ -1,6 +1,6 @@
 """The array calls of the shuffle to owners that differ between NumPy (CPU) and CuPy (GPU).
 
-Everything else in :mod:`breadth.pipeline.shuffle.shuffle_tiers` and :mod:`breadth.pipeline.build_owner` is
+Everything else in :mod:`breadth.pipeline.shuffle.shuffle_tiers` and :mod:`breadth.pipeline.build.build_owner` is
 written once over an array module ``xp``; :func:`backend` binds the few calls that are not (CuPy is
 imported only for ``device="gpu"``).  Also here: grouping one owner's ``[row, column]`` entries by row
 batch, the step that lets an owner build its shard one row batch at a time.

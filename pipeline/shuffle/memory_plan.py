@@ -55,7 +55,7 @@ of mapped files), started by the CLI or by a script that imports only distribute
 extra installed, whose packages distributed loads at start-up), and importing Numba and running a kernel
 adds ~110 MiB.  With ``jit=False`` the generator (:mod:`~breadth.pipeline.kronecker_numpy`), the split and
 the build (:mod:`~breadth.pipeline.kernels.build_csr_numpy`) run with NumPy alone, the shuffle takes the disk
-tier, and each owner writes its shard to files batch by batch (:mod:`~breadth.pipeline.shard_files`),
+tier, and each owner writes its shard to files batch by batch (:mod:`~breadth.pipeline.build.shard_files`),
 which the store writer copies from: the shard is never resident.  Measured on 2 workers of 1 thread (RSS
 sampled every 50 ms, ``benchmarks/bench_memory_limit.py``): a worker holds 82 MiB once it imported that
 path and keeps ~43 KiB of Dask's records per chunk task it ran until the owners are built; scales 18 and

@@ -16,7 +16,7 @@ adjacency entry of its edge chunks to the owner of its row in one shuffle:
    all of them (owners need a piece from every chunk anyway; waiting times the phase) and returns each
    owner's parcel futures.
 3. :func:`consume` runs one task per owner, pinned to its worker, that reads its parcels one row batch
-   at a time (:func:`~breadth.pipeline.build_owner.build_owner` for shards).
+   at a time (:func:`~breadth.pipeline.build.build_owner.build_owner` for shards).
 
 The id shuffle of relabeling has the same shape with whole 1-D pieces instead of row batches:
 :func:`exchange` runs a user function per chunk that cuts its ids into per-owner pieces, stores them in
@@ -366,7 +366,7 @@ def send(client, chunks: list, spec: ShuffleSpec, futures: list | None = None,
 def consume(client, sent: Sent, spec: ShuffleSpec, workers: list[str], fn: Callable, token: str,
             futures: list | None = None, name: str = "owner") -> list:
     """One task per owner ``r``, on worker ``workers[r % len(workers)]`` only: ``fn(r, spec, parcels)``
-    with owner ``r``'s parcels from every chunk (e.g. :func:`~breadth.pipeline.build_owner.build_owner`),
+    with owner ``r``'s parcels from every chunk (e.g. :func:`~breadth.pipeline.build.build_owner.build_owner`),
     under the key ``{name}-{token}-{r}``.  Returns the owners' futures (not waited for)."""
     out = [client.submit(fn, r, spec, sent.parcels[r], key=f"{name}-{token}-{r}",
                          workers=[workers[r % len(workers)]], allow_other_workers=False, pure=False)

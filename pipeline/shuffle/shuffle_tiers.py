@@ -4,7 +4,7 @@ reads them, row batch by row batch.
 One chunk task (:func:`send_chunk`) splits its ``(k, 2)`` edge tuples by owner (self-loops set aside,
 undirected tuples sent both ways, directed ones as out- and in-entries: :mod:`breadth.pipeline.kernels.partition`)
 and hands each owner a *parcel*; one owner task opens an :class:`Inbox` over every chunk's parcel and
-reads it one row batch at a time (:mod:`breadth.pipeline.build_owner`).  The tier only says where a
+reads it one row batch at a time (:mod:`breadth.pipeline.build.build_owner`).  The tier only says where a
 parcel waits:
 
 * ``"memory"``: the split's own pieces (:class:`~breadth.pipeline.kernels.partition.Piece`, global ``[row,

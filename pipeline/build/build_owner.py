@@ -14,7 +14,7 @@ With one row batch (the memory tier, or a graph small enough) the builder's own 
 no preallocation, no copy -- exactly what building all of an owner's pieces at once gives.
 
 With ``spec.shard_dir`` (:func:`~breadth.pipeline.prepare` with ``shard_dir``) the batches' rows go to files
-instead (:class:`~breadth.pipeline.shard_files.RowsToFiles`) and the shard's arrays are read-only maps of
+instead (:class:`~breadth.pipeline.build.shard_files.RowsToFiles`) and the shard's arrays are read-only maps of
 them: the owner holds one batch, never its shard.
 
 Memory of an owner's build: the final columns (4 bytes per entry when ids fit) and offsets, plus one
@@ -33,10 +33,10 @@ import numpy as np
 
 from breadth.bfs.shard import Shard, column_dtype
 
-from .kernels.array_backend import backend
+from ..kernels.array_backend import backend
 from .shard_files import RowsToFiles, write_counts
-from .shuffle.shuffle_tiers import Inbox, ShuffleSpec
-from .stages import StageTimes, owner_record
+from ..shuffle.shuffle_tiers import Inbox, ShuffleSpec
+from ..stages import StageTimes, owner_record
 
 #: GPU: trim the final column array by one copy when duplicates leave more than this share of it unused
 TRIM_SLACK = 1 / 8
@@ -160,7 +160,7 @@ def _build_batch(be, inbox: Inbox, kind: int, b: int, r0: int, nrows: int) -> tu
 class _RowsInMemory:
     """One CSR of an owner's ``nloc`` rows, received batch by batch in row order into arrays allocated
     once: the final columns at ``count`` entries (every entry: an upper bound of the unique ones), trimmed
-    by :meth:`finish`.  :class:`~breadth.pipeline.shard_files.RowsToFiles` is the same on files."""
+    by :meth:`finish`.  :class:`~breadth.pipeline.build.shard_files.RowsToFiles` is the same on files."""
 
     def __init__(self, xp, nloc: int, count: int, dtype, degrees: bool):
         self.xp, self.total = xp, 0

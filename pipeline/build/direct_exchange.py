@@ -9,7 +9,7 @@ sessions' machinery): it takes the pieces that wait on its own worker, sends eve
 through the ranks' communicator -- NCCL between GPUs, UCX between ranks that share a GPU (CUDA IPC), TCP
 between CPU ranks, as a search would choose (:func:`~breadth.bfs.engine.session.resolve_protocol`) -- one
 piece per peer and round, so no piece is copied into a larger send buffer, and builds its shard from what
-it holds and receives (:func:`~breadth.pipeline.build_owner.build_owner`).  The build sorts and
+it holds and receives (:func:`~breadth.pipeline.build.build_owner.build_owner`).  The build sorts and
 deduplicates each row, so the order in which pieces arrive changes nothing: the shards are those of the
 Dask path, bit for bit.
 
@@ -26,9 +26,9 @@ import numpy as np
 
 from breadth.bfs.shard import column_dtype
 
-from .kernels.piece import Piece
-from .prepare_config import EXCHANGES
-from .shuffle.shuffle_tiers import ShuffleSpec
+from ..kernels.piece import Piece
+from ..prepare_config import EXCHANGES
+from ..shuffle.shuffle_tiers import ShuffleSpec
 
 #: breadth's setting of how the memory tier's pieces reach their owners ("auto", "direct", "dask";
 #: :attr:`PrepareConfig.exchange <breadth.pipeline.prepare_config.PrepareConfig>`)
