@@ -4,7 +4,7 @@ register them as chunk types and FFT backends.
 
 breadth's client never holds a SciPy object (its arrays are NumPy's, its graphs the workers'), and an
 ingest's client imports ``dask.array`` while the workers read their first chunks (see
-:func:`breadth.pipeline.relabel._import_meanwhile`), on the same two cores, in the process whose event
+:func:`breadth.pipeline.relabel.relabel._import_meanwhile`), on the same two cores, in the process whose event
 loop schedules their tasks: ``scipy.sparse`` and ``scipy.fftpack`` are about 0.19 s of that import's
 0.46 s in a fresh process on 2 cores, and leaving them out takes about 5 % (0.25 s) off a 2^24 sparse-id
 ``breadth ingest``.

@@ -91,7 +91,7 @@ def from_dask_dataframe(ddf, src: str = "src", dst: str = "dst", *, directed: bo
     Each partition becomes one chunk, parsed and relabeled on the workers: the client holds ``O(chunks)``
     numbers, never the edges or the ids.  A cuDF-backed frame (dask_cudf on dask-cuda workers) keeps its
     ids on the GPUs: integers are checked, relabeled and handed to ``prepare(device="gpu")`` as CuPy
-    chunks (:mod:`breadth.pipeline.hash_relabel_gpu`), strings as cuDF string columns.  cuDF is never
+    chunks (:mod:`breadth.pipeline.relabel.hash_relabel_gpu`), strings as cuDF string columns.  cuDF is never
     required.
 
     Parameters
@@ -152,7 +152,7 @@ def from_dask_dataframe(ddf, src: str = "src", dst: str = "dst", *, directed: bo
 
     from breadth.io.errors import MissingColumnError
 
-    from .relabel import edge_list_from_parts
+    from .relabel.relabel import edge_list_from_parts
 
     for c in (src, dst):
         if c not in ddf.columns:

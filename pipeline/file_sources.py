@@ -1,6 +1,6 @@
 """Edge files as sources: the readers of :mod:`breadth.io` cut files into chunks of edge arrays; these
 functions turn those chunks into an :class:`~breadth.pipeline.edges.EdgeList` of dense ids (relabeled on
-the workers, :func:`~breadth.pipeline.relabel.edge_list_from_parts`).
+the workers, :func:`~breadth.pipeline.relabel.relabel.edge_list_from_parts`).
 
 >>> from breadth.pipeline import read_edges
 >>> el = read_edges("/work/shared/data/Wiki-Vote.txt", directed=True)   # doctest: +SKIP
@@ -22,7 +22,7 @@ from breadth.io.paths import expand_paths
 from breadth.io.snap_text import snap_parts
 from breadth.io.text_parser import DEFAULT_CHUNK_BYTES
 
-from .relabel import edge_list_from_parts
+from .relabel.relabel import edge_list_from_parts
 
 
 def read_edges(paths, format: str = "auto", *, directed: bool | None = None, src=None, dst=None,

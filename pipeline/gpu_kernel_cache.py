@@ -32,7 +32,7 @@ LARGE_WARM_UP_SCALE = 26
 KERNEL_SOURCES = ("bfs/gpu/kernels.cu", "bfs/gpu/kernels.py", "bfs/gpu/backend.py", "bfs/gpu/batch_kernels.cu",
                   "bfs/gpu/batch_kernels.py", "bfs/gpu/level_graphs.py", "bfs/gpu/peer_push.cu",
                   "bfs/transport/peer_memory.py", "pipeline/kronecker_gpu.py", "pipeline/kernels/build_csr_gpu.py",
-                  "pipeline/kernels/array_backend.py", "pipeline/hash_relabel_gpu.py")
+                  "pipeline/kernels/array_backend.py", "pipeline/relabel/hash_relabel_gpu.py")
 
 
 def cache_dir() -> str:
@@ -123,12 +123,12 @@ def warm_up(client) -> None:
 
 
 def _relabel_sparse_ids() -> None:
-    """The ingest's relabeling steps (:mod:`~breadth.pipeline.hash_relabel_gpu`) on a few sparse 64-bit
+    """The ingest's relabeling steps (:mod:`~breadth.pipeline.relabel.hash_relabel_gpu`) on a few sparse 64-bit
     ids, with one and two owners."""
     import cupy
     import numpy as np
 
-    from . import hash_relabel_gpu as steps
+    from .relabel import hash_relabel_gpu as steps
 
     ids = cupy.asarray(np.random.default_rng(1).integers(1, 1 << 62, size=(4096, 2), dtype=np.int64))
     for owners in (1, 2):

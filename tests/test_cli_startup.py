@@ -56,7 +56,7 @@ def test_parquet_ingest_client_loads_no_numba_or_scipy(tmp_path):
 def _kernel_and_modules():
     import sys
 
-    from breadth.pipeline.hashed_factorize import hashed_factorize
+    from breadth.pipeline.relabel.hashed_factorize import hashed_factorize
 
     codes, _ = hashed_factorize(np.array([30, 20, 30, 10], np.int64))
     return codes.tolist(), "scipy.linalg" in sys.modules, os.getpid()
@@ -90,7 +90,7 @@ def _numba_up_without_a_task():
     for t in threading.enumerate():
         if t.name == "breadth-warm-numba":
             t.join(60)
-    return "numba.np.arraymath" in sys.modules, "breadth.pipeline.hashed_factorize" in sys.modules
+    return "numba.np.arraymath" in sys.modules, "breadth.pipeline.relabel.hashed_factorize" in sys.modules
 
 
 @pytest.mark.parametrize("kw, numba_up", [({"breadth_only": False}, True), ({"breadth_only": True}, True),

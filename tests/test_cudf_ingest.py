@@ -99,8 +99,8 @@ def _url_frame(scale: int) -> pd.DataFrame:
 @pytest.mark.parametrize("owners", [1, 3])
 def test_cudf_string_ids_relabel_on_gpu_like_the_cpu(gclient, owners):
     """String ids (non-ASCII too) stay cuDF string columns; with several owners the owners are the host's."""
-    from breadth.pipeline.hash_relabel import relabel_hashed
-    from breadth.pipeline.relabel import _chunk_meta
+    from breadth.pipeline.relabel.hash_relabel import relabel_hashed
+    from breadth.pipeline.relabel.relabel import _chunk_meta
 
     pdf = _url_frame(10)
     dev = from_dask_dataframe(dask_cudf.from_cudf(cudf.from_pandas(pdf), npartitions=2), client=gclient)

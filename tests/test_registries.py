@@ -21,7 +21,7 @@ def read_tsv2(paths, *, directed: bool = False, on_bad_lines: str = "error", chu
               client=None):
     """The toy format's reader: io's text chunks (its own column order and comment character), made an edge
     list by pipeline's relabeling, as the built-in text readers do."""
-    from breadth.pipeline.relabel import edge_list_from_parts
+    from breadth.pipeline.relabel.relabel import edge_list_from_parts
 
     files = expand_paths(paths)
     opts = TextOptions(sep=ord("\t"), src_idx=1, dst_idx=0, max_fields=0, comments=b";", on_bad_lines=on_bad_lines)

@@ -23,7 +23,7 @@ The id shuffle of relabeling has the same shape with whole 1-D pieces instead of
 the tier, and returns an :class:`OwnerPieces` whose :meth:`~OwnerPieces.reduce` merges owner ``p``'s
 pieces in a tree on ``p``'s worker and whose :meth:`~OwnerPieces.piece` gives chunk ``c``'s piece for
 ``p`` back (for lookups); :func:`id_tier` picks its tier from the same memory limit.  Hash relabeling
-(:mod:`breadth.pipeline.hash_relabel`) moves its ids through it.
+(:mod:`breadth.pipeline.relabel.hash_relabel`) moves its ids through it.
 
 >>> from breadth.pipeline.shuffle.shuffle import choose_tier
 >>> choice = choose_tier(client, num_vertices=1 << 16, num_tuples=1 << 20, nparts=2)   # doctest: +SKIP

@@ -1,5 +1,5 @@
 """Linear merges of sorted, unique Arrow string arrays (Numba): the CPU relabeling's unions and lookups of
-string ids, the twins of :mod:`breadth.pipeline.sorted_merge` for integers.
+string ids, the twins of :mod:`breadth.pipeline.relabel.sorted_merge` for integers.
 
 The kernels read the arrays' buffers (:func:`breadth.bfs.arrow_strings.buffers`) and compare by UTF-8
 bytes (:func:`breadth.bfs.arrow_strings.compare`): no Python string is made.

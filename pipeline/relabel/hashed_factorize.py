@@ -4,7 +4,7 @@
 id's code (the position of its key there).  The hash (:func:`breadth.bfs.id_map.id_hash`, splitmix64) is a
 bijection of 64-bit integers, so distinct keys are distinct ids and :func:`breadth.bfs.id_map.ids_of_keys`
 gives the ids back; hash owners keep their part of the id map in this order
-(:mod:`breadth.pipeline.hash_relabel`).
+(:mod:`breadth.pipeline.relabel.hash_relabel`).
 
 Ordering by key rather than by value is what makes the split cheap.  Keys are uniform, so one counting
 pass cuts the chunk into buckets by the key's top bits (a few thousand ids each); each bucket is

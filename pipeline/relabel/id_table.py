@@ -1,6 +1,6 @@
 """The table relabeling's kernels (Numba): presence bitmaps and lookup tables over a small id span.
 
-Used by :mod:`breadth.pipeline.relabel` for int64 ids whose span is small next to their count (SNAP
+Used by :mod:`breadth.pipeline.relabel.relabel` for int64 ids whose span is small next to their count (SNAP
 files): sorted unique ids by marking a byte per id of the span, and dense ids by a table indexed by
 ``id - lo``.
 """

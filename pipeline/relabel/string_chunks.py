@@ -1,6 +1,6 @@
 """A chunk of string ids split for the owners, with Arrow C++ and no Python strings.
 
-:func:`split_strings` is :func:`breadth.pipeline.hash_relabel.chunk_split` for string ids: the chunk's
+:func:`split_strings` is :func:`breadth.pipeline.relabel.hash_relabel.chunk_split` for string ids: the chunk's
 endpoints (a two-column Arrow table from the readers, or a ``(k, 2)`` object array) are numbered by
 ``pyarrow.compute.dictionary_encode`` (a hash table in C++: codes in first-seen order and the distinct
 strings), the distinct strings sorted by ``array_sort_indices`` (UTF-8 bytes: code-point order) and cut
@@ -71,7 +71,7 @@ def _encode_columns(table: pa.Table) -> tuple[np.ndarray, pa.Array]:
 
 def split_strings(edges, nowners: int) -> tuple[np.ndarray, np.ndarray, list[pa.Array]]:
     """A chunk's ``(k, 2)`` string edges -> ``(codes, order, pieces)`` as
-    :func:`~breadth.pipeline.hash_relabel.chunk_split` gives them: ``codes`` ``(k, 2)`` int32 index the
+    :func:`~breadth.pipeline.relabel.hash_relabel.chunk_split` gives them: ``codes`` ``(k, 2)`` int32 index the
     chunk's distinct strings ``u`` (first-seen order, or the unified dictionary's), ``pieces[p]`` (Arrow)
     are the strings of ``u`` that owner ``p`` numbers, sorted, and ``order`` lists ``u``'s positions piece
     after piece.

@@ -1,5 +1,5 @@
 """A chunk's edges in dense ids from its codes (Numba): the last step of the CPU relabeling
-(:func:`breadth.pipeline.hash_relabel.chunk_dense`).
+(:func:`breadth.pipeline.relabel.hash_relabel.chunk_dense`).
 
 The chunk's split numbered its distinct ids (``codes`` index them) and cut them into one piece per owner
 (``order`` lists them piece after piece); each owner looked up its piece's dense ids.  Two passes, each

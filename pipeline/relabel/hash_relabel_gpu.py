@@ -1,6 +1,6 @@
 """Hash-owner relabeling on the GPU: :mod:`hash_relabel`'s per-chunk and per-owner steps on CuPy arrays.
 
-The orchestration (:func:`~breadth.pipeline.hash_relabel.relabel_hashed`) is the CPU's; only the array
+The orchestration (:func:`~breadth.pipeline.relabel.hash_relabel.relabel_hashed`) is the CPU's; only the array
 steps differ, because a GPU sorts faster than it hashes into a table:
 
 * **split**: the chunk's endpoints are hashed to their keys (:func:`~breadth.bfs.id_map.id_hash`, the
@@ -33,7 +33,7 @@ from breadth.bfs.id_map import id_hash, ids_of_keys, owner_of
 
 def chunk_split(edges, nowners: int, dtype) -> tuple:
     """A chunk's ``(k, 2)`` edges (CuPy or NumPy) -> ``(codes, order, pieces)`` on the device, as
-    :func:`breadth.pipeline.hash_relabel.chunk_split` gives them: ``codes`` ``(k, 2)`` int32 index the
+    :func:`breadth.pipeline.relabel.hash_relabel.chunk_split` gives them: ``codes`` ``(k, 2)`` int32 index the
     sorted distinct keys ``u`` (uint64 hashes of the ids); ``pieces[p]`` are the keys owner ``p``
     numbers, sorted; ``order`` lists ``u``'s positions piece after piece."""
     if _is_cudf(edges):
@@ -133,7 +133,7 @@ def owner_part(dtype, *pieces):
 
 def part_index(part) -> None:
     """No index: the device's lookups are binary searches (the CPU's walk needs one, see
-    :func:`breadth.pipeline.hash_relabel.part_index`)."""
+    :func:`breadth.pipeline.relabel.hash_relabel.part_index`)."""
     return None
 
 

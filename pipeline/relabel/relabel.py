@@ -3,7 +3,7 @@
 :func:`edge_list_from_parts` reads each raw chunk's id kind and min/max (``O(chunks)`` numbers reach the
 client) and picks one of two paths:
 
-* **hash owners** (:mod:`breadth.pipeline.hash_relabel`), for sparse 64-bit, uint64 and string ids: ids
+* **hash owners** (:mod:`breadth.pipeline.relabel.hash_relabel`), for sparse 64-bit, uint64 and string ids: ids
   are shuffled to ``P`` owners by a hash of their value, each owner numbers its part, chunks map through
   their ids' dense numbers looked up at the owners.  The map back stays in ``P`` parts on the workers
   (:class:`~breadth.bfs.id_map.PartitionedIdMap`); no process holds all the ids.
@@ -28,7 +28,7 @@ import numpy as np
 from breadth.bfs.shard import column_dtype
 from breadth.io.id_checks import INT64_MAX, id_kind as _kind
 
-from .edges import EdgeList
+from ..edges import EdgeList
 
 MERGE_FANIN = 8
 DENSE_SPAN_FACTOR = 4  # lookup table (int32/int64 per id in the span; sent to every worker)
@@ -180,7 +180,7 @@ def edge_list_from_parts(parts: list, client=None, *, directed: bool = False, so
     """Turn raw ``(edges, ChunkStats)`` delayed chunks into an :class:`EdgeList` of dense ids.
 
     Sparse ids (int64 over a wide span, uint64, strings) are relabeled by hash owners
-    (:mod:`breadth.pipeline.hash_relabel`); the id map stays partitioned on the workers
+    (:mod:`breadth.pipeline.relabel.hash_relabel`); the id map stays partitioned on the workers
     (``EdgeList.id_map`` is a :class:`~breadth.bfs.id_map.PartitionedIdMap`).  Integer ids over a span
     of at most ``FAST_SPAN_MAX`` take the bitmap/lookup-table path and keep their order (one part).
     ``hashed`` forces one path or the other (None: choose by the span).

@@ -5,9 +5,9 @@ No process holds all the ids.  With ``P`` owners (one per worker by default) the
 1. **split** (one task per chunk, where the chunk is): factorize the chunk's endpoints into codes and its
    distinct ids, and cut those into ``P`` sorted pieces by :func:`~breadth.bfs.id_map.owner_of` (a hash of
    the id's value).  Integer ids travel as their hash *keys* (:func:`~breadth.bfs.id_map.id_hash`, a
-   bijection), sorted by key (:mod:`breadth.pipeline.hashed_factorize`: counting passes over uniform keys,
+   bijection), sorted by key (:mod:`breadth.pipeline.relabel.hashed_factorize`: counting passes over uniform keys,
    where sorting the ids by value cost more than numbering them); strings as Arrow strings sorted by value
-   (:mod:`breadth.pipeline.string_chunks`).  The pieces go into the id shuffle
+   (:mod:`breadth.pipeline.relabel.string_chunks`).  The pieces go into the id shuffle
    (:func:`breadth.pipeline.shuffle.shuffle.exchange`): task outputs in the workers' memory, or files on its
    disk tier when the workers' memory limit needs it (:func:`breadth.pipeline.shuffle.shuffle.id_tier`), where the
    chunk's codes and order wait in files too until step 5.
@@ -26,8 +26,8 @@ Each worker holds its share of the map plus what its chunks need; the client hol
 numbers.  The map back stays where step 2 left it, as a :class:`~breadth.bfs.id_map.PartitionedIdMap`.
 String ids stay Arrow string arrays throughout (pieces, parts, the map back), never Python strings.
 The array operations are the pure functions of :mod:`breadth.bfs.id_map` plus the ones below (sorted
-unions and lookup walks in Numba, :mod:`breadth.pipeline.sorted_merge` for integer ids and
-:mod:`breadth.pipeline.sorted_string_merge` for strings); :mod:`hash_relabel_gpu` has their
+unions and lookup walks in Numba, :mod:`breadth.pipeline.relabel.sorted_merge` for integer ids and
+:mod:`breadth.pipeline.relabel.sorted_string_merge` for strings); :mod:`hash_relabel_gpu` has their
 CuPy twins (sort, searchsorted), and :func:`relabel_hashed` runs either set with one orchestration.
 This module itself imports no Numba, so that GPU workers never load it.
 """
@@ -61,7 +61,7 @@ def chunk_split(edges: np.ndarray, nowners: int, dtype) -> tuple[np.ndarray, np.
 
     String ids (``dtype`` object; the chunk an Arrow table or an object array): ``u`` the chunk's distinct
     strings, the pieces Arrow string arrays sorted by value
-    (:func:`~breadth.pipeline.string_chunks.split_strings`).
+    (:func:`~breadth.pipeline.relabel.string_chunks.split_strings`).
 
     >>> codes, order, pieces = chunk_split(np.array([[30, 20], [20, 10]]), 1, np.int64)
     >>> bool(codes[0, 1] == codes[1, 0]), ids_of_keys(pieces[0], np.int64)[codes].tolist() == [[30, 20], [20, 10]]
@@ -99,7 +99,7 @@ def owner_part(dtype, *pieces: np.ndarray) -> np.ndarray:
 
 
 def part_index(part) -> np.ndarray | None:
-    """Where the lookups of an owner's part start (:func:`~breadth.pipeline.sorted_merge.key_index`, built
+    """Where the lookups of an owner's part start (:func:`~breadth.pipeline.relabel.sorted_merge.key_index`, built
     once per owner): for parts of hash keys; ``None`` for strings."""
     if is_strings(part) or part.dtype != np.uint64:
         return None
@@ -130,7 +130,7 @@ def chunk_dense(split: tuple, *looked_up: np.ndarray, dtype=np.int64) -> np.ndar
     """The chunk's edges in dense ids (``(k, 2)`` of ``dtype``): ``split`` is ``(codes, order, ...)``,
     ``looked_up[p]`` are the dense ids of ``pieces[p]``, so their concatenation follows ``order``."""
     from .chunk_densify import dense_of_codes  # Numba, imported where CPU steps run
-    from .shuffle.shuffle import unpark
+    from ..shuffle.shuffle import unpark
 
     codes, order = unpark(split)[:2]
     return dense_of_codes(codes, order, looked_up, dtype)
@@ -138,7 +138,7 @@ def chunk_dense(split: tuple, *looked_up: np.ndarray, dtype=np.int64) -> np.ndar
 
 def dense_to_file(folder: str, c: int, dense_step, split: tuple, *looked_up, dtype=np.int64) -> int:
     """:func:`chunk_dense`, written to chunk ``c``'s file in ``folder`` instead of kept: its row count."""
-    from .shuffle.shuffle import save_npy
+    from ..shuffle.shuffle import save_npy
 
     d = dense_step(split, *looked_up, dtype=dtype)
     save_npy(os.path.join(folder, f"dense-{c}.npy"), d)
@@ -180,7 +180,7 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     tier in a file of a :class:`~breadth.pipeline.shuffle.shuffle.LastingFolder` under ``spill_dir``, removed when
     the dense chunks' graphs go -- and the edge shuffle's send reads them as they are; its raw ids are
     freed as soon as it is split.
-    ``device="gpu"``: the steps run on the workers' GPUs (:mod:`breadth.pipeline.hash_relabel_gpu`;
+    ``device="gpu"``: the steps run on the workers' GPUs (:mod:`breadth.pipeline.relabel.hash_relabel_gpu`;
     chunks NumPy or CuPy integers, or cuDF frames of strings), the pieces wait as task outputs in device
     memory (dask-cuda spills them), the dense chunks are CuPy arrays and the map's parts come to the host.
 
@@ -188,7 +188,7 @@ def relabel_hashed(client, parts: list, rows: list[int], dtype, workers: list[st
     >>> idm.nparts == len(workers), idm.size                                  # doctest: +SKIP
     (True, 1048224)
     """
-    from .shuffle.shuffle import LastingFolder, id_tier
+    from ..shuffle.shuffle import LastingFolder, id_tier
 
     P = int(nowners or len(workers))
     dtype = np.dtype(dtype)
@@ -218,7 +218,7 @@ def _relabel(client, steps, chunks: list, P: int, dtype, workers: list[str], tie
     for integers), offsets)`` once every chunk is densified."""
     from distributed import wait
 
-    from .shuffle.shuffle import exchange, spill_space
+    from ..shuffle.shuffle import exchange, spill_space
 
     with spill_space(client, tier, spill_dir) as space:
         # reads (delayed) and splits form one graph: Dask splits a chunk as soon as it is read and frees

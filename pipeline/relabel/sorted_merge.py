@@ -1,6 +1,6 @@
 """Unions and lookups of sorted, unique integer id arrays (Numba): the CPU relabeling's owner steps.
 
-Owners of :mod:`breadth.pipeline.hash_relabel` keep their ids sorted: the union of the pieces the chunks
+Owners of :mod:`breadth.pipeline.relabel.hash_relabel` keep their ids sorted: the union of the pieces the chunks
 send them is one in-place sort of their concatenation, and a chunk's lookup of its sorted piece is one walk
 through the owner's part that gallops past long gaps (``O(log gap)`` steps), so that a piece much smaller
 than the part (a chunk holds a sliver of an owner's ids, the more so the more chunks) costs
