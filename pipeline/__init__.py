@@ -14,11 +14,11 @@ from breadth.bfs.lazy_exports import install
 
 _EXPORTS = {
     "connect": ".cluster", "local_cluster": ".cluster",
-    "from_dask_dataframe": ".dataframe",
+    "from_dask_dataframe": ".sources.dataframe",
     "EdgeList": ".edges", "from_dask_array": ".edges",
-    "read_csv": ".file_sources", "read_edges": ".file_sources", "read_mtx": ".file_sources",
-    "read_parquet": ".file_sources", "read_snap": ".file_sources",
-    "kronecker": ".kronecker",
+    "read_csv": ".sources.file_sources", "read_edges": ".sources.file_sources", "read_mtx": ".sources.file_sources",
+    "read_parquet": ".sources.file_sources", "read_snap": ".sources.file_sources",
+    "kronecker": ".sources.kronecker",
     "prepare": ".prepare", "PrepareConfig": ".prepare_config",
 }
 __all__ = sorted(_EXPORTS)
@@ -26,9 +26,9 @@ install(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .cluster import connect, local_cluster
-    from .dataframe import from_dask_dataframe
+    from .sources.dataframe import from_dask_dataframe
     from .edges import EdgeList, from_dask_array
-    from .file_sources import read_csv, read_edges, read_mtx, read_parquet, read_snap
-    from .kronecker import kronecker
+    from .sources.file_sources import read_csv, read_edges, read_mtx, read_parquet, read_snap
+    from .sources.kronecker import kronecker
     from .prepare import prepare
     from .prepare_config import PrepareConfig

@@ -181,7 +181,7 @@ def _bench(args) -> int:
     from .cli_cluster import cluster_client, memory_plan_for, spill_dir_for
     from .cli_store import prepare_config, report, search_config
     from .cluster import resolve_device, workers_info
-    from .kronecker import kronecker
+    from .sources.kronecker import kronecker
     from .prepare import prepare
 
     search, prep = search_config(args), prepare_config(args)  # a bad setting fails before any work

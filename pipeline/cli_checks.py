@@ -206,7 +206,7 @@ def bench_store(args) -> None:
 
 
 #: the ingest flags that apply to some formats only, each with the reader keyword it sets: a flag applies to the
-#: formats whose reader takes that keyword (:func:`~breadth.pipeline.file_sources.formats_taking`)
+#: formats whose reader takes that keyword (:func:`~breadth.pipeline.sources.file_sources.formats_taking`)
 _FORMAT_FLAGS = (("--ids str", "ids"), ("--header", "header"), ("--no-header", "header"),
                  ("--extra-columns", "extra_columns"), ("--src/--dst", "src"))
 
@@ -217,7 +217,7 @@ def ingest_inputs(args) -> None:
     format-specific flag applies to it."""
     from breadth.io.formats import FORMATS
 
-    from .file_sources import formats_taking, input_format
+    from .sources.file_sources import formats_taking, input_format
 
     fmt = args.format if args.format != "auto" else input_format(args.paths)
     given = {"--ids str": args.ids == "str", "--header": args.header, "--no-header": args.no_header,

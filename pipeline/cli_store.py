@@ -135,7 +135,7 @@ def generate(args) -> int:
     from breadth.io.shard_store import write_store
 
     from .cluster import resolve_device
-    from .kronecker import kronecker
+    from .sources.kronecker import kronecker
     from .prepare import prepare
 
     # chunk size is not a parameter of the graph: the generator gives the same edges for any chunking

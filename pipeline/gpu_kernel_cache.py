@@ -31,7 +31,7 @@ LARGE_WARM_UP_SCALE = 26
 #: files whose CUDA sources (and the CuPy kernels they call) the warm-up compiles
 KERNEL_SOURCES = ("bfs/gpu/kernels.cu", "bfs/gpu/kernels.py", "bfs/gpu/backend.py", "bfs/gpu/batch_kernels.cu",
                   "bfs/gpu/batch_kernels.py", "bfs/gpu/level_graphs.py", "bfs/gpu/peer_push.cu",
-                  "bfs/transport/peer_memory.py", "pipeline/kronecker_gpu.py", "pipeline/kernels/build_csr_gpu.py",
+                  "bfs/transport/peer_memory.py", "pipeline/sources/kronecker_gpu.py", "pipeline/kernels/build_csr_gpu.py",
                   "pipeline/kernels/array_backend.py", "pipeline/relabel/hash_relabel_gpu.py")
 
 
@@ -107,7 +107,7 @@ def warm_up(client) -> None:
     where the GPUs have room (the 64-bit-indexed variants); the graphs' shards are dropped at the end."""
     from breadth.bfs import bfs_batch, graph500
     from breadth.bfs.graph500.roots import choose_roots
-    from breadth.pipeline.kronecker import kronecker
+    from breadth.pipeline.sources.kronecker import kronecker
     from breadth.pipeline.prepare import prepare
 
     client.run(_relabel_sparse_ids)

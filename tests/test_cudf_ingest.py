@@ -29,7 +29,7 @@ from breadth.bfs import bfs  # noqa: E402
 from breadth.pipeline import read_parquet  # noqa: E402
 from breadth.io.errors import NegativeIdError, NonNumericIdError  # noqa: E402
 from breadth.pipeline import from_dask_dataframe, prepare  # noqa: E402
-from breadth.pipeline.kronecker import KroneckerParams, generate_edges  # noqa: E402
+from breadth.pipeline.sources.kronecker import KroneckerParams, generate_edges  # noqa: E402
 
 ARRAYS = ("offsets", "columns", "tuple_degree", "self_loops", "in_offsets", "in_columns")
 

@@ -19,8 +19,8 @@ from breadth.bfs.graph500.validate import validate, validate_rank  # noqa: E402
 from breadth.bfs.transport.solo_gpu import SoloGpuCommunicator  # noqa: E402
 from breadth.pipeline.kernels.build_csr import build_shard  # noqa: E402
 from breadth.pipeline.kernels.build_csr_gpu import build_shard_gpu, split_by_owner_gpu  # noqa: E402
-from breadth.pipeline.kronecker import KroneckerParams, generate_edges  # noqa: E402
-from breadth.pipeline.kronecker_gpu import generate_edges_gpu  # noqa: E402
+from breadth.pipeline.sources.kronecker import KroneckerParams, generate_edges  # noqa: E402
+from breadth.pipeline.sources.kronecker_gpu import generate_edges_gpu  # noqa: E402
 from breadth.pipeline.kernels.partition import split_by_owner  # noqa: E402
 
 ARRAYS = ("offsets", "columns", "tuple_degree", "self_loops", "in_offsets", "in_columns")

@@ -217,7 +217,7 @@ def test_sort_by_batch_array_module_matches_counting_sort(nbatches, batch_rows):
 
 @pytest.mark.parametrize("scale,seed", [(6, 1), (18, 5), (33, 2)])
 def test_numpy_generator_matches_numba(scale, seed):
-    from breadth.pipeline.kronecker import KroneckerParams, generate_edges, generate_edges_numpy
+    from breadth.pipeline.sources.kronecker import KroneckerParams, generate_edges, generate_edges_numpy
 
     p = KroneckerParams.make(scale, seed, 0.57, 0.19, 0.19)
     start = 123_457  # blocks of the NumPy generator start mid-way: the tuples depend on e alone
@@ -230,7 +230,7 @@ def test_numpy_split_and_build_match_numba(directed, nparts):
     from breadth.bfs.shard import block_size
     from breadth.pipeline.kernels.build_csr import csr_from_entries
     from breadth.pipeline.kernels.build_csr_numpy import csr_from_entries_numpy, split_by_owner_numpy
-    from breadth.pipeline.kronecker import KroneckerParams, generate_edges
+    from breadth.pipeline.sources.kronecker import KroneckerParams, generate_edges
     from breadth.pipeline.kernels.partition import split_by_owner
 
     n = 1 << 12

@@ -53,7 +53,7 @@ builds batch by batch), else the disk tier (pieces in bucket files, a batch at a
 path's minimum).  Numba is what makes the baseline: an idle worker holds 77 MiB (51 MiB anonymous, 26 MiB
 of mapped files), started by the CLI or by a script that imports only distributed alike (with the ``ucx``
 extra installed, whose packages distributed loads at start-up), and importing Numba and running a kernel
-adds ~110 MiB.  With ``jit=False`` the generator (:mod:`~breadth.pipeline.kronecker_numpy`), the split and
+adds ~110 MiB.  With ``jit=False`` the generator (:mod:`~breadth.pipeline.sources.kronecker_numpy`), the split and
 the build (:mod:`~breadth.pipeline.kernels.build_csr_numpy`) run with NumPy alone, the shuffle takes the disk
 tier, and each owner writes its shard to files batch by batch (:mod:`~breadth.pipeline.build.shard_files`),
 which the store writer copies from: the shard is never resident.  Measured on 2 workers of 1 thread (RSS

@@ -152,7 +152,7 @@ def from_dask_dataframe(ddf, src: str = "src", dst: str = "dst", *, directed: bo
 
     from breadth.io.errors import MissingColumnError
 
-    from .relabel.relabel import edge_list_from_parts
+    from ..relabel.relabel import edge_list_from_parts
 
     for c in (src, dst):
         if c not in ddf.columns:

@@ -1,4 +1,4 @@
-"""The Kronecker generator of :mod:`breadth.pipeline.kronecker` as a CUDA kernel (CuPy, NVRTC).
+"""The Kronecker generator of :mod:`breadth.pipeline.sources.kronecker` as a CUDA kernel (CuPy, NVRTC).
 
 Bit-identical to the NumPy/Numba generator: edge tuple ``e`` draws the same SplitMix64 words from
 ``(key, e, level)`` with the same unsigned 64-bit wrap-around arithmetic, compares their halves with the same
@@ -66,7 +66,7 @@ def _kernel():
 
 def generate_edges_gpu(params: KroneckerParams, start: int, stop: int) -> cp.ndarray:
     """Edge tuples ``start..stop-1`` as a ``(stop - start, 2)`` int64 CuPy array, equal to
-    :func:`breadth.pipeline.kronecker.generate_edges` for the same ``params``."""
+    :func:`breadth.pipeline.sources.kronecker.generate_edges` for the same ``params``."""
     count = stop - start
     out = cp.empty((count, 2), cp.int64)
     if count > 0:

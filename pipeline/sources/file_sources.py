@@ -22,7 +22,7 @@ from breadth.io.paths import expand_paths
 from breadth.io.snap_text import snap_parts
 from breadth.io.text_parser import DEFAULT_CHUNK_BYTES
 
-from .relabel.relabel import edge_list_from_parts
+from ..relabel.relabel import edge_list_from_parts
 
 
 def read_edges(paths, format: str = "auto", *, directed: bool | None = None, src=None, dst=None,
@@ -104,7 +104,7 @@ def input_format(paths) -> str:
     and first bytes (:func:`~breadth.io.formats.detect_format`).  Raises ``UnknownFormatError`` for inputs
     of several formats or of none recognised, ``FileNotFoundError`` for a name that matches nothing.
 
-    >>> from breadth.pipeline.file_sources import input_format
+    >>> from breadth.pipeline.sources.file_sources import input_format
     >>> input_format(["/work/shared/data/Wiki-Vote.txt"])          # doctest: +SKIP
     'snap'
     """
@@ -122,7 +122,7 @@ def formats_taking(keyword: str) -> list[str]:
     """The registered formats (:data:`~breadth.io.formats.FORMATS`, in their order) whose reader takes
     ``keyword``: where ``read_edges``'s ``**kw`` and the ``breadth ingest`` flag that sets it apply.
 
-    >>> from breadth.pipeline.file_sources import formats_taking
+    >>> from breadth.pipeline.sources.file_sources import formats_taking
     >>> formats_taking("src"), formats_taking("extra_columns")
     (['csv', 'parquet'], ['snap'])
     """

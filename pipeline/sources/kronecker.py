@@ -132,10 +132,10 @@ def kronecker(scale: int, edgefactor: int = 16, seed: int = 1, a: float = DEFAUL
         chunk takes milliseconds.
     device : {"cpu", "gpu"}, default "cpu"
         ``"gpu"``: each chunk is generated on the worker's GPU as a CuPy array
-        (:mod:`breadth.pipeline.kronecker_gpu`), bit for bit the same tuples.
+        (:mod:`breadth.pipeline.sources.kronecker_gpu`), bit for bit the same tuples.
     jit : bool, default True
         ``False`` (CPU): chunks are generated with NumPy alone
-        (:func:`~breadth.pipeline.kronecker_numpy.generate_edges_numpy`; slower, the same tuples), so that
+        (:func:`~breadth.pipeline.sources.kronecker_numpy.generate_edges_numpy`; slower, the same tuples), so that
         the workers never import Numba, whose ~110 MiB a small ``--memory-limit`` cannot spare.
 
     Returns
@@ -166,7 +166,7 @@ def kronecker(scale: int, edgefactor: int = 16, seed: int = 1, a: float = DEFAUL
     import dask.array as da
     from dask.highlevelgraph import HighLevelGraph
 
-    from .edges import EdgeList
+    from ..edges import EdgeList
 
     if edgefactor < 1:
         raise ValueError(f"edgefactor must be >= 1, got {edgefactor}")

@@ -1,7 +1,7 @@
 """The Kronecker generator's parameters and its NumPy twin: no Numba, for workers that must not load it.
 
 :class:`KroneckerParams` (the integer form of the generator's parameters) is shared by the three
-generators: Numba's (:mod:`breadth.pipeline.kronecker`), CUDA's (:mod:`breadth.pipeline.kronecker_gpu`)
+generators: Numba's (:mod:`breadth.pipeline.sources.kronecker`), CUDA's (:mod:`breadth.pipeline.sources.kronecker_gpu`)
 and :func:`generate_edges_numpy` here, which gives the same edges with array operations over a block of
 tuples at a time.  It is slower than the Numba kernel, but a worker that runs it never imports Numba,
 whose import and first compiled call cost ~110 MiB of resident memory (see
@@ -91,7 +91,7 @@ def scramble_numpy(v: np.ndarray, scale: int, keys: tuple[int, int, int, int]) -
 
 def generate_edges_numpy(params: KroneckerParams, start: int, stop: int) -> np.ndarray:
     """Edge tuples ``start..stop-1`` as a ``(stop - start, 2)`` int64 array, equal to
-    :func:`breadth.pipeline.kronecker.generate_edges` (the Numba kernel) for the same ``params``."""
+    :func:`breadth.pipeline.sources.kronecker.generate_edges` (the Numba kernel) for the same ``params``."""
     out = np.empty((stop - start, 2), dtype=np.int64)
     s = np.uint64(params.scale)
     with np.errstate(over="ignore"):
