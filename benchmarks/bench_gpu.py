@@ -207,7 +207,7 @@ def single_rank(scale: int, args, results: dict) -> None:
 def through_dask(args, results: dict) -> None:
     from breadth.bfs import graph500
     from breadth.pipeline import kronecker, prepare
-    from breadth.pipeline.cluster import local_cuda_cluster
+    from breadth.pipeline.cluster.cluster import local_cuda_cluster
 
     t0 = time.perf_counter()
     try:

@@ -185,7 +185,7 @@ def main(argv=None) -> int:
 
     from breadth.bfs import graph500
     from breadth.pipeline import kronecker, prepare
-    from breadth.pipeline.cluster import worker_addresses
+    from breadth.pipeline.cluster.cluster import worker_addresses
 
     dask.config.set({"breadth.shuffle.tier": args.tier})
     spill_dir = args.spill_dir
@@ -197,7 +197,7 @@ def main(argv=None) -> int:
     if args.device == "gpu":
         import cupy as cp
 
-        from breadth.pipeline.cluster import local_cuda_cluster
+        from breadth.pipeline.cluster.cluster import local_cuda_cluster
 
         kw = {}
         for name in ("memory_limit", "device_memory_limit", "rmm_pool_size"):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from breadth.bfs.lazy_exports import install
 
 _EXPORTS = {
-    "connect": ".cluster", "local_cluster": ".cluster",
+    "connect": ".cluster.cluster", "local_cluster": ".cluster.cluster",
     "from_dask_dataframe": ".sources.dataframe",
     "EdgeList": ".edges", "from_dask_array": ".edges",
     "read_csv": ".sources.file_sources", "read_edges": ".sources.file_sources", "read_mtx": ".sources.file_sources",
@@ -25,7 +25,7 @@ __all__ = sorted(_EXPORTS)
 install(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from .cluster import connect, local_cluster
+    from .cluster.cluster import connect, local_cluster
     from .sources.dataframe import from_dask_dataframe
     from .edges import EdgeList, from_dask_array
     from .sources.file_sources import read_csv, read_edges, read_mtx, read_parquet, read_snap

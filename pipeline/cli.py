@@ -180,7 +180,7 @@ def _bench(args) -> int:
     from .cli_checks import partition_kw
     from .cli_cluster import cluster_client, memory_plan_for, spill_dir_for
     from .cli_store import prepare_config, report, search_config
-    from .cluster import resolve_device, workers_info
+    from .cluster.cluster import resolve_device, workers_info
     from .sources.kronecker import kronecker
     from .prepare import prepare
 
@@ -286,13 +286,13 @@ def console_main() -> None:
     """The ``breadth`` console script: :func:`main`, then the process ends at once with its status.  The
     command has closed its cluster and written its output by then; Python's own teardown of the loaded
     modules (Dask, NumPy, pyarrow, SciPy) would add 0.14-0.2 s to every command's wall time on 2 cores
-    (:mod:`breadth.pipeline.quick_exit`).  SciPy's sparse and FFT modules, which
+    (:mod:`breadth.pipeline.cluster.quick_exit`).  SciPy's sparse and FFT modules, which
     ``dask.array`` would load, stay unloaded in this process (:mod:`breadth.pipeline.command_imports`)."""
     from .command_imports import skip_unused
 
     skip_unused()
     status = main()
-    from .quick_exit import exit_process
+    from .cluster.quick_exit import exit_process
 
     exit_process(int(status or 0))
 

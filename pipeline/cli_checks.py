@@ -112,7 +112,7 @@ def device(name: str) -> None:
     except ImportError:
         raise UsageError("--device gpu: dask-cuda is not installed; pip install 'breadth[gpu]' (CUDA 12) or "
                          "'breadth[gpu-cuda13]' (CUDA 13)") from None
-    from .cluster import gpu_available
+    from .cluster.cluster import gpu_available
 
     if not gpu_available():
         raise UsageError("--device gpu: no CUDA device is visible")

@@ -18,7 +18,7 @@ from .cli_errors import CommandError, UsageError, hold_signals
 
 
 def threads_per_worker(args) -> int:
-    """Threads per local worker, as :func:`~breadth.pipeline.cluster.local_cluster` chooses them."""
+    """Threads per local worker, as :func:`~breadth.pipeline.cluster.cluster.local_cluster` chooses them."""
     return args.threads or max(1, (os.cpu_count() or 1) // args.workers)
 
 
@@ -37,7 +37,7 @@ def cluster_client(args, device: str = "cpu", managed_target: float | None = Non
 
     from breadth.bfs.worker_loss import watch_workers
 
-    from .cluster import connect, worker_addresses
+    from .cluster.cluster import connect, worker_addresses
     from .shuffle.memory_plan import dask_memory_config, format_bytes
 
     limit = getattr(args, "memory_limit", None)

@@ -114,7 +114,7 @@ def _partition_flags(args) -> list:
 
 def _nparts(st: dict, client) -> int:
     """Shard count: a partial store's own (so any number of workers can resume it), else one per worker."""
-    from .cluster import worker_addresses
+    from .cluster.cluster import worker_addresses
 
     if st["state"] == "partial" and isinstance(st["nparts"], int):
         return st["nparts"]
@@ -134,7 +134,7 @@ def generate(args) -> int:
     others written.  On a complete store with the same parameters it does nothing."""
     from breadth.io.shard_store import write_store
 
-    from .cluster import resolve_device
+    from .cluster.cluster import resolve_device
     from .sources.kronecker import kronecker
     from .prepare import prepare
 
@@ -191,7 +191,7 @@ def ingest(args) -> int:
     from breadth.io.shard_store import write_store
     from breadth.pipeline import read_edges
 
-    from .cluster import resolve_device
+    from .cluster.cluster import resolve_device
     from .prepare import prepare
 
     kw = {}
@@ -308,7 +308,7 @@ def bfs_cmd(args) -> int:
     from breadth.io.shard_store import load_store
 
     from .cli_sources import missing_source, typed_ids
-    from .cluster import resolve_device
+    from .cluster.cluster import resolve_device
 
     search = search_config(args)
     device = resolve_device(args.device)
@@ -352,7 +352,7 @@ def bench_store(args) -> int:
     from breadth.bfs import graph500
     from breadth.io.shard_store import load_store, read_manifest
 
-    from .cluster import resolve_device
+    from .cluster.cluster import resolve_device
 
     search = search_config(args)
     device = resolve_device(args.device)

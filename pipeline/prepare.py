@@ -164,7 +164,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     device : {"cpu", "gpu", "auto"}, default "cpu"
         ``"cpu"``: NumPy shards, Numba kernels.  ``"gpu"``: split and build on the workers' GPUs, CuPy
         shards in device memory, searched by the GPU backend (workers of a dask-cuda ``LocalCUDACluster``,
-        :func:`~breadth.pipeline.cluster.local_cuda_cluster`; NumPy or CuPy edge chunks).  ``"auto"``: GPU
+        :func:`~breadth.pipeline.cluster.cluster.local_cuda_cluster`; NumPy or CuPy edge chunks).  ``"auto"``: GPU
         where CuPy sees a device.
     spill_dir : str, optional
         The disk tier's folder, one every worker can reach; default a temporary directory.

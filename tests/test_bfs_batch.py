@@ -264,7 +264,7 @@ def test_batch_gpu_long_rows_equal_cpu():
 # -- through Dask, 1-3 ranks --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cluster():
-    from breadth.pipeline.cluster import local_cluster
+    from breadth.pipeline.cluster.cluster import local_cluster
 
     yield from closing(local_cluster(workers=3, threads_per_worker=1))  # one Numba thread each
 

@@ -171,7 +171,7 @@ def test_two_workers_on_a_cold_numba_cache(tmp_path):
 def test_workers_get_one_numba_thread_each():
     import numba  # noqa: F401  (the check below runs in the workers)
 
-    from breadth.pipeline.cluster import local_cluster
+    from breadth.pipeline.cluster.cluster import local_cluster
 
     client = local_cluster(workers=2)
     try:

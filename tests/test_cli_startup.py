@@ -63,7 +63,7 @@ def _kernel_and_modules():
 
 
 def test_breadth_only_workers_skip_blas_probe_and_end_cleanly():
-    from breadth.pipeline.cluster import local_cluster
+    from breadth.pipeline.cluster.cluster import local_cluster
 
     client = local_cluster(workers=1, breadth_only=True)
     try:
@@ -99,7 +99,7 @@ def test_local_cluster_workers_start_with_numba_up(kw, numba_up):
     """A local cluster's workers bring Numba up as they start, before their first task, and its kernels still
     load only when a task needs them; under a memory limit a job may run without Numba (its ~110 MiB would
     not fit), so there is no warm-up then."""
-    from breadth.pipeline.cluster import local_cluster
+    from breadth.pipeline.cluster.cluster import local_cluster
 
     client = local_cluster(workers=1, **kw)
     try:
@@ -113,7 +113,7 @@ def test_local_cluster_workers_start_with_numba_up(kw, numba_up):
 @pytest.mark.parametrize("status", [0, 3])
 def test_console_script_exit_status_and_output(status):
     """The console script's quick exit keeps the status and flushes what was printed."""
-    code = ("from breadth.pipeline.quick_exit import exit_process; import sys; print('out'); "
+    code = ("from breadth.pipeline.cluster.quick_exit import exit_process; import sys; print('out'); "
             f"print('err', file=sys.stderr); exit_process({status})")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (r.returncode, r.stdout, r.stderr) == (status, "out\n", "err\n")

@@ -36,7 +36,7 @@ ARRAYS = ("offsets", "columns", "tuple_degree", "self_loops", "in_offsets", "in_
 
 @pytest.fixture(scope="module")
 def gclient():
-    from breadth.pipeline.cluster import local_cuda_cluster
+    from breadth.pipeline.cluster.cluster import local_cuda_cluster
 
     client = local_cuda_cluster(workers=1)
     yield client
@@ -184,7 +184,7 @@ def test_cli_ingest_device_gpu_writes_the_cpu_store(tmp_path):
 def test_device_memory_limit_moves_the_shuffle_to_the_host_with_the_same_shards(gclient, tmp_path):
     """A GPU worker limited to less than the graph's entries keeps the shuffle's pieces in host batches
     (and dask-cuda moves task outputs to the host), and builds the same shards as an unlimited one."""
-    from breadth.pipeline.cluster import local_cuda_cluster
+    from breadth.pipeline.cluster.cluster import local_cuda_cluster
 
     e = _sparse_edges(17, "int64")  # 2^20 tuples: ~32 MB of entries on the device's memory tier
     _write_parquet(tmp_path / "e.parquet", e, 1 << 16)

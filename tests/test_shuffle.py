@@ -23,7 +23,7 @@ def _union(*pieces):
 
 @pytest.mark.parametrize("strings", [False, True])
 def test_exchange_tiers_agree(lclient, tmp_path, strings):
-    from breadth.pipeline.cluster import worker_addresses
+    from breadth.pipeline.cluster.cluster import worker_addresses
 
     rng = np.random.default_rng(2)
     chunks = [rng.integers(0, 5000, 3000) for _ in range(11)]

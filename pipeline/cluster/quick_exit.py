@@ -8,7 +8,7 @@ wait for that in its cluster's close (0.3 s of its wall time), and for its own i
 local directory removed, the scheduler told), and the command has written its output and closed its
 cluster.
 
-:class:`~breadth.pipeline.worker_exit.QuickExit` is the worker side (a Dask worker plugin: only a worker
+:class:`~breadth.pipeline.cluster.worker_exit.QuickExit` is the worker side (a Dask worker plugin: only a worker
 that closes gracefully is ended early, and its exit status is 0 as it would be); :func:`exit_process` the
 command's.  This module imports nothing heavy: ``breadth info`` ends through it without loading Dask.
 """

@@ -1,4 +1,4 @@
-"""The worker side of :mod:`breadth.pipeline.quick_exit`: a closed worker's process ends without Python's
+"""The worker side of :mod:`breadth.pipeline.cluster.quick_exit`: a closed worker's process ends without Python's
 teardown (about 0.2 s less per worker with Numba, llvmlite and SciPy loaded)."""
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ def local_cluster(workers: int = 1, threads_per_worker: int | None = None, proto
     small pages and, without a ``memory_limit`` of the caller's, arrays up to 32 MiB from the C heap, where
     freed memory is used again (:func:`worker_memory_environ`).  Without a ``memory_limit``, every worker
     also brings Numba up (its first dispatch, about 0.3 s) on a thread of its own as it starts, while the
-    caller sets up, instead of in its first task (:mod:`breadth.pipeline.numba_warm_up`); under a limit a
+    caller sets up, instead of in its first task (:mod:`breadth.pipeline.cluster.numba_warm_up`); under a limit a
     job may have to do without Numba.  The cluster has no dashboard.  The scheduler, which runs in the
     caller's process, keeps what a search leaves behind bounded (:func:`scheduler_memory_settings`): many
     searches in one process do not grow it.
@@ -51,9 +51,9 @@ def local_cluster(workers: int = 1, threads_per_worker: int | None = None, proto
         Dask log messages below this level are hidden (the CLI hides all but critical).
     breadth_only : bool, default False
         The workers run breadth's tasks only (the CLI's clusters): a worker that has closed ends without
-        the interpreter's teardown (0.2 s less in the cluster's close, :mod:`breadth.pipeline.worker_exit`),
+        the interpreter's teardown (0.2 s less in the cluster's close, :mod:`breadth.pipeline.cluster.worker_exit`),
         and Numba's first dispatch skips its BLAS probe, which imports SciPy's linalg where SciPy is
-        installed (0.23 s of each worker's first chunk, :mod:`breadth.pipeline.numba_blas`).
+        installed (0.23 s of each worker's first chunk, :mod:`breadth.pipeline.cluster.numba_blas`).
 
     Returns
     -------
@@ -219,7 +219,7 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
     allocation, indices or UUIDs) is kept.  CuPy allocates from its own pool on the workers even where RMM
     is installed (:func:`breadth.bfs.gpu.backend.use_cupy_pool`), and each worker brings CuPy's kernel
     machinery up as it starts.  The first start on a machine compiles the GPU kernels, saying so on stderr
-    (:mod:`breadth.pipeline.gpu_kernel_cache`).  Install with the ``gpu`` extra (CUDA 12) or
+    (:mod:`breadth.pipeline.cluster.gpu_kernel_cache`).  Install with the ``gpu`` extra (CUDA 12) or
     ``gpu-cuda13`` (CUDA 13).
 
     Parameters
@@ -240,7 +240,7 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
         ``protocol="auto"`` picks UCX or TCP for them.
     mps : bool or "auto", default "auto"
         For ``ranks_per_gpu > 1``: the workers are clients of a private MPS daemon
-        (:mod:`breadth.pipeline.gpu_sharing`), started here and stopped when the cluster closes, so that
+        (:mod:`breadth.pipeline.cluster.gpu_sharing`), started here and stopped when the cluster closes, so that
         their kernels share one context instead of the GPU switching between them at every device wait
         (two ranks on one H100, scale 22: the search's small levels take half the time).  ``"auto"`` uses
         the caller's own daemon where ``CUDA_MPS_PIPE_DIRECTORY`` is set and goes on without MPS, with a
@@ -270,7 +270,7 @@ def local_cuda_cluster(workers: int | None = None, protocol: str = "tcp", thread
 
     Examples
     --------
-    >>> from breadth.pipeline.cluster import local_cuda_cluster
+    >>> from breadth.pipeline.cluster.cluster import local_cuda_cluster
     >>> client = local_cuda_cluster()                       # doctest: +SKIP
     >>> len(client.scheduler_info()["workers"])  # an 8-GPU machine   # doctest: +SKIP
     8
@@ -339,7 +339,7 @@ def _shared_gpu_cluster(n: int, devices: list, per_gpu: int, threads: int, proto
     ``per_gpu`` is 2.  Each may use an equal
     share of the host's memory, as dask-cuda's workers do (Dask's "auto" would give a one-thread worker
     only its thread's share, and Dask counts the device arrays a task holds against that limit).  With
-    ``mps`` (a :class:`~breadth.pipeline.gpu_sharing.PrivateMps`) the workers are its clients, and closing
+    ``mps`` (a :class:`~breadth.pipeline.cluster.gpu_sharing.PrivateMps`) the workers are its clients, and closing
     the cluster stops it."""
     import psutil
     from distributed import Nanny, Scheduler, SpecCluster

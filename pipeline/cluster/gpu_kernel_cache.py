@@ -73,7 +73,7 @@ def marker_path() -> str:
 def ensure_compiled(client, stream=sys.stderr) -> bool:
     """Compile the kernels on ``client``'s GPU workers if this machine has not yet (see the module
     docstring), telling ``stream`` what it does and how long it took; True when it compiled.
-    :func:`~breadth.pipeline.cluster.local_cuda_cluster` calls it as it starts.
+    :func:`~breadth.pipeline.cluster.cluster.local_cuda_cluster` calls it as it starts.
 
     >>> ensure_compiled(client)                      # doctest: +SKIP
     breadth: compiling the GPU kernels for this machine, once (cached in ~/.cupy/kernel_cache) ...
@@ -128,7 +128,7 @@ def _relabel_sparse_ids() -> None:
     import cupy
     import numpy as np
 
-    from .relabel import hash_relabel_gpu as steps
+    from ..relabel import hash_relabel_gpu as steps
 
     ids = cupy.asarray(np.random.default_rng(1).integers(1, 1 << 62, size=(4096, 2), dtype=np.int64))
     for owners in (1, 2):
