@@ -58,7 +58,7 @@ def run_sampled(cmd: list[str], timeout: float) -> dict:
 def idle_worker_rss(import_cli: bool) -> list[int]:
     """RSS (bytes) of the two idle workers of a local cluster started by a script that imports the CLI
     module first (``import_cli``) or only distributed."""
-    imports = "from breadth.pipeline.cli import main  # noqa" if import_cli else ""
+    imports = "from breadth.pipeline.cli.cli import main  # noqa" if import_cli else ""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "idle.py")
         with open(path, "w") as f:
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
                                           ["script_importing_only_distributed"]],
           "with the CLI module", [b // MiB for b in doc["idle_worker_rss_bytes"]["script_importing_the_cli_module"]],
           flush=True)
-    base = [sys.executable, "-m", "breadth.pipeline.cli"]
+    base = [sys.executable, "-m", "breadth.pipeline.cli.cli"]
     doc["scales"] = []
     work = tempfile.mkdtemp(prefix="bench-memory-limit-")
     try:

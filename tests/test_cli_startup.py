@@ -19,8 +19,8 @@ import pytest
 _CLIENT_SCRIPT = textwrap.dedent("""
     import sys
 
-    from breadth.pipeline.cli import main
-    from breadth.pipeline.command_imports import skip_unused
+    from breadth.pipeline.cli.cli import main
+    from breadth.pipeline.cli.command_imports import skip_unused
 
     skip_unused()  # as the console script does
     status = main(["ingest", sys.argv[1], "--workers", "1", "--out", sys.argv[2]])

@@ -169,7 +169,7 @@ def test_cli_ingest_device_gpu_writes_the_cpu_store(tmp_path):
     stores = {}
     for dev in ("cpu", "gpu"):
         out = tmp_path / f"{dev}.store"
-        r = subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", "ingest", str(tmp_path / "e.parquet"),
+        r = subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", "ingest", str(tmp_path / "e.parquet"),
                             "--out", str(out), "--device", dev], capture_output=True, text=True, env=env)
         assert r.returncode == 0, r.stderr
         stores[dev] = out
@@ -202,7 +202,7 @@ def test_device_memory_limit_moves_the_shuffle_to_the_host_with_the_same_shards(
         cluster = small.cluster
         small.close()
         cluster.close()
-    r = subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", "ingest", str(tmp_path / "e.parquet"),
+    r = subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", "ingest", str(tmp_path / "e.parquet"),
                         "--out", str(tmp_path / "s"), "--device", "gpu", "--device-memory-limit", "16MB"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

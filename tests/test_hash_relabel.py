@@ -495,7 +495,7 @@ def test_cli_ingest_and_bfs_dataset(tmp_path):
     st, out = str(tmp_path / "s.store"), str(tmp_path / "out")
 
     def cli(*a):
-        return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *a], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", *a], capture_output=True, text=True,
                               timeout=300)
 
     r = cli("ingest", str(tmp_path / "e.parquet"), "--out", st, "--workers", "2", "--threads", "1")

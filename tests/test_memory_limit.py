@@ -15,7 +15,7 @@ THREADS = max(1, (os.cpu_count() or 1) // 2)  # what the CLI gives each of 2 loc
 
 
 def _run(*args, env=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 

@@ -129,7 +129,7 @@ def _cli(*args, timeout=300):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", *map(str, args)], capture_output=True,
                           text=True, timeout=timeout)
 
 

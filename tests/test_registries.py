@@ -61,9 +61,9 @@ def test_a_registered_format_is_detected_and_read(tmp_path, lclient, tsv2):
 
 
 def test_the_cli_offers_a_format_registered_before_its_parser_is_built(tmp_path, tsv2):
-    from breadth.pipeline import cli_checks
-    from breadth.pipeline.cli import build_parser
-    from breadth.pipeline.cli_errors import UsageError
+    from breadth.pipeline.cli import cli_checks
+    from breadth.pipeline.cli.cli import build_parser
+    from breadth.pipeline.cli.cli_errors import UsageError
     from breadth.pipeline.shuffle.memory_plan import plan_reading
 
     path = tmp_path / "g.tsv2"
@@ -103,9 +103,10 @@ def test_a_registered_transport_is_autos_pick_and_carries_a_search(lclient):
     from breadth.bfs import bfs
     from breadth.bfs.engine.session import resolve_protocol
     from breadth.bfs.transport.registry import TRANSPORTS, Transport, register_transport
-    from breadth.pipeline import cli_checks, kronecker, prepare
-    from breadth.pipeline.cli import build_parser
-    from breadth.pipeline.cli_errors import UsageError
+    from breadth.pipeline import kronecker, prepare
+    from breadth.pipeline.cli import cli_checks
+    from breadth.pipeline.cli.cli import build_parser
+    from breadth.pipeline.cli.cli_errors import UsageError
 
     register_transport(Transport("counted", "counted TCP", connect_counted, auto=("cpu",), preference=1))
     register_transport(Transport("absent", "absent", connect_counted, missing=lambda: "no such library",

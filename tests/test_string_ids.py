@@ -173,7 +173,7 @@ def test_relabel_disk_tier_three_owners_matches_memory(tmp_path, lclient):
 
 
 def _cli(*a, timeout=300):
-    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *map(str, a)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", *map(str, a)], capture_output=True,
                           text=True, timeout=timeout)
 
 

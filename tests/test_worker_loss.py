@@ -22,7 +22,7 @@ import pytest
 
 from worker_kill import KillWhenStarting, killed, preload_env
 
-CLI = [sys.executable, "-m", "breadth.pipeline.cli"]
+CLI = [sys.executable, "-m", "breadth.pipeline.cli.cli"]
 LOST_WITHIN_S = 30.0  # the most a loss may take to end the work, from the kill on
 SIGKILL = "killed by signal 9 (SIGKILL)"
 

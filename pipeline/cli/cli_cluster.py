@@ -37,8 +37,8 @@ def cluster_client(args, device: str = "cpu", managed_target: float | None = Non
 
     from breadth.bfs.worker_loss import watch_workers
 
-    from .cluster.cluster import connect, worker_addresses
-    from .shuffle.memory_plan import dask_memory_config, format_bytes
+    from ..cluster.cluster import connect, worker_addresses
+    from ..shuffle.memory_plan import dask_memory_config, format_bytes
 
     limit = getattr(args, "memory_limit", None)
     kw = {}
@@ -101,13 +101,13 @@ def memory_plan_for(args, num_vertices: int, num_tuples: int, directed: bool = F
     the Numba path's minimum then chooses (:func:`~breadth.pipeline.shuffle.memory_plan.plan_numpy_path`)."""
     if not getattr(args, "memory_limit", None):
         return None
-    from .shuffle.memory_plan import plan_memory
+    from ..shuffle.memory_plan import plan_memory
 
     workers, threads, resident = args.workers, threads_per_worker(args), None
     if client is not None:
         # what the workers hold already counts, as prepare() counts it when it picks the shuffle's tier;
         # memory they freed does not (an ingest's relabeling leaves hundreds of MB of it in their heaps)
-        from .shuffle.shuffle import cluster_memory
+        from ..shuffle.shuffle import cluster_memory
 
         mem = cluster_memory(client, trim=True)
         resident = mem.resident
@@ -158,7 +158,7 @@ def memory_errors(args):
     stage, blaming the memory limit only where its nanny ended it for passing the limit (exit 1)."""
     from breadth.bfs.worker_loss import WorkerLost, describe
 
-    from .shuffle.memory_plan import MemoryLimitError, format_bytes
+    from ..shuffle.memory_plan import MemoryLimitError, format_bytes
 
     try:
         yield

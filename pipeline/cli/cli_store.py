@@ -57,7 +57,7 @@ def prepare_config(args, **fixed):
     shards go without bottom-up's order, which loading builds).  Built before any work, so that a bad setting
     is one line at once; ``--memory-limit``'s plan sets ``batch_entries`` later, once the graph's size is
     known."""
-    from .prepare_config import PrepareConfig
+    from ..prepare_config import PrepareConfig
 
     protocol = getattr(args, "protocol", "auto")
     return PrepareConfig.from_config(protocol=None if protocol == "auto" else protocol, **fixed)
@@ -114,7 +114,7 @@ def _partition_flags(args) -> list:
 
 def _nparts(st: dict, client) -> int:
     """Shard count: a partial store's own (so any number of workers can resume it), else one per worker."""
-    from .cluster.cluster import worker_addresses
+    from ..cluster.cluster import worker_addresses
 
     if st["state"] == "partial" and isinstance(st["nparts"], int):
         return st["nparts"]
@@ -134,9 +134,9 @@ def generate(args) -> int:
     others written.  On a complete store with the same parameters it does nothing."""
     from breadth.io.shard_store import write_store
 
-    from .cluster.cluster import resolve_device
-    from .sources.kronecker import kronecker
-    from .prepare import prepare
+    from ..cluster.cluster import resolve_device
+    from ..sources.kronecker import kronecker
+    from ..prepare import prepare
 
     # chunk size is not a parameter of the graph: the generator gives the same edges for any chunking
     params = {"command": "generate", "scale": args.scale, "edgefactor": args.edgefactor, "seed": args.seed}
@@ -191,8 +191,8 @@ def ingest(args) -> int:
     from breadth.io.shard_store import write_store
     from breadth.pipeline import read_edges
 
-    from .cluster.cluster import resolve_device
-    from .prepare import prepare
+    from ..cluster.cluster import resolve_device
+    from ..prepare import prepare
 
     kw = {}
     if args.ids != "int":
@@ -215,7 +215,7 @@ def ingest(args) -> int:
         params["device"] = "gpu"
     target = None
     if args.memory_limit:  # before anything starts: reading these files must fit
-        from .shuffle.memory_plan import plan_reading
+        from ..shuffle.memory_plan import plan_reading
 
         # a local cluster's CPU workers are known before it starts: Parquet inputs too large for them are
         # refused now, not after minutes of reading (GPU ingests have no host plan; an existing cluster's
@@ -308,7 +308,7 @@ def bfs_cmd(args) -> int:
     from breadth.io.shard_store import load_store
 
     from .cli_sources import missing_source, typed_ids
-    from .cluster.cluster import resolve_device
+    from ..cluster.cluster import resolve_device
 
     search = search_config(args)
     device = resolve_device(args.device)
@@ -352,7 +352,7 @@ def bench_store(args) -> int:
     from breadth.bfs import graph500
     from breadth.io.shard_store import load_store, read_manifest
 
-    from .cluster.cluster import resolve_device
+    from ..cluster.cluster import resolve_device
 
     search = search_config(args)
     device = resolve_device(args.device)
@@ -378,7 +378,7 @@ def bench_store(args) -> int:
 
 
 def run(args) -> int:
-    """Run a store command (errors become one line in :func:`breadth.pipeline.cli_errors.report_failures`)."""
+    """Run a store command (errors become one line in :func:`breadth.pipeline.cli.cli_errors.report_failures`)."""
     fn = {"generate": generate, "ingest": ingest, "info": info, "bfs": bfs_cmd, "bench": bench_store}[args.cmd]
     return fn(args)
 

@@ -9,7 +9,7 @@ loop schedules their tasks: ``scipy.sparse`` and ``scipy.fftpack`` are about 0.1
 0.46 s in a fresh process on 2 cores, and leaving them out takes about 5 % (0.25 s) off a 2^24 sparse-id
 ``breadth ingest``.
 
-Only :func:`breadth.pipeline.cli.console_main` calls :func:`skip_unused`; a program that imports breadth
+Only :func:`breadth.pipeline.cli.cli.console_main` calls :func:`skip_unused`; a program that imports breadth
 keeps SciPy as it is, and a module already imported is left as it is.
 """
 

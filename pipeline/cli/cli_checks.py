@@ -1,7 +1,7 @@
 """What the ``breadth`` command checks before any work: a failure found after an hour of preparation
 should have been found in the first second.
 
-Each check raises :class:`~breadth.pipeline.cli_errors.UsageError` (exit status 2) with one line naming the
+Each check raises :class:`~breadth.pipeline.cli.cli_errors.UsageError` (exit status 2) with one line naming the
 option, the value and what was expected.  Writability is tested by creating (and removing) a file where the
 output will go, not with ``os.access``, which says yes to root on a read-only mount and to nothing else.
 """
@@ -112,7 +112,7 @@ def device(name: str) -> None:
     except ImportError:
         raise UsageError("--device gpu: dask-cuda is not installed; pip install 'breadth[gpu]' (CUDA 12) or "
                          "'breadth[gpu-cuda13]' (CUDA 13)") from None
-    from .cluster.cluster import gpu_available
+    from ..cluster.cluster import gpu_available
 
     if not gpu_available():
         raise UsageError("--device gpu: no CUDA device is visible")
@@ -217,7 +217,7 @@ def ingest_inputs(args) -> None:
     format-specific flag applies to it."""
     from breadth.io.formats import FORMATS
 
-    from .sources.file_sources import formats_taking, input_format
+    from ..sources.file_sources import formats_taking, input_format
 
     fmt = args.format if args.format != "auto" else input_format(args.paths)
     given = {"--ids str": args.ids == "str", "--header": args.header, "--no-header": args.no_header,

@@ -61,7 +61,7 @@ def _version() -> str:
 
 
 def _memory_limit(text: str) -> int:
-    from .shuffle.memory_plan import parse_memory_limit
+    from ..shuffle.memory_plan import parse_memory_limit
 
     try:
         return parse_memory_limit(text)
@@ -180,9 +180,9 @@ def _bench(args) -> int:
     from .cli_checks import partition_kw
     from .cli_cluster import cluster_client, memory_plan_for, spill_dir_for
     from .cli_store import prepare_config, report, search_config
-    from .cluster.cluster import resolve_device, workers_info
-    from .sources.kronecker import kronecker
-    from .prepare import prepare
+    from ..cluster.cluster import resolve_device, workers_info
+    from ..sources.kronecker import kronecker
+    from ..prepare import prepare
 
     search, prep = search_config(args), prepare_config(args)  # a bad setting fails before any work
     device = resolve_device(args.device)
@@ -222,7 +222,7 @@ def _bench(args) -> int:
 
 
 def _preflight(args) -> None:
-    """Everything that can be checked before any work (see :mod:`breadth.pipeline.cli_checks`)."""
+    """Everything that can be checked before any work (see :mod:`breadth.pipeline.cli.cli_checks`)."""
     from . import cli_checks
     from .cli_errors import UsageError
 
@@ -287,12 +287,12 @@ def console_main() -> None:
     command has closed its cluster and written its output by then; Python's own teardown of the loaded
     modules (Dask, NumPy, pyarrow, SciPy) would add 0.14-0.2 s to every command's wall time on 2 cores
     (:mod:`breadth.pipeline.cluster.quick_exit`).  SciPy's sparse and FFT modules, which
-    ``dask.array`` would load, stay unloaded in this process (:mod:`breadth.pipeline.command_imports`)."""
+    ``dask.array`` would load, stay unloaded in this process (:mod:`breadth.pipeline.cli.command_imports`)."""
     from .command_imports import skip_unused
 
     skip_unused()
     status = main()
-    from .cluster.quick_exit import exit_process
+    from ..cluster.quick_exit import exit_process
 
     exit_process(int(status or 0))
 
