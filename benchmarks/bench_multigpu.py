@@ -263,8 +263,8 @@ def main(argv=None) -> int:
                     help="with --ranks-per-gpu > 1: the workers as clients of a private MPS daemon (local_cuda_cluster)")
     ap.add_argument("--cluster-protocol", default="tcp", choices=("tcp", "ucx"),
                     help="Dask's own protocol (graph preparation); local_cuda_cluster gives a UCX cluster "
-                         "UCX's progress thread (see breadth.pipeline.cluster.cluster.ucx_progress_environ), without which "
-                         "each worker's event loop spun and made every synchronisation of a rank 2-4x slower")
+                         "UCX's progress thread (see breadth.pipeline.cluster.cluster.ucx_progress_environ), without "
+                         "which each worker's event loop spun and made every synchronisation of a rank 2-4x slower")
     ap.add_argument("--variants", nargs="+", default=[""],
                     help="every configuration runs once per variant: 'FIELD=VALUE,FIELD=VALUE', breadth.search "
                          "settings over the defaults (e.g. 'level_graphs=False,beta=24', values as Python literals; "

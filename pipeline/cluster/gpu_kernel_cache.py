@@ -31,8 +31,9 @@ LARGE_WARM_UP_SCALE = 26
 #: files whose CUDA sources (and the CuPy kernels they call) the warm-up compiles
 KERNEL_SOURCES = ("bfs/gpu/kernels.cu", "bfs/gpu/kernels.py", "bfs/gpu/backend.py", "bfs/gpu/batch_kernels.cu",
                   "bfs/gpu/batch_kernels.py", "bfs/gpu/level_graphs.py", "bfs/gpu/peer_push.cu",
-                  "bfs/transport/peer_memory.py", "pipeline/sources/kronecker_gpu.py", "pipeline/kernels/build_csr_gpu.py",
-                  "pipeline/kernels/array_backend.py", "pipeline/relabel/hash_relabel_gpu.py")
+                  "bfs/transport/peer_memory.py", "pipeline/sources/kronecker_gpu.py",
+                  "pipeline/kernels/build_csr_gpu.py", "pipeline/kernels/array_backend.py",
+                  "pipeline/relabel/hash_relabel_gpu.py")
 
 
 def cache_dir() -> str:
