@@ -93,10 +93,11 @@ def test_shim_catches_a_redeclaration(tmp_path):
 def test_kernel_cache_marker_names_one_version_of_the_kernels_and_one_toolchain():
     from breadth.pipeline.cluster.gpu_kernel_cache import kernels_digest
 
-    a = kernels_digest({"bfs/gpu/kernels.cu": b"x", "pipeline/kronecker_gpu.py": b"y"}, "cupy 14; sm_90")
-    assert a == kernels_digest({"pipeline/kronecker_gpu.py": b"y", "bfs/gpu/kernels.cu": b"x"}, "cupy 14; sm_90")
-    assert a != kernels_digest({"bfs/gpu/kernels.cu": b"x2", "pipeline/kronecker_gpu.py": b"y"}, "cupy 14; sm_90")
-    assert a != kernels_digest({"bfs/gpu/kernels.cu": b"x", "pipeline/kronecker_gpu.py": b"y"}, "cupy 14; sm_100")
+    gen = "pipeline/sources/kronecker_gpu.py"
+    a = kernels_digest({"bfs/gpu/kernels.cu": b"x", gen: b"y"}, "cupy 14; sm_90")
+    assert a == kernels_digest({gen: b"y", "bfs/gpu/kernels.cu": b"x"}, "cupy 14; sm_90")
+    assert a != kernels_digest({"bfs/gpu/kernels.cu": b"x2", gen: b"y"}, "cupy 14; sm_90")
+    assert a != kernels_digest({"bfs/gpu/kernels.cu": b"x", gen: b"y"}, "cupy 14; sm_100")
 
 
 def test_kernel_cache_reads_every_kernel_source_from_the_installed_packages():
