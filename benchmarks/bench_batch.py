@@ -116,7 +116,7 @@ def run_one(scale: int, workers: int, nroots: int, repeats: int, seed: int, nval
 
     from breadth.bfs import choose_roots, run_session
     from breadth.pipeline import kronecker, local_cluster, prepare
-    from breadth.pipeline.cluster import local_cuda_cluster
+    from breadth.pipeline.cluster.cluster import local_cuda_cluster
 
     client = local_cuda_cluster(workers=workers) if device == "gpu" else local_cluster(workers=workers)
     try:

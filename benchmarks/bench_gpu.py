@@ -141,9 +141,9 @@ def single_rank(scale: int, args, results: dict) -> None:
     import cupy as cp
 
     from breadth.bfs.engine.engine import Engine
-    from breadth.pipeline.build_csr_gpu import build_shard_gpu, split_by_owner_gpu
-    from breadth.pipeline.kronecker import KroneckerParams, generate_edges
-    from breadth.pipeline.kronecker_gpu import generate_edges_gpu
+    from breadth.pipeline.kernels.build_csr_gpu import build_shard_gpu, split_by_owner_gpu
+    from breadth.pipeline.sources.kronecker import KroneckerParams, generate_edges
+    from breadth.pipeline.sources.kronecker_gpu import generate_edges_gpu
 
     n, m = 1 << scale, 16 << scale
     p = KroneckerParams.make(scale, args.seed, 0.57, 0.19, 0.19)
@@ -207,7 +207,7 @@ def single_rank(scale: int, args, results: dict) -> None:
 def through_dask(args, results: dict) -> None:
     from breadth.bfs import graph500
     from breadth.pipeline import kronecker, prepare
-    from breadth.pipeline.cluster import local_cuda_cluster
+    from breadth.pipeline.cluster.cluster import local_cuda_cluster
 
     t0 = time.perf_counter()
     try:

@@ -37,7 +37,7 @@ READERS = ("breadth.read", "breadth.ingest", "pandas.read_csv", "pyarrow.csv")
 
 def write_kronecker_text(path: str, scale: int, edgefactor: int = 16) -> int:
     """SNAP text of a Kronecker graph (a '#' header, tab-separated) via temp name + rename; returns bytes."""
-    from breadth.pipeline.kronecker import KroneckerParams, generate_edges
+    from breadth.pipeline.sources.kronecker import KroneckerParams, generate_edges
 
     params = KroneckerParams.make(scale, 1, 0.57, 0.19, 0.19)
     m = edgefactor << scale

@@ -147,7 +147,7 @@ def _shards_digest(store: str) -> str:
 
 def _tier(client, g) -> str:
     """Where the edge shuffle kept its pieces (the decision prepare made, asked again untimed)."""
-    from breadth.pipeline.shuffle import choose_tier
+    from breadth.pipeline.shuffle.shuffle import choose_tier
 
     return choose_tier(client, g.num_vertices, g.num_input_edges, len(g.shards), device="gpu").tier
 
@@ -158,7 +158,7 @@ def run_breadth(inp: str, roots: int, device_memory_limit: str | None = None) ->
     from distributed import get_task_stream
 
     from breadth.bfs import graph500
-    from breadth.pipeline.cluster import local_cuda_cluster
+    from breadth.pipeline.cluster.cluster import local_cuda_cluster
 
     t_start = time.perf_counter()
     client = local_cuda_cluster(workers=1, **({"device_memory_limit": device_memory_limit}

@@ -1,7 +1,7 @@
 """Memory limits honoured: the smallest ``--memory-limit`` that works, and each worker's peak RSS under it.
 
 For each scale, ``breadth generate --scale S --workers W --memory-limit L`` runs as a subprocess (the CLI,
-as a user runs it) for ``L`` = the minimum that :mod:`breadth.pipeline.memory_plan` computes, then a few
+as a user runs it) for ``L`` = the minimum that :mod:`breadth.pipeline.shuffle.memory_plan` computes, then a few
 values upward from it, until one *works*: the command succeeds and no worker's sampled RSS went above
 ``L``.  A thread samples the RSS of every worker process (from /proc, every 50 ms).  The store of the
 smallest working limit is then searched and validated (``breadth bench STORE``, without a limit: the
@@ -58,7 +58,7 @@ def run_sampled(cmd: list[str], timeout: float) -> dict:
 def idle_worker_rss(import_cli: bool) -> list[int]:
     """RSS (bytes) of the two idle workers of a local cluster started by a script that imports the CLI
     module first (``import_cli``) or only distributed."""
-    imports = "from breadth.pipeline.cli import main  # noqa" if import_cli else ""
+    imports = "from breadth.pipeline.cli.cli import main  # noqa" if import_cli else ""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "idle.py")
         with open(path, "w") as f:
@@ -76,7 +76,7 @@ def main(argv=None) -> int:
     add_json_argument(ap)
     args = ap.parse_args(argv)
 
-    from breadth.pipeline.memory_plan import NUMPY_WORKER_BASELINE, WORKER_BASELINE, plan_memory
+    from breadth.pipeline.shuffle.memory_plan import NUMPY_WORKER_BASELINE, WORKER_BASELINE, plan_memory
 
     threads = max(1, (os.cpu_count() or 1) // args.workers)
     doc = new_record("bench_memory_limit", args)
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
                                           ["script_importing_only_distributed"]],
           "with the CLI module", [b // MiB for b in doc["idle_worker_rss_bytes"]["script_importing_the_cli_module"]],
           flush=True)
-    base = [sys.executable, "-m", "breadth.pipeline.cli"]
+    base = [sys.executable, "-m", "breadth.pipeline.cli.cli"]
     doc["scales"] = []
     work = tempfile.mkdtemp(prefix="bench-memory-limit-")
     try:

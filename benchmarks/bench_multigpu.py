@@ -263,8 +263,8 @@ def main(argv=None) -> int:
                     help="with --ranks-per-gpu > 1: the workers as clients of a private MPS daemon (local_cuda_cluster)")
     ap.add_argument("--cluster-protocol", default="tcp", choices=("tcp", "ucx"),
                     help="Dask's own protocol (graph preparation); local_cuda_cluster gives a UCX cluster "
-                         "UCX's progress thread (see breadth.pipeline.cluster.ucx_progress_environ), without which "
-                         "each worker's event loop spun and made every synchronisation of a rank 2-4x slower")
+                         "UCX's progress thread (see breadth.pipeline.cluster.cluster.ucx_progress_environ), without "
+                         "which each worker's event loop spun and made every synchronisation of a rank 2-4x slower")
     ap.add_argument("--variants", nargs="+", default=[""],
                     help="every configuration runs once per variant: 'FIELD=VALUE,FIELD=VALUE', breadth.search "
                          "settings over the defaults (e.g. 'level_graphs=False,beta=24', values as Python literals; "
@@ -281,7 +281,7 @@ def main(argv=None) -> int:
     from breadth.bfs import choose_roots, run_session
     from breadth.bfs.search_config import SearchConfig
     from breadth.pipeline import kronecker, prepare
-    from breadth.pipeline.cluster import local_cuda_cluster, worker_addresses
+    from breadth.pipeline.cluster.cluster import local_cuda_cluster, worker_addresses
 
     out = new_record("bench_multigpu", args)
     out.update(teps_convention="Graph500 (input tuples in component / time), harmonic mean",

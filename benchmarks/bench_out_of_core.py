@@ -1,12 +1,12 @@
 """Out-of-core preparation, then validated BFS, with a stage breakdown: where the time went, peak memory.
 
-The tier of the shuffle to owners (:mod:`breadth.pipeline.shuffle`) follows the workers' memory limit;
+The tier of the shuffle to owners (:mod:`breadth.pipeline.shuffle.shuffle`) follows the workers' memory limit;
 ``--tier`` forces one (Dask's ``breadth.shuffle.tier``).  CPU (this 2-core, 24 GiB machine; the disk tier's
 bucket files under ``--spill-dir``)::
 
     python -m benchmarks.bench_out_of_core --scale 26 --spill-dir /tmp/breadth-spill --json out_of_core_cpu_s26.json
 
-GPU (dask-cuda workers, one per GPU; the host tier, :mod:`breadth.pipeline.shuffle_tiers`, when the edges do
+GPU (dask-cuda workers, one per GPU; the host tier, :mod:`breadth.pipeline.shuffle.shuffle_tiers`, when the edges do
 not fit the GPU: chunks are split on the GPU and wait in host memory, owners build batch by batch on their GPU)::
 
     python -m benchmarks.bench_out_of_core --device gpu --gpus 1 --scale 28 \\
@@ -185,7 +185,7 @@ def main(argv=None) -> int:
 
     from breadth.bfs import graph500
     from breadth.pipeline import kronecker, prepare
-    from breadth.pipeline.cluster import worker_addresses
+    from breadth.pipeline.cluster.cluster import worker_addresses
 
     dask.config.set({"breadth.shuffle.tier": args.tier})
     spill_dir = args.spill_dir
@@ -197,7 +197,7 @@ def main(argv=None) -> int:
     if args.device == "gpu":
         import cupy as cp
 
-        from breadth.pipeline.cluster import local_cuda_cluster
+        from breadth.pipeline.cluster.cluster import local_cuda_cluster
 
         kw = {}
         for name in ("memory_limit", "device_memory_limit", "rmm_pool_size"):

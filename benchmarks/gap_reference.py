@@ -7,7 +7,7 @@ gapbs (https://github.com/sbeamer/gapbs) is not vendored: build it elsewhere and
 
 For every scale the script
 
-1. builds the edge tuples with ``breadth.pipeline.kronecker`` (``KroneckerParams.make(scale, seed, 0.57,
+1. builds the edge tuples with ``breadth.pipeline.sources.kronecker`` (``KroneckerParams.make(scale, seed, 0.57,
    0.19, 0.19)``, ``generate_edges(params, 0, 16 << scale)``) and writes them as a gapbs ``.el`` text edge
    list (``u v`` per line) under the temporary directory, never into the repository;
 2. prepares the same graph with the project (``prepare(kronecker(scale, seed=...), client).num_edges``) and
@@ -195,7 +195,7 @@ def gap_info(gap_bfs: str) -> dict:
 
 def run_scale(args, scale: int, workdir: str) -> dict:
     from breadth.bfs.graph500.statistics import statistics
-    from breadth.pipeline.kronecker import KroneckerParams, generate_edges
+    from breadth.pipeline.sources.kronecker import KroneckerParams, generate_edges
 
     rec: dict = {"scale": scale, "seed": args.seed, "edgefactor": EDGEFACTOR, "abc": [A, B, C],
                  "trials": args.trials, "omp_num_threads": args.threads}

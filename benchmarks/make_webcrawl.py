@@ -56,7 +56,7 @@ def write(out: str, log2_tuples: int, log2_ids: int, files: int, ids: str = "int
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from breadth.pipeline.kronecker import KroneckerParams, generate_edges
+    from breadth.pipeline.sources.kronecker import KroneckerParams, generate_edges
 
     params = KroneckerParams.make(log2_ids, seed, 0.57, 0.19, 0.19)
     m = 1 << log2_tuples
@@ -89,8 +89,8 @@ def write_gpu(out: str, log2_tuples: int, log2_ids: int, files: int, ids: str = 
     import cudf
     import cupy as cp
 
-    from breadth.pipeline.kronecker import KroneckerParams
-    from breadth.pipeline.kronecker_gpu import generate_edges_gpu
+    from breadth.pipeline.sources.kronecker import KroneckerParams
+    from breadth.pipeline.sources.kronecker_gpu import generate_edges_gpu
 
     params = KroneckerParams.make(log2_ids, seed, 0.57, 0.19, 0.19)
     m = 1 << log2_tuples

@@ -43,7 +43,7 @@ def main(argv=None) -> int:
     t: dict = {"imports_s": time.perf_counter() - T_PROCESS}
     t0 = time.perf_counter()
     if a.device == "gpu":
-        from breadth.pipeline.cluster import local_cuda_cluster
+        from breadth.pipeline.cluster.cluster import local_cuda_cluster
 
         client = local_cuda_cluster(**({"workers": a.workers} if a.workers else {}))
     else:

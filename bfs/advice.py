@@ -3,7 +3,7 @@
 A message (an error's or a warning's) writes a setting it suggests as a token, ``{keyword=value}``
 (``{overwrite=True}``; ``{src=,dst=}`` for keywords whose value is the caller's).  ``str()`` of the
 exception renders it in the Python API's words, ``pass overwrite=True``; the command line renders the same
-token with its flags, ``use --overwrite`` (:func:`breadth.pipeline.cli_errors.cli_text`, whose
+token with its flags, ``use --overwrite`` (:func:`breadth.pipeline.cli.cli_errors.cli_text`, whose
 ``KEYWORD_FLAGS`` holds the one mapping from keywords to flags).  Only the keywords of :data:`KEYWORDS` are
 tokens: other braces in a message (a bad line's own text) are left alone.  The searches' errors use it as
 well as the readers' (:mod:`breadth.io.errors`), so it lives at the bottom layer.

@@ -1,5 +1,5 @@
 """The Dask workers a session or a store runs on, asked of the scheduler (the lowest layer's one Dask query:
-``breadth.bfs`` and ``breadth.io`` use it, ``breadth.pipeline.cluster`` re-exports it)."""
+``breadth.bfs`` and ``breadth.io`` use it, ``breadth.pipeline.cluster.cluster`` re-exports it)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A dask-cuda worker's device memory limit, as the worker itself keeps it.
 
-Read by the shuffle, which sizes its tier to it (:func:`breadth.pipeline.shuffle.cluster_memory`), and by
+Read by the shuffle, which sizes its tier to it (:func:`breadth.pipeline.shuffle.shuffle.cluster_memory`), and by
 the GPU build, which sorts bottom-up's degree order in ranges sized to it
 (:func:`breadth.bfs.search_order.order_sort_entries`).
 """

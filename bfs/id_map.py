@@ -5,7 +5,7 @@ Part ``p`` is the array of the original ids that owner ``p`` numbered, in order;
 and ``original -> dense`` is a binary search in the one part that owns the id.  Which part owns an
 original id is decided by
 
-* ``"hash"`` ownership (the relabeling of :mod:`breadth.pipeline.hash_relabel`): ``id_hash(id) % P``.
+* ``"hash"`` ownership (the relabeling of :mod:`breadth.pipeline.relabel.hash_relabel`): ``id_hash(id) % P``.
   Owners get about ``n/P`` ids each, and because ownership ignores the id's value the dense ids are a
   random permutation of the originals, which balances the 1D partition.
 * ``"range"`` ownership (small dense-ish integer inputs, and stores written before the map was
@@ -15,7 +15,7 @@ original id is decided by
 A part is sorted in one of two orders: ``"value"`` (strings, range parts, and the integer maps of
 stores written before this order) or ``"hash"``: integer ids sorted by their :func:`id_hash`, which
 is a bijection of 64-bit integers (:func:`ids_of_keys` inverts it), so that a chunk's split sorts uniform
-keys by counting passes (:mod:`breadth.pipeline.hashed_factorize`) instead of sorting ids by value.
+keys by counting passes (:mod:`breadth.pipeline.relabel.hashed_factorize`) instead of sorting ids by value.
 
 The parts live on the Dask workers as futures (or, for a map built in this process, as local arrays);
 no operation here brings more than the ids asked about to the client, except :meth:`gather`, for graphs

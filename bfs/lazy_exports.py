@@ -1,7 +1,7 @@
 """Package namespaces whose public names load on first use.
 
 Why: Dask starts worker processes by *spawning* them, and a spawned process first re-imports the parent's
-main module -- for the ``breadth`` console script, ``breadth.pipeline.cli`` and so the ``breadth.pipeline``
+main module -- for the ``breadth`` console script, ``breadth.pipeline.cli.cli`` and so the ``breadth.pipeline``
 package.  If that package imported its modules eagerly, every worker would import Numba (and pandas,
 pyarrow, the kernels ...) before its nanny sets ``NUMBA_NUM_THREADS``: Numba then fixes its thread pool at
 the machine's core count, a later compile fails with "Cannot set NUMBA_NUM_THREADS to a different value",

@@ -33,7 +33,7 @@ ORDER_BYTES_PER_ENTRY = 32
 
 #: a CPU worker with a memory limit builds the order only while its process stays within this share of the
 #: limit, as the shuffle's storage tiers leave room for what their model does not count
-#: (:data:`breadth.pipeline.memory_plan.TIER_SAFETY`)
+#: (:data:`breadth.pipeline.shuffle.memory_plan.TIER_SAFETY`)
 HOST_SAFETY = 0.8
 
 

@@ -76,7 +76,7 @@ def device_edges(df, src: str, dst: str, where) -> tuple:
 def device_string_edges(df, src: str, dst: str, where) -> tuple:
     """A cuDF partition's id columns as string ids kept on the GPU -> ``(frame, ChunkStats)``: a two-column
     cuDF frame of strings (a column of integers beside strings is read as their decimal text, as the host
-    path does), relabeled by :mod:`breadth.pipeline.hash_relabel_gpu`.  A missing id names its row."""
+    path does), relabeled by :mod:`breadth.pipeline.relabel.hash_relabel_gpu`.  A missing id names its row."""
     import cudf
 
     from .chunk_stats import ChunkStats

@@ -5,7 +5,7 @@ cut into chunks (byte ranges of text, or row groups).  ``read_edges``'s dispatch
 all derived from it.
 
 Adding a format is one module with its reader (an io chunk reader and the pipeline function that makes an
-:class:`~breadth.pipeline.edges.EdgeList` of its chunks, as :func:`~breadth.pipeline.file_sources.read_snap`)
+:class:`~breadth.pipeline.edges.EdgeList` of its chunks, as :func:`~breadth.pipeline.sources.file_sources.read_snap`)
 and one :func:`register_format` call.
 
 >>> sorted(FORMATS)
@@ -236,13 +236,13 @@ def _mtx_banner(head: bytes) -> bool:
     return head.lower().startswith(b"%%matrixmarket")
 
 
-# The built-in formats.  Their readers are in breadth.pipeline.file_sources (named, not imported: io is below
+# The built-in formats.  Their readers are in breadth.pipeline.sources.file_sources (named, not imported: io is below
 # pipeline); sniffing asks them in this order.
-register_format(InputFormat("snap", "SNAP text", "breadth.pipeline.file_sources:read_snap",
+register_format(InputFormat("snap", "SNAP text", "breadth.pipeline.sources.file_sources:read_snap",
                             suffixes=(".txt", ".tsv", ".edges", ".el", ".edgelist", ".snap"), fallback=True))
-register_format(InputFormat("csv", "CSV", "breadth.pipeline.file_sources:read_csv", suffixes=(".csv",)))
-register_format(InputFormat("mtx", "Matrix Market", "breadth.pipeline.file_sources:read_mtx",
+register_format(InputFormat("csv", "CSV", "breadth.pipeline.sources.file_sources:read_csv", suffixes=(".csv",)))
+register_format(InputFormat("mtx", "Matrix Market", "breadth.pipeline.sources.file_sources:read_mtx",
                             suffixes=(".mtx", ".mm"), sniff=_mtx_banner))
-register_format(InputFormat("parquet", "Parquet", "breadth.pipeline.file_sources:read_parquet",
+register_format(InputFormat("parquet", "Parquet", "breadth.pipeline.sources.file_sources:read_parquet",
                             suffixes=(".parquet", ".pq", ".parq"), gzip=False, sniff=_parquet_magic,
                             directory=True, row_groups="breadth.io.parquet_edges:row_group_sizes"))

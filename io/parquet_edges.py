@@ -150,7 +150,7 @@ def read_row_group_to_device(path: str, rg: int, src: str, dst: str):
 
 
 def _row_group_meta(path: str, pf, rg: int, src: str, dst: str) -> tuple | None:
-    """What :func:`breadth.pipeline.relabel.edge_list_from_parts` learns from a chunk, read from the file's
+    """What :func:`breadth.pipeline.relabel.relabel.edge_list_from_parts` learns from a chunk, read from the file's
     metadata instead of its data: ``(rows, stats, kind, lo, hi, on_device)``; ``None`` where the metadata
     cannot say (no min/max statistics, unsigned or dictionary columns: the chunk is then read to learn it)."""
     import pyarrow as pa

@@ -810,7 +810,7 @@ def load_store(path: str, client=None, *, nparts: int | None = None, verify: boo
         Check every file's sha256 while reading it.
     device : {"cpu", "gpu", "auto"}
         ``"gpu"``: shards in the workers' GPU memory (dask-cuda workers,
-        :func:`~breadth.pipeline.cluster.local_cuda_cluster`), searched by the GPU engine; ``"auto"``: GPU
+        :func:`~breadth.pipeline.cluster.cluster.local_cuda_cluster`), searched by the GPU engine; ``"auto"``: GPU
         when CuPy sees a device here.
     search_order : bool
         Build bottom-up's degree-ordered rows (4 bytes an adjacency entry); ``False`` for a graph that is

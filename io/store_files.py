@@ -43,7 +43,7 @@ _WRITE_BLOCK = 1 << 20
 
 def mapped_file(arr: np.ndarray) -> tuple[str, int] | None:
     """``(path, byte offset)`` of the file that a whole read-only memory map ``arr`` shows (a shard built
-    to files, :mod:`breadth.pipeline.shard_files`), else ``None``."""
+    to files, :mod:`breadth.pipeline.build.shard_files`), else ``None``."""
     if not isinstance(arr, np.memmap) or arr.filename is None or not arr.flags.c_contiguous:
         return None
     if os.path.getsize(arr.filename) != arr.offset + arr.nbytes:  # a slice of a map: its own offset is not recorded

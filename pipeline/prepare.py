@@ -1,6 +1,6 @@
 """Preparation on a Dask cluster: edge chunks -> clean/symmetrize -> shuffle to owners -> CSR shards.
 
-One path for every source and every size (:mod:`breadth.pipeline.shuffle`):
+One path for every source and every size (:mod:`breadth.pipeline.shuffle.shuffle`):
 
 * ``send``: every edge chunk is cut into one piece per owner (self-loops set aside, undirected tuples
   sent both ways, directed ones as out- and in-entries), kept in the storage tier that the workers'
@@ -25,18 +25,18 @@ from breadth.bfs.shard import block_size
 from breadth.bfs.sharded_graph import ShardedGraph
 from breadth.bfs.worker_loss import watch_workers
 
-from .build_owner import build_owner
-from .direct_exchange import build_direct, use_direct
+from .build.build_owner import build_owner
+from .build.direct_exchange import build_direct, use_direct
 from .edges import EdgeList
 from .prepare_config import PrepareConfig
-from .shuffle import batch_rows, choose_tier, consume, send, spill_space
-from .shuffle_tiers import ShuffleSpec
+from .shuffle.shuffle import batch_rows, choose_tier, consume, send, spill_space
+from .shuffle.shuffle_tiers import ShuffleSpec
 from .stages import summarize
 
 #: keywords that prepare() refuses with ``TypeError`` and this message, which says how to get their effect
 _REMOVED = {"host_batches": "the shuffle's storage tier (memory, host batches, disk) follows the workers' memory "
                             "limit; to force one, pass config=PrepareConfig(tier=...) or set breadth's setting "
-                            "breadth.shuffle.tier (see breadth.pipeline.shuffle)"}
+                            "breadth.shuffle.tier (see breadth.pipeline.shuffle.shuffle)"}
 
 
 @contextlib.contextmanager
@@ -124,10 +124,10 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     reaches the client; only a few numbers per owner do.
 
     Out of core needs no option: the pieces go to their owners through one shuffle
-    (:mod:`breadth.pipeline.shuffle`) whose storage tier follows the workers' ``memory_limit`` (read from
+    (:mod:`breadth.pipeline.shuffle.shuffle`) whose storage tier follows the workers' ``memory_limit`` (read from
     the cluster; a worker without one counts as its host's memory shared among the workers there) and
     the graph's size, by the same rule as the CLI's ``--memory-limit``
-    (:func:`breadth.pipeline.memory_plan.choose_tier`):
+    (:func:`breadth.pipeline.shuffle.memory_plan.choose_tier`):
 
     * **memory**: each owner's entries wait in the workers' memory (device memory on GPU workers) and
       the owner builds at once -- the fastest, for graphs whose entries fit;
@@ -164,7 +164,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
     device : {"cpu", "gpu", "auto"}, default "cpu"
         ``"cpu"``: NumPy shards, Numba kernels.  ``"gpu"``: split and build on the workers' GPUs, CuPy
         shards in device memory, searched by the GPU backend (workers of a dask-cuda ``LocalCUDACluster``,
-        :func:`~breadth.pipeline.cluster.local_cuda_cluster`; NumPy or CuPy edge chunks).  ``"auto"``: GPU
+        :func:`~breadth.pipeline.cluster.cluster.local_cuda_cluster`; NumPy or CuPy edge chunks).  ``"auto"``: GPU
         where CuPy sees a device.
     spill_dir : str, optional
         The disk tier's folder, one every worker can reach; default a temporary directory.
@@ -178,12 +178,12 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
         spilled, each owner process's peak RSS in bytes, and the config that ran
         (``stages["prepare_config"]``).  Measuring costs a few floats per task.
     jit : bool, default True
-        ``False`` (CPU): the workers split and build with NumPy alone (:mod:`breadth.pipeline.build_csr_numpy`;
+        ``False`` (CPU): the workers split and build with NumPy alone (:mod:`breadth.pipeline.kernels.build_csr_numpy`;
         slower, the same shards) and never import Numba, whose import and first compiled call cost each
         worker ~110 MiB (for a source that does not load it either: ``kronecker(..., jit=False)``).
     shard_dir : str, optional
         CPU: a folder every worker can reach where each owner writes its shard's arrays as it builds them,
-        batch by batch, and maps them back (:mod:`breadth.pipeline.shard_files`): the shards are never
+        batch by batch, and maps them back (:mod:`breadth.pipeline.build.shard_files`): the shards are never
         resident in the workers' memory, and :func:`~breadth.io.write_store` copies them from their files.
         The caller removes the folder once the graph is no longer used.  With ``jit=False`` and the disk
         tier, a worker holds a chunk or a row batch at a time, whatever the graph's size.
@@ -209,7 +209,7 @@ def prepare(edges: EdgeList, client=None, nparts: int | None = None, progress: b
         (:meth:`~breadth.pipeline.edges.EdgeList.release`).
     protocol : {"auto", "tcp", "ucx", "nccl"}, optional
         Default ``config``'s (``"auto"``).  The ranks' transport where the owners exchange their pieces
-        themselves (:mod:`breadth.pipeline.direct_exchange`: GPU workers, one owner each, the memory tier);
+        themselves (:mod:`breadth.pipeline.build.direct_exchange`: GPU workers, one owner each, the memory tier);
         ``"auto"`` as a search would choose it: NCCL between GPUs, UCX between ranks that share one, TCP for
         CPUs.
     config : PrepareConfig, optional

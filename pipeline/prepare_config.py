@@ -20,9 +20,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .memory_plan import TIERS
+from .shuffle.memory_plan import TIERS
 
-#: how the memory tier's pieces may reach their owners (:mod:`breadth.pipeline.direct_exchange`)
+#: how the memory tier's pieces may reach their owners (:mod:`breadth.pipeline.build.direct_exchange`)
 EXCHANGES = ("auto", "direct", "dask")
 
 
@@ -33,10 +33,10 @@ class PrepareConfig:
     Parameters
     ----------
     tier : {"auto", "memory", "host", "disk"}
-        Where the shuffle's pieces wait (:mod:`breadth.pipeline.shuffle`): ``"auto"`` chooses from the
+        Where the shuffle's pieces wait (:mod:`breadth.pipeline.shuffle.shuffle`): ``"auto"`` chooses from the
         workers' memory limit and the graph's size; the others force a tier (for benchmarks and tests).
     exchange : {"auto", "direct", "dask"}
-        How the memory tier's pieces reach their owners (:mod:`breadth.pipeline.direct_exchange`):
+        How the memory tier's pieces reach their owners (:mod:`breadth.pipeline.build.direct_exchange`):
         ``"direct"`` owner to owner over the ranks' transport, ``"dask"`` through Dask's comm, ``"auto"``
         direct on GPU workers with one owner each, Dask's otherwise.
     batch_entries : int, optional

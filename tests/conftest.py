@@ -122,8 +122,8 @@ def assert_bfs_parents(edges: np.ndarray, n: int, level: np.ndarray, parent: np.
 def one_shard(edges: np.ndarray, n: int, directed: bool):
     """The single rank's shard of ``(m, 2)`` edges on ``n`` vertices, built as preparation builds it."""
     from breadth.bfs.shard import block_size
-    from breadth.pipeline.build_csr import build_shard
-    from breadth.pipeline.partition import split_by_owner
+    from breadth.pipeline.kernels.build_csr import build_shard
+    from breadth.pipeline.kernels.partition import split_by_owner
 
     return build_shard(0, 1, n, split_by_owner(edges, n, block_size(n, 1), 1, directed), directed)
 

@@ -9,8 +9,8 @@ from breadth.bfs import bfs, graph500, validate
 from breadth.bfs.engine.engine import Engine
 from breadth.bfs.shard import block_size
 from breadth.pipeline import from_dask_array, kronecker, prepare
-from breadth.pipeline.build_csr import build_shard
-from breadth.pipeline.partition import split_by_owner
+from breadth.pipeline.kernels.build_csr import build_shard
+from breadth.pipeline.kernels.partition import split_by_owner
 
 from conftest import load_snap, scipy_levels
 

@@ -264,7 +264,7 @@ def test_batch_gpu_long_rows_equal_cpu():
 # -- through Dask, 1-3 ranks --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cluster():
-    from breadth.pipeline.cluster import local_cluster
+    from breadth.pipeline.cluster.cluster import local_cluster
 
     yield from closing(local_cluster(workers=3, threads_per_worker=1))  # one Numba thread each
 
@@ -315,7 +315,7 @@ def _cli(*args, timeout=300):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", *map(str, args)], capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -365,7 +365,7 @@ def test_cli_plot_without_matplotlib_is_one_line(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; sys.modules['matplotlib'] = None; from breadth.pipeline.cli import main; "
+    code = ("import sys; sys.modules['matplotlib'] = None; from breadth.pipeline.cli.cli import main; "
             f"sys.exit(main(['bench', '--scale', '8', '--plot', {str(tmp_path / 'p.png')!r}]))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2

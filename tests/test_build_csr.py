@@ -5,8 +5,8 @@ rows in one row block or in five (blocks of 64 rows, each holding rows of up to 
 import numpy as np
 import pytest
 
-from breadth.pipeline import build_csr
-from breadth.pipeline.build_csr import RADIX_MIN_ROW, csr_from_entries
+from breadth.pipeline.kernels import build_csr
+from breadth.pipeline.kernels.build_csr import RADIX_MIN_ROW, csr_from_entries
 
 
 def _reference(entries: np.ndarray, lo: int, num_local: int):

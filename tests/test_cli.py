@@ -9,7 +9,7 @@ import pytest
 
 
 def _run(*args, timeout=300, env=None):
-    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env=None if env is None else {**os.environ, **env})
 
 
@@ -65,7 +65,7 @@ def test_bench_2d_records_bytes(tmp_path):
 def test_a_bare_timeout_is_explained():
     """Dask's comms raise TimeoutError() without a message when a worker does not answer: the one line says
     what that means instead of printing "TimeoutError" alone (as a 2^30 ingest under a limit once did)."""
-    from breadth.pipeline.cli_errors import one_line
+    from breadth.pipeline.cli.cli_errors import one_line
 
     line = one_line(TimeoutError())
     assert "did not answer" in line and "--memory-limit" in line
@@ -75,7 +75,7 @@ def test_a_bare_timeout_is_explained():
 def test_a_full_disk_says_where_to_make_room():
     import errno
 
-    from breadth.pipeline.cli_errors import one_line
+    from breadth.pipeline.cli.cli_errors import one_line
 
     line = one_line(OSError("Not enough free space to write 1073740336 bytes after offset 0"))
     assert line.startswith("a disk is full: Not enough free space") and "--spill-dir" in line

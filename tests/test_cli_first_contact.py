@@ -16,7 +16,7 @@ import pytest
 
 from conftest import data_file
 
-CLI = [sys.executable, "-m", "breadth.pipeline.cli"]
+CLI = [sys.executable, "-m", "breadth.pipeline.cli.cli"]
 
 
 def _run(*args, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -59,7 +59,7 @@ def test_no_arguments_prints_usage_and_version():
 
 
 def test_every_option_has_help_text():
-    from breadth.pipeline.cli import build_parser
+    from breadth.pipeline.cli.cli import build_parser
 
     parser = build_parser()
     subparsers = next(a for a in parser._actions if a.dest == "cmd").choices
@@ -150,9 +150,9 @@ def test_report_goes_to_stdout_alone(tmp_path):
 
 
 def test_cli_imports_nothing_heavy():
-    """A worker spawned under the console script re-imports ``breadth.pipeline.cli``: it must not import
+    """A worker spawned under the console script re-imports ``breadth.pipeline.cli.cli``: it must not import
     Numba (whose thread count the worker's nanny sets afterwards) or the kernels."""
-    code = ("import sys, breadth.pipeline.cli; "
+    code = ("import sys, breadth.pipeline.cli.cli; "
             "print(sorted(m for m in ('numba', 'pandas', 'pyarrow', 'distributed') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == "[]", (r.stdout, r.stderr)
@@ -171,7 +171,7 @@ def test_two_workers_on_a_cold_numba_cache(tmp_path):
 def test_workers_get_one_numba_thread_each():
     import numba  # noqa: F401  (the check below runs in the workers)
 
-    from breadth.pipeline.cluster import local_cluster
+    from breadth.pipeline.cluster.cluster import local_cluster
 
     client = local_cluster(workers=2)
     try:
@@ -248,7 +248,7 @@ def test_a_signal_cutting_an_init_short_leaves_no_finalizer_traceback():
     ignored in: <function Future.__del__ ...>`` and a traceback after ``breadth: error: interrupted``) leaves an
     object whose ``__del__`` fails as the exception's frames go: the command prints its one line, nothing more."""
     code = ("import sys\n"
-            "from breadth.pipeline.cli_errors import report_failures\n"
+            "from breadth.pipeline.cli.cli_errors import report_failures\n"
             "class HalfBuilt:\n"
             "    def __init__(self):\n"
             "        raise KeyboardInterrupt  # the signal, before the attribute that __del__ reads is set\n"
@@ -262,7 +262,7 @@ def test_a_signal_cutting_an_init_short_leaves_no_finalizer_traceback():
 def test_ctrl_c_during_out_of_core_preparation_leaves_no_spill_files(tmp_path):
     spill = tmp_path / "spill"
     spill.mkdir()
-    from breadth.pipeline.memory_plan import plan_memory
+    from breadth.pipeline.shuffle.memory_plan import plan_memory
 
     # --spill-dir only says where the disk tier writes; a limit at the graph's minimum is what needs it
     plan = plan_memory(10**15, 1 << 17, 16 << 17, 1, os.cpu_count() or 1, search=True)

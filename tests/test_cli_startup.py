@@ -19,8 +19,8 @@ import pytest
 _CLIENT_SCRIPT = textwrap.dedent("""
     import sys
 
-    from breadth.pipeline.cli import main
-    from breadth.pipeline.command_imports import skip_unused
+    from breadth.pipeline.cli.cli import main
+    from breadth.pipeline.cli.command_imports import skip_unused
 
     skip_unused()  # as the console script does
     status = main(["ingest", sys.argv[1], "--workers", "1", "--out", sys.argv[2]])
@@ -56,14 +56,14 @@ def test_parquet_ingest_client_loads_no_numba_or_scipy(tmp_path):
 def _kernel_and_modules():
     import sys
 
-    from breadth.pipeline.hashed_factorize import hashed_factorize
+    from breadth.pipeline.relabel.hashed_factorize import hashed_factorize
 
     codes, _ = hashed_factorize(np.array([30, 20, 30, 10], np.int64))
     return codes.tolist(), "scipy.linalg" in sys.modules, os.getpid()
 
 
 def test_breadth_only_workers_skip_blas_probe_and_end_cleanly():
-    from breadth.pipeline.cluster import local_cluster
+    from breadth.pipeline.cluster.cluster import local_cluster
 
     client = local_cluster(workers=1, breadth_only=True)
     try:
@@ -90,7 +90,7 @@ def _numba_up_without_a_task():
     for t in threading.enumerate():
         if t.name == "breadth-warm-numba":
             t.join(60)
-    return "numba.np.arraymath" in sys.modules, "breadth.pipeline.hashed_factorize" in sys.modules
+    return "numba.np.arraymath" in sys.modules, "breadth.pipeline.relabel.hashed_factorize" in sys.modules
 
 
 @pytest.mark.parametrize("kw, numba_up", [({"breadth_only": False}, True), ({"breadth_only": True}, True),
@@ -99,7 +99,7 @@ def test_local_cluster_workers_start_with_numba_up(kw, numba_up):
     """A local cluster's workers bring Numba up as they start, before their first task, and its kernels still
     load only when a task needs them; under a memory limit a job may run without Numba (its ~110 MiB would
     not fit), so there is no warm-up then."""
-    from breadth.pipeline.cluster import local_cluster
+    from breadth.pipeline.cluster.cluster import local_cluster
 
     client = local_cluster(workers=1, **kw)
     try:
@@ -113,7 +113,7 @@ def test_local_cluster_workers_start_with_numba_up(kw, numba_up):
 @pytest.mark.parametrize("status", [0, 3])
 def test_console_script_exit_status_and_output(status):
     """The console script's quick exit keeps the status and flushes what was printed."""
-    code = ("from breadth.pipeline.quick_exit import exit_process; import sys; print('out'); "
+    code = ("from breadth.pipeline.cluster.quick_exit import exit_process; import sys; print('out'); "
             f"print('err', file=sys.stderr); exit_process({status})")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (r.returncode, r.stdout, r.stderr) == (status, "out\n", "err\n")

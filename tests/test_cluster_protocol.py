@@ -6,7 +6,7 @@ import pytest
 
 from breadth.bfs.engine.session import resolve_protocol
 from breadth.bfs.transport.registry import ucx_available
-from breadth.pipeline.cluster import ucx_progress_environ
+from breadth.pipeline.cluster.cluster import ucx_progress_environ
 
 
 def test_ucx_cluster_gets_a_progress_thread(monkeypatch):
@@ -38,7 +38,7 @@ def test_ranks_sharing_a_gpu_never_get_nccl():
 def test_gpu_workers_keep_the_callers_visible_devices():
     """A batch scheduler's allocation (``CUDA_VISIBLE_DEVICES=2,3`` or UUIDs) names the GPUs the workers get, in
     its order; without the variable, the GPUs by index."""
-    from breadth.pipeline.cluster import visible_devices
+    from breadth.pipeline.cluster.cluster import visible_devices
 
     assert visible_devices(2, {"CUDA_VISIBLE_DEVICES": "2,3"}) == ["2", "3"]
     assert visible_devices(1, {"CUDA_VISIBLE_DEVICES": "GPU-8f1e, GPU-77aa"}) == ["GPU-8f1e"]  # one usable

@@ -29,14 +29,14 @@ from breadth.bfs import bfs  # noqa: E402
 from breadth.pipeline import read_parquet  # noqa: E402
 from breadth.io.errors import NegativeIdError, NonNumericIdError  # noqa: E402
 from breadth.pipeline import from_dask_dataframe, prepare  # noqa: E402
-from breadth.pipeline.kronecker import KroneckerParams, generate_edges  # noqa: E402
+from breadth.pipeline.sources.kronecker import KroneckerParams, generate_edges  # noqa: E402
 
 ARRAYS = ("offsets", "columns", "tuple_degree", "self_loops", "in_offsets", "in_columns")
 
 
 @pytest.fixture(scope="module")
 def gclient():
-    from breadth.pipeline.cluster import local_cuda_cluster
+    from breadth.pipeline.cluster.cluster import local_cuda_cluster
 
     client = local_cuda_cluster(workers=1)
     yield client
@@ -99,8 +99,8 @@ def _url_frame(scale: int) -> pd.DataFrame:
 @pytest.mark.parametrize("owners", [1, 3])
 def test_cudf_string_ids_relabel_on_gpu_like_the_cpu(gclient, owners):
     """String ids (non-ASCII too) stay cuDF string columns; with several owners the owners are the host's."""
-    from breadth.pipeline.hash_relabel import relabel_hashed
-    from breadth.pipeline.relabel import _chunk_meta
+    from breadth.pipeline.relabel.hash_relabel import relabel_hashed
+    from breadth.pipeline.relabel.relabel import _chunk_meta
 
     pdf = _url_frame(10)
     dev = from_dask_dataframe(dask_cudf.from_cudf(cudf.from_pandas(pdf), npartitions=2), client=gclient)
@@ -169,7 +169,7 @@ def test_cli_ingest_device_gpu_writes_the_cpu_store(tmp_path):
     stores = {}
     for dev in ("cpu", "gpu"):
         out = tmp_path / f"{dev}.store"
-        r = subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", "ingest", str(tmp_path / "e.parquet"),
+        r = subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", "ingest", str(tmp_path / "e.parquet"),
                             "--out", str(out), "--device", dev], capture_output=True, text=True, env=env)
         assert r.returncode == 0, r.stderr
         stores[dev] = out
@@ -184,7 +184,7 @@ def test_cli_ingest_device_gpu_writes_the_cpu_store(tmp_path):
 def test_device_memory_limit_moves_the_shuffle_to_the_host_with_the_same_shards(gclient, tmp_path):
     """A GPU worker limited to less than the graph's entries keeps the shuffle's pieces in host batches
     (and dask-cuda moves task outputs to the host), and builds the same shards as an unlimited one."""
-    from breadth.pipeline.cluster import local_cuda_cluster
+    from breadth.pipeline.cluster.cluster import local_cuda_cluster
 
     e = _sparse_edges(17, "int64")  # 2^20 tuples: ~32 MB of entries on the device's memory tier
     _write_parquet(tmp_path / "e.parquet", e, 1 << 16)
@@ -202,7 +202,7 @@ def test_device_memory_limit_moves_the_shuffle_to_the_host_with_the_same_shards(
         cluster = small.cluster
         small.close()
         cluster.close()
-    r = subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", "ingest", str(tmp_path / "e.parquet"),
+    r = subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", "ingest", str(tmp_path / "e.parquet"),
                         "--out", str(tmp_path / "s"), "--device", "gpu", "--device-memory-limit", "16MB"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

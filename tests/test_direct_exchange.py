@@ -1,5 +1,5 @@
 """The memory tier's pieces sent owner to owner over the ranks' own transport
-(:mod:`breadth.pipeline.direct_exchange`) give the shards of Dask's path, bit for bit, on CPU ranks over TCP;
+(:mod:`breadth.pipeline.build.direct_exchange`) give the shards of Dask's path, bit for bit, on CPU ranks over TCP;
 the setting refuses a graph it cannot serve; a worker lost during the exchange ends it in bounded time.
 (GPU ranks sharing one GPU, over UCX: ``tests/test_gpu_shared_ranks.py``.)"""
 

@@ -13,8 +13,8 @@ N = 7
 
 
 def _shard(directed):
-    from breadth.pipeline.build_csr import build_shard
-    from breadth.pipeline.partition import split_by_owner
+    from breadth.pipeline.kernels.build_csr import build_shard
+    from breadth.pipeline.kernels.partition import split_by_owner
     from breadth.bfs.shard import block_size
 
     pieces = split_by_owner(EDGES, N, block_size(N, 1), 1, directed)

@@ -17,11 +17,11 @@ from breadth.bfs.engine.engine import Engine  # noqa: E402
 from breadth.bfs.engine.session import _engine_class, make_communicator  # noqa: E402
 from breadth.bfs.graph500.validate import validate, validate_rank  # noqa: E402
 from breadth.bfs.transport.solo_gpu import SoloGpuCommunicator  # noqa: E402
-from breadth.pipeline.build_csr import build_shard  # noqa: E402
-from breadth.pipeline.build_csr_gpu import build_shard_gpu, split_by_owner_gpu  # noqa: E402
-from breadth.pipeline.kronecker import KroneckerParams, generate_edges  # noqa: E402
-from breadth.pipeline.kronecker_gpu import generate_edges_gpu  # noqa: E402
-from breadth.pipeline.partition import split_by_owner  # noqa: E402
+from breadth.pipeline.kernels.build_csr import build_shard  # noqa: E402
+from breadth.pipeline.kernels.build_csr_gpu import build_shard_gpu, split_by_owner_gpu  # noqa: E402
+from breadth.pipeline.sources.kronecker import KroneckerParams, generate_edges  # noqa: E402
+from breadth.pipeline.sources.kronecker_gpu import generate_edges_gpu  # noqa: E402
+from breadth.pipeline.kernels.partition import split_by_owner  # noqa: E402
 
 ARRAYS = ("offsets", "columns", "tuple_degree", "self_loops", "in_offsets", "in_columns")
 
@@ -205,7 +205,7 @@ def test_degree_order_sorted_a_row_range_at_a_time_equals_one_sort():
 
 def test_degree_order_sorts_by_ranges_sized_to_the_device_memory_limit():
     from breadth.bfs.search_order import order_sort_entries
-    from breadth.pipeline.cluster import local_cuda_cluster
+    from breadth.pipeline.cluster.cluster import local_cuda_cluster
 
     assert order_sort_entries() is None  # outside a worker: one sort
     client = local_cuda_cluster(workers=1, device_memory_limit="640MB")
@@ -226,7 +226,7 @@ def test_gpu_tiers_give_the_same_shards(directed, nparts, tmp_path):
     import dask
 
     from breadth.pipeline import kronecker, prepare
-    from breadth.pipeline.cluster import local_cuda_cluster
+    from breadth.pipeline.cluster.cluster import local_cuda_cluster
 
     client = local_cuda_cluster(workers=1)
     try:
@@ -295,7 +295,7 @@ def test_search_order_false_builds_no_degree_order_on_gpu_owners(nparts):
     GPU owners, one owner included (whose build adds it itself when asked); by default every owner has it and
     prepare records no owner without it."""
     from breadth.pipeline import kronecker, prepare
-    from breadth.pipeline.cluster import local_cuda_cluster
+    from breadth.pipeline.cluster.cluster import local_cuda_cluster
 
     client = local_cuda_cluster(workers=1)
     try:

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from breadth.pipeline.gpu_sharing import CONTROL, MpsUnavailable, PrivateMps, start_for_shared_gpus
+from breadth.pipeline.cluster.gpu_sharing import CONTROL, MpsUnavailable, PrivateMps, start_for_shared_gpus
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def test_bad_setting():
 def test_daemons_of_processes_that_died_are_reaped(tmp_path):
     """A daemon's folder names the process that started it: one whose process has gone (killed outright) is
     stopped and removed by the next start on the machine; a living process's, or a folder without an id, stay."""
-    from breadth.pipeline.gpu_sharing import OWNER, PREFIX, reap_stale
+    from breadth.pipeline.cluster.gpu_sharing import OWNER, PREFIX, reap_stale
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     folders = {}

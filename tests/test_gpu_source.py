@@ -91,17 +91,18 @@ def test_shim_catches_a_redeclaration(tmp_path):
 
 
 def test_kernel_cache_marker_names_one_version_of_the_kernels_and_one_toolchain():
-    from breadth.pipeline.gpu_kernel_cache import kernels_digest
+    from breadth.pipeline.cluster.gpu_kernel_cache import kernels_digest
 
-    a = kernels_digest({"bfs/gpu/kernels.cu": b"x", "pipeline/kronecker_gpu.py": b"y"}, "cupy 14; sm_90")
-    assert a == kernels_digest({"pipeline/kronecker_gpu.py": b"y", "bfs/gpu/kernels.cu": b"x"}, "cupy 14; sm_90")
-    assert a != kernels_digest({"bfs/gpu/kernels.cu": b"x2", "pipeline/kronecker_gpu.py": b"y"}, "cupy 14; sm_90")
-    assert a != kernels_digest({"bfs/gpu/kernels.cu": b"x", "pipeline/kronecker_gpu.py": b"y"}, "cupy 14; sm_100")
+    gen = "pipeline/sources/kronecker_gpu.py"
+    a = kernels_digest({"bfs/gpu/kernels.cu": b"x", gen: b"y"}, "cupy 14; sm_90")
+    assert a == kernels_digest({gen: b"y", "bfs/gpu/kernels.cu": b"x"}, "cupy 14; sm_90")
+    assert a != kernels_digest({"bfs/gpu/kernels.cu": b"x2", gen: b"y"}, "cupy 14; sm_90")
+    assert a != kernels_digest({"bfs/gpu/kernels.cu": b"x", gen: b"y"}, "cupy 14; sm_100")
 
 
 def test_kernel_cache_reads_every_kernel_source_from_the_installed_packages():
     """The warm-up's marker digests :data:`KERNEL_SOURCES` as installed, ``.cu`` package data included."""
-    from breadth.pipeline.gpu_kernel_cache import KERNEL_SOURCES, kernel_sources
+    from breadth.pipeline.cluster.gpu_kernel_cache import KERNEL_SOURCES, kernel_sources
 
     sources = kernel_sources()
     assert sorted(sources) == sorted(KERNEL_SOURCES) and all(sources.values())

@@ -18,7 +18,7 @@ DATA = os.path.join(os.path.dirname(__file__), "data")
 
 @pytest.fixture(scope="module")
 def gclient():
-    from breadth.pipeline.cluster import local_cuda_cluster
+    from breadth.pipeline.cluster.cluster import local_cuda_cluster
 
     yield from closing(local_cuda_cluster(workers=1))
 

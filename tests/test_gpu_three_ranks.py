@@ -19,7 +19,7 @@ pytest.importorskip("ucxx", reason="ucxx is not installed (the 'ucx' extra)")
 from breadth.bfs import SearchConfig, choose_roots, run_session  # noqa: E402
 from breadth.bfs.graph500.validate import validate_rank  # noqa: E402
 from breadth.pipeline import kronecker, prepare  # noqa: E402
-from breadth.pipeline.cluster import local_cuda_cluster  # noqa: E402
+from breadth.pipeline.cluster.cluster import local_cuda_cluster  # noqa: E402
 
 
 @pytest.fixture(scope="module")

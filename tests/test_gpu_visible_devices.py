@@ -16,7 +16,7 @@ from conftest import gpu_module
 cp, pytestmark = gpu_module()
 pytest.importorskip("dask_cuda", reason="dask-cuda is not installed")
 
-from breadth.pipeline.cluster import local_cuda_cluster  # noqa: E402
+from breadth.pipeline.cluster.cluster import local_cuda_cluster  # noqa: E402
 
 
 def _seen():

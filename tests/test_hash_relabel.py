@@ -177,7 +177,7 @@ def test_prepare_without_keeping_the_edges_reads_parked_chunks(tmp_path, lclient
     import dask
 
     from breadth.pipeline import prepare, read_parquet
-    from breadth.pipeline.shuffle import TIER_CONFIG
+    from breadth.pipeline.shuffle.shuffle import TIER_CONFIG
 
     e = _sparse_edges("int64", m=1 << 12, nids=1 << 10)
     _write_parquet(tmp_path / "e.parquet", e, rows_per_group=1 << 9)
@@ -237,7 +237,7 @@ def test_disk_tier_parks_the_chunks_codes_while_the_owners_merge(tmp_path, lclie
     import dask
 
     from breadth.pipeline import read_parquet
-    from breadth.pipeline.shuffle import TIER_CONFIG
+    from breadth.pipeline.shuffle.shuffle import TIER_CONFIG
 
     real_gather, held = lclient.gather, []
 
@@ -261,8 +261,9 @@ def test_failed_relabeling_leaves_no_parked_folder(tmp_path, lclient, monkeypatc
     while the failure's traceback (holding the relabeling's frames) is still alive."""
     import dask
 
-    from breadth.pipeline import hash_relabel, read_parquet
-    from breadth.pipeline.shuffle import TIER_CONFIG
+    from breadth.pipeline import read_parquet
+    from breadth.pipeline.relabel import hash_relabel
+    from breadth.pipeline.shuffle.shuffle import TIER_CONFIG
 
     def fail(*a, **kw):
         raise RuntimeError("densify failed")
@@ -289,7 +290,7 @@ def test_id_shuffle_disk_tier_numbers_as_memory_does(tmp_path, lclient, kind):
     import dask
 
     from breadth.pipeline import read_parquet
-    from breadth.pipeline.shuffle import TIER_CONFIG
+    from breadth.pipeline.shuffle.shuffle import TIER_CONFIG
 
     e = _sparse_edges(kind, m=1 << 12, nids=1 << 12)
     _write_parquet(tmp_path / "e.parquet", e, rows_per_group=1 << 9)
@@ -409,7 +410,7 @@ def test_real_graph_with_hashed_ids_matches_table_path(tmp_path, lclient):
 
 def test_pure_part_functions():
     from breadth.bfs.id_map import id_hash, lookup_keyed, lookup_sorted, owner_of
-    from breadth.pipeline.hash_relabel import chunk_dense, chunk_split, owner_part, part_ids
+    from breadth.pipeline.relabel.hash_relabel import chunk_dense, chunk_split, owner_part, part_ids
 
     v = np.array([0, 5, 2**62, 2**63 - 1], np.int64)
     np.testing.assert_array_equal(id_hash(v), id_hash(v.astype(np.uint64)))  # value, not dtype
@@ -494,7 +495,7 @@ def test_cli_ingest_and_bfs_dataset(tmp_path):
     st, out = str(tmp_path / "s.store"), str(tmp_path / "out")
 
     def cli(*a):
-        return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *a], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", *a], capture_output=True, text=True,
                               timeout=300)
 
     r = cli("ingest", str(tmp_path / "e.parquet"), "--out", st, "--workers", "2", "--threads", "1")
@@ -515,7 +516,7 @@ def test_hashed_factorize_numbers_ids_by_key(kind):
     spread over the buckets or one id fills a bucket (a hub), or ids were chosen so that their keys crowd
     one bucket's group (sorted by the fallback sort), and ids_of_keys gives the ids back."""
     from breadth.bfs.id_map import id_hash, ids_of_keys
-    from breadth.pipeline.hashed_factorize import hashed_factorize
+    from breadth.pipeline.relabel.hashed_factorize import hashed_factorize
 
     rng = np.random.default_rng(5)
     a = {"int64": lambda: rng.integers(-(1 << 63), (1 << 63) - 1, 300_000),
@@ -544,7 +545,7 @@ def test_parquet_metadata_tells_what_reading_tells(tmp_path):
     import pyarrow.parquet as pq
 
     from breadth.io.parquet_edges import _row_group_meta, read_row_group
-    from breadth.pipeline.relabel import _chunk_meta
+    from breadth.pipeline.relabel.relabel import _chunk_meta
 
     rng = np.random.default_rng(3)
     e = rng.integers(0, 1 << 62, size=(10_000, 2))
@@ -567,7 +568,7 @@ def test_indexed_lookup_finds_what_the_walk_finds(kind):
     """A part's key index only says in which run of the part each key lies: dense ids (and -1 for absent
     keys) are the plain walk's and np.searchsorted's, whether the keys spread over the index (hash keys)
     or crowd a few of its runs (each key is then found by a binary search in its run)."""
-    from breadth.pipeline.hash_relabel import lookup_piece, part_index
+    from breadth.pipeline.relabel.hash_relabel import lookup_piece, part_index
 
     rng = np.random.default_rng(7)
     part = {"uniform": lambda: rng.integers(0, 1 << 64, 200_000, dtype=np.uint64),

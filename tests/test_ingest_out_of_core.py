@@ -23,7 +23,7 @@ N = 1 << 20
 
 
 def _run(*args, timeout=240):
-    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", *map(str, args)], capture_output=True,
                           text=True, timeout=timeout)
 
 

@@ -2,7 +2,7 @@
 them: each case says what it read or refused in one line naming the CLI flag (the Python API's errors name
 its keywords), and the Graph500 report says when a few roots reached almost nothing.
 
-The command-line cases run :func:`breadth.pipeline.cli.main` in this process: each one is refused before
+The command-line cases run :func:`breadth.pipeline.cli.cli.main` in this process: each one is refused before
 any cluster starts, so none waits on workers; the cases that need reading use a small in-process cluster.
 """
 
@@ -22,7 +22,7 @@ from conftest import data_file
 
 def _cli(capsys, monkeypatch, *args) -> tuple[int, str, str]:
     """``breadth ARGS`` in this process: exit status, stdout, stderr."""
-    from breadth.pipeline.cli import main
+    from breadth.pipeline.cli.cli import main
 
     monkeypatch.setenv("DASK_LOGGING", os.environ.get("DASK_LOGGING", "{}"))  # main's setdefault, undone after
     try:
@@ -46,7 +46,7 @@ def _one_line(status: int, err: str, want: int, *needles: str) -> str:
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
     """A generated store (dense ids, no id map) and an ingested one (integer ids through an int64 map)."""
-    from breadth.pipeline.cli import main
+    from breadth.pipeline.cli.cli import main
 
     d = tmp_path_factory.mktemp("faults")
     (d / "g.txt").write_text("1 2\n2 3\n3 1\n10 11\n")
@@ -107,8 +107,8 @@ def test_parquet_columns_that_are_no_documented_pair_are_named(tmp_path, lclient
 
 def test_cli_header_flags_and_notices_name_flags(tmp_path, capsys, monkeypatch):
     from breadth.io import InputNotice
-    from breadth.pipeline.cli import build_parser
-    from breadth.pipeline.cli_errors import cli_text
+    from breadth.pipeline.cli.cli import build_parser
+    from breadth.pipeline.cli.cli_errors import cli_text
 
     ingest = next(a for a in build_parser()._actions if a.dest == "cmd").choices["ingest"]
     flags = {s for a in ingest._actions for s in a.option_strings}
@@ -122,7 +122,7 @@ def test_cli_header_flags_and_notices_name_flags(tmp_path, capsys, monkeypatch):
 
 def test_every_suggested_keyword_has_a_flag():
     from breadth.bfs.advice import KEYWORDS, AdvisedValueError
-    from breadth.pipeline.cli_errors import KEYWORD_FLAGS, cli_text
+    from breadth.pipeline.cli.cli_errors import KEYWORD_FLAGS, cli_text
 
     assert set(KEYWORD_FLAGS) == set(KEYWORDS)
     e = AdvisedValueError("{format=csv}; {extra_columns='ignore'}; {src=,dst=}; {header=True}; {min_component=}; "
@@ -228,7 +228,7 @@ def test_reading_errors_name_flags_in_the_cli_and_keywords_in_the_api(tmp_path, 
 
     import breadth.io as bio
     import breadth.pipeline as bpl
-    from breadth.pipeline.cli_errors import one_line
+    from breadth.pipeline.cli.cli_errors import one_line
 
     snap = tmp_path / "w.txt"
     snap.write_text("1 2 5\n")
@@ -249,7 +249,7 @@ def test_reading_errors_name_flags_in_the_cli_and_keywords_in_the_api(tmp_path, 
 def test_store_refusals_are_one_short_line_naming_overwrite(stores, capsys, monkeypatch):
     from breadth.io.errors import StoreError
     from breadth.io.shard_store import check_store
-    from breadth.pipeline.cli_errors import one_line
+    from breadth.pipeline.cli.cli_errors import one_line
 
     with pytest.raises(StoreError) as ei:
         check_store(str(stores / "g.store"), {"command": "generate", "scale": 5, "edgefactor": 16, "seed": 1})

@@ -128,7 +128,7 @@ def test_skip_and_warn_count_bad_lines(tmp_path, lclient, policy):
 
 
 def _cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", *args], capture_output=True, text=True,
                           timeout=300, cwd=cwd)
 
 

@@ -156,7 +156,7 @@ def test_from_dask_dataframe(lclient):
 
 @pytest.mark.parametrize("hi", [50, 3_000_000, 2**25, 2**40, 2**63 - 1])  # bitmap / lookup table / sorted paths
 def test_relabel_paths_match_sort_and_searchsorted(hi):
-    from breadth.pipeline.relabel import _chunk_unique, _densify, _map_table, _merge
+    from breadth.pipeline.relabel.relabel import _chunk_unique, _densify, _map_table, _merge
 
     rng = np.random.default_rng(hi % 1000)
     pool = rng.integers(hi // 3, hi, size=3_000, dtype=np.int64)  # chunks share ids: unions must deduplicate

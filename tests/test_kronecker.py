@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from breadth.pipeline import kronecker
-from breadth.pipeline.kronecker import KroneckerParams, generate_edges, scramble_ids
+from breadth.pipeline.sources.kronecker import KroneckerParams, generate_edges, scramble_ids
 
 
 def _edges(scale, seed, chunk):

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from breadth.pipeline.memory_plan import (MemoryLimitError, format_bytes, parse_memory_limit, plan_memory,
+from breadth.pipeline.shuffle.memory_plan import (MemoryLimitError, format_bytes, parse_memory_limit, plan_memory,
                                           shard_bytes)
 
 from conftest import data_file
@@ -15,7 +15,7 @@ THREADS = max(1, (os.cpu_count() or 1) // 2)  # what the CLI gives each of 2 loc
 
 
 def _run(*args, env=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 
@@ -101,7 +101,7 @@ def _parquet(path, tuples: int, row_group: int):
 def test_parquet_floor_is_what_the_tuples_need_with_one_vertex(tmp_path):
     """The footers' floor is the plan made after reading with a single vertex: no higher than the plan
     for any vertex count (so nothing that could fit is refused), and it grows with the row groups."""
-    from breadth.pipeline.memory_plan import plan_row_group_floor
+    from breadth.pipeline.shuffle.memory_plan import plan_row_group_floor
 
     tuples = 1 << 19
     small = plan_row_group_floor(10**15, [str(_parquet(tmp_path / "a.parquet", tuples, 1 << 16))], 2, THREADS)
@@ -188,7 +188,7 @@ def test_gpu_host_tier_keeps_its_pairs_on_a_device_that_holds_them():
     """GPU workers whose device holds the host tier's 32-bit pairs beside the build keep them there (no
     copies to the host and back); a smaller GPU sends them to the host; CPU workers never keep them on a
     device.  Kronecker scale 26 (2**30 tuples, one owner), 128 GB of host memory."""
-    from breadth.pipeline.memory_plan import choose_tier
+    from breadth.pipeline.shuffle.memory_plan import choose_tier
 
     host = 128 << 30
     kw = dict(num_vertices=1 << 26, num_tuples=1 << 30, nparts=1, workers=1, threads=1, device="gpu")

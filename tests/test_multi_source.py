@@ -77,7 +77,7 @@ def test_engine_refuses_bad_arguments(edges):
 # -- through Dask, 1-3 ranks --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cluster():
-    from breadth.pipeline.cluster import local_cluster
+    from breadth.pipeline.cluster.cluster import local_cluster
 
     yield from closing(local_cluster(workers=3, threads_per_worker=1))  # one Numba thread each
 
@@ -129,7 +129,7 @@ def _cli(*args, timeout=300):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", *map(str, args)], capture_output=True,
                           text=True, timeout=timeout)
 
 

@@ -22,7 +22,7 @@ from breadth.bfs.engine.session import RankError, WorkerDied  # noqa: E402
 from breadth.bfs.graph500.validate import validate_rank  # noqa: E402
 from breadth.bfs.search_config import SearchConfig  # noqa: E402
 from breadth.pipeline import kronecker, prepare  # noqa: E402
-from breadth.pipeline.cluster import local_cuda_cluster  # noqa: E402
+from breadth.pipeline.cluster.cluster import local_cuda_cluster  # noqa: E402
 from conftest import closing, kill_rank1_mid_search  # noqa: E402
 
 PROTOCOLS = ["nccl", "ucx"]

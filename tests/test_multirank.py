@@ -18,7 +18,7 @@ from breadth.bfs.engine.session import WorkerDied, make_communicator
 from breadth.bfs.graph500.validate import validate_rank
 from breadth.bfs.transport.communicator import CommError
 from breadth.pipeline import from_dask_array, kronecker, prepare
-from breadth.pipeline.cluster import worker_addresses
+from breadth.pipeline.cluster.cluster import worker_addresses
 
 from conftest import kill_rank1_mid_search, load_snap, scipy_levels
 
@@ -543,7 +543,7 @@ def _cli(*args):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", *args], capture_output=True, text=True,
                           timeout=300)
 
 

@@ -91,8 +91,8 @@ def test_every_tier_gives_the_same_shards(small_worker, tmp_path, directed, npar
 def test_tier_follows_the_memory_limit(small_worker, lclient):
     """prepare decides the tier from the cluster's memory_limit by the CLI's rule: the same graph is built
     in memory on workers of several GB and on disk on the 40 MB worker."""
-    from breadth.pipeline.memory_plan import choose_tier
-    from breadth.pipeline.shuffle import cluster_memory
+    from breadth.pipeline.shuffle.memory_plan import choose_tier
+    from breadth.pipeline.shuffle.shuffle import cluster_memory
 
     el = kronecker(12, seed=3, chunk_edges=5000)
     for c, expected in ((lclient, "memory"), (small_worker, "disk")):
@@ -109,7 +109,7 @@ def test_trimmed_rss_leaves_out_freed_heap_memory(lclient):
     """The RSS a memory plan counts (``cluster_memory(trim=True)``, the CLI's plan after relabeling) is what
     the workers hold, not what their tasks freed into the C heap, where it can wait behind blocks still in
     use; untrimmed, such holes once raised a 2^30-tuple ingest's minimum past its limit by chance."""
-    from breadth.pipeline.shuffle import cluster_memory, malloc_trim
+    from breadth.pipeline.shuffle.shuffle import cluster_memory, malloc_trim
 
     if not malloc_trim():
         pytest.skip("the C library has no malloc_trim")
@@ -199,8 +199,8 @@ def test_host_tier_on_a_spilling_worker(small_worker):
 def test_sort_by_batch_array_module_matches_counting_sort(nbatches, batch_rows):
     """The argsort grouping that the GPU runs (here on NumPy) and the CPU's Numba counting sort agree:
     same batch offsets, same entries in each batch."""
-    from breadth.pipeline.array_backend import sort_by_batch_xp
-    from breadth.pipeline.batch_sort import sort_by_batch_numpy
+    from breadth.pipeline.kernels.array_backend import sort_by_batch_xp
+    from breadth.pipeline.kernels.batch_sort import sort_by_batch_numpy
 
     rng = np.random.default_rng(nbatches)
     lo, nloc = 4096, min(4096, nbatches * batch_rows)
@@ -217,7 +217,7 @@ def test_sort_by_batch_array_module_matches_counting_sort(nbatches, batch_rows):
 
 @pytest.mark.parametrize("scale,seed", [(6, 1), (18, 5), (33, 2)])
 def test_numpy_generator_matches_numba(scale, seed):
-    from breadth.pipeline.kronecker import KroneckerParams, generate_edges, generate_edges_numpy
+    from breadth.pipeline.sources.kronecker import KroneckerParams, generate_edges, generate_edges_numpy
 
     p = KroneckerParams.make(scale, seed, 0.57, 0.19, 0.19)
     start = 123_457  # blocks of the NumPy generator start mid-way: the tuples depend on e alone
@@ -228,10 +228,10 @@ def test_numpy_generator_matches_numba(scale, seed):
 @pytest.mark.parametrize("nparts", [1, 3])
 def test_numpy_split_and_build_match_numba(directed, nparts):
     from breadth.bfs.shard import block_size
-    from breadth.pipeline.build_csr import csr_from_entries
-    from breadth.pipeline.build_csr_numpy import csr_from_entries_numpy, split_by_owner_numpy
-    from breadth.pipeline.kronecker import KroneckerParams, generate_edges
-    from breadth.pipeline.partition import split_by_owner
+    from breadth.pipeline.kernels.build_csr import csr_from_entries
+    from breadth.pipeline.kernels.build_csr_numpy import csr_from_entries_numpy, split_by_owner_numpy
+    from breadth.pipeline.sources.kronecker import KroneckerParams, generate_edges
+    from breadth.pipeline.kernels.partition import split_by_owner
 
     n = 1 << 12
     edges = generate_edges(KroneckerParams.make(12, 9, 0.57, 0.19, 0.19), 0, 16 * n)

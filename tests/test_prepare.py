@@ -5,8 +5,8 @@ import pytest
 import scipy.sparse as sp
 
 from breadth.pipeline import from_dask_array, kronecker, prepare
-from breadth.pipeline.build_csr import build_shard
-from breadth.pipeline.partition import split_by_owner
+from breadth.pipeline.kernels.build_csr import build_shard
+from breadth.pipeline.kernels.partition import split_by_owner
 
 from conftest import load_snap
 

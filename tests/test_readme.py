@@ -70,7 +70,7 @@ def test_first_python_block_runs_as_a_notebook_cell(tmp_path: Path) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from breadth.pipeline.cli import build_parser
+    from breadth.pipeline.cli.cli import build_parser
 
     return build_parser()
 

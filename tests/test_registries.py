@@ -21,7 +21,7 @@ def read_tsv2(paths, *, directed: bool = False, on_bad_lines: str = "error", chu
               client=None):
     """The toy format's reader: io's text chunks (its own column order and comment character), made an edge
     list by pipeline's relabeling, as the built-in text readers do."""
-    from breadth.pipeline.relabel import edge_list_from_parts
+    from breadth.pipeline.relabel.relabel import edge_list_from_parts
 
     files = expand_paths(paths)
     opts = TextOptions(sep=ord("\t"), src_idx=1, dst_idx=0, max_fields=0, comments=b";", on_bad_lines=on_bad_lines)
@@ -61,10 +61,10 @@ def test_a_registered_format_is_detected_and_read(tmp_path, lclient, tsv2):
 
 
 def test_the_cli_offers_a_format_registered_before_its_parser_is_built(tmp_path, tsv2):
-    from breadth.pipeline import cli_checks
-    from breadth.pipeline.cli import build_parser
-    from breadth.pipeline.cli_errors import UsageError
-    from breadth.pipeline.memory_plan import plan_reading
+    from breadth.pipeline.cli import cli_checks
+    from breadth.pipeline.cli.cli import build_parser
+    from breadth.pipeline.cli.cli_errors import UsageError
+    from breadth.pipeline.shuffle.memory_plan import plan_reading
 
     path = tmp_path / "g.tsv2"
     path.write_text(_TSV2)
@@ -103,9 +103,10 @@ def test_a_registered_transport_is_autos_pick_and_carries_a_search(lclient):
     from breadth.bfs import bfs
     from breadth.bfs.engine.session import resolve_protocol
     from breadth.bfs.transport.registry import TRANSPORTS, Transport, register_transport
-    from breadth.pipeline import cli_checks, kronecker, prepare
-    from breadth.pipeline.cli import build_parser
-    from breadth.pipeline.cli_errors import UsageError
+    from breadth.pipeline import kronecker, prepare
+    from breadth.pipeline.cli import cli_checks
+    from breadth.pipeline.cli.cli import build_parser
+    from breadth.pipeline.cli.cli_errors import UsageError
 
     register_transport(Transport("counted", "counted TCP", connect_counted, auto=("cpu",), preference=1))
     register_transport(Transport("absent", "absent", connect_counted, missing=lambda: "no such library",

@@ -1,6 +1,6 @@
 """Many searches through the API in one process leave its memory flat: the process of a
-:func:`~breadth.pipeline.cluster.local_cluster`, which hosts the scheduler, keeps nothing per search beyond
-Dask's bounded logs (:func:`~breadth.pipeline.cluster.scheduler_memory_settings`)."""
+:func:`~breadth.pipeline.cluster.cluster.local_cluster`, which hosts the scheduler, keeps nothing per search beyond
+Dask's bounded logs (:func:`~breadth.pipeline.cluster.cluster.scheduler_memory_settings`)."""
 
 from __future__ import annotations
 

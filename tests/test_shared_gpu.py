@@ -19,7 +19,7 @@ from breadth.bfs import choose_roots, run_session  # noqa: E402
 from breadth.bfs.engine.session import session_protocol  # noqa: E402
 from breadth.bfs.graph500.validate import validate_rank  # noqa: E402
 from breadth.pipeline import kronecker, prepare  # noqa: E402
-from breadth.pipeline.cluster import local_cuda_cluster  # noqa: E402
+from breadth.pipeline.cluster.cluster import local_cuda_cluster  # noqa: E402
 from conftest import closing  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""The id shuffle's hook (breadth.pipeline.shuffle.exchange): per-owner pieces of 1-D ids, merged at their
+"""The id shuffle's hook (breadth.pipeline.shuffle.shuffle.exchange): per-owner pieces of 1-D ids, merged at their
 owners in a tree and looked up per chunk, give the same parts in every tier; the disk tier leaves nothing."""
 
 import os
@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from breadth.pipeline.shuffle import exchange, spill_space
+from breadth.pipeline.shuffle.shuffle import exchange, spill_space
 
 
 def _cut(ids: np.ndarray, nowners: int):
@@ -23,7 +23,7 @@ def _union(*pieces):
 
 @pytest.mark.parametrize("strings", [False, True])
 def test_exchange_tiers_agree(lclient, tmp_path, strings):
-    from breadth.pipeline.cluster import worker_addresses
+    from breadth.pipeline.cluster.cluster import worker_addresses
 
     rng = np.random.default_rng(2)
     chunks = [rng.integers(0, 5000, 3000) for _ in range(11)]

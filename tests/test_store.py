@@ -100,7 +100,7 @@ def test_corrupted_and_incomplete_stores_are_refused(store, cluster3, tmp_path):
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", *args], capture_output=True, text=True,
                           timeout=300)
 
 

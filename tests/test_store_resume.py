@@ -244,7 +244,7 @@ def test_refuses_paths_that_are_not_stores(graph4, tmp_path):
 
 
 def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", *args], capture_output=True, text=True,
                           timeout=300, env=env)
 
 
@@ -253,7 +253,7 @@ def test_cli_generate_killed_midway_then_rerun_finishes(lclient, tmp_path):
     from breadth.pipeline import kronecker, prepare
 
     st = str(tmp_path / "k.store")
-    cmd = [sys.executable, "-m", "breadth.pipeline.cli", "generate", "--scale", "10", "--out", st,
+    cmd = [sys.executable, "-m", "breadth.pipeline.cli.cli", "generate", "--scale", "10", "--out", st,
            "--workers", "2", "--threads", "1"]
     # rank 1's writer stops after its first file, as a process does when it is killed mid-shard
     p = subprocess.Popen(cmd, env=preload_env("pause=1"), start_new_session=True,

@@ -100,7 +100,7 @@ def test_the_cli_reports_the_load_and_the_engine(tmp_path):
     import sys
 
     store = tmp_path / "k9.store"
-    cli = [sys.executable, "-m", "breadth.pipeline.cli"]
+    cli = [sys.executable, "-m", "breadth.pipeline.cli.cli"]
     r = subprocess.run(cli + ["generate", "--scale", "9", "--out", str(store)], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr

@@ -73,7 +73,7 @@ def test_string_owners_agree_for_every_container():
 
 def test_merge_and_search_kernels_match_python_order():
     from breadth.bfs.arrow_strings import search_sorted
-    from breadth.pipeline.sorted_string_merge import lookup_strings, union_strings
+    from breadth.pipeline.relabel.sorted_string_merge import lookup_strings, union_strings
 
     rng = np.random.default_rng(4)
     every = _strings(2000, 4)
@@ -110,7 +110,7 @@ def test_split_union_lookup_number_like_a_dict(owners):
     gets one dense id, the same in every chunk, and the map back gives the input."""
     import pandas as pd
 
-    from breadth.pipeline.hash_relabel import chunk_dense, chunk_split, lookup_piece, owner_part
+    from breadth.pipeline.relabel.hash_relabel import chunk_dense, chunk_split, lookup_piece, owner_part
 
     e = _edges(500, 4000, seed=owners)
     chunks = [pa.table({"src": e[:1000, 0].tolist(), "dst": e[:1000, 1].tolist()}), e[1000:2500],
@@ -148,8 +148,8 @@ def test_relabel_disk_tier_three_owners_matches_memory(tmp_path, lclient):
     as in memory, and the map gives back every input string (non-ASCII, empty)."""
     import dask
 
-    from breadth.pipeline.hash_relabel import relabel_hashed
-    from breadth.pipeline.shuffle import TIER_CONFIG
+    from breadth.pipeline.relabel.hash_relabel import relabel_hashed
+    from breadth.pipeline.shuffle.shuffle import TIER_CONFIG
 
     e = _edges(700, 4000, seed=9)
     chunks = [lclient.scatter((pa.table({"src": e[i:i + 1000, 0].tolist(), "dst": e[i:i + 1000, 1].tolist()}),
@@ -173,7 +173,7 @@ def test_relabel_disk_tier_three_owners_matches_memory(tmp_path, lclient):
 
 
 def _cli(*a, timeout=300):
-    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *map(str, a)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", *map(str, a)], capture_output=True,
                           text=True, timeout=timeout)
 
 

@@ -7,8 +7,8 @@ from breadth.bfs import RULES, validate
 from breadth.bfs.engine.engine import Engine
 from breadth.bfs.shard import block_size
 from breadth.pipeline import kronecker
-from breadth.pipeline.build_csr import build_shard
-from breadth.pipeline.partition import split_by_owner
+from breadth.pipeline.kernels.build_csr import build_shard
+from breadth.pipeline.kernels.partition import split_by_owner
 
 # 0-1-2-3-0 is a 4-cycle; 3-4 and 4-5 hang a path off it; 6-7 is another component.
 EDGES = np.array([[0, 1], [1, 2], [2, 3], [3, 0], [3, 4], [4, 5], [6, 7]])

@@ -22,7 +22,7 @@ import pytest
 
 from worker_kill import KillWhenStarting, killed, preload_env
 
-CLI = [sys.executable, "-m", "breadth.pipeline.cli"]
+CLI = [sys.executable, "-m", "breadth.pipeline.cli.cli"]
 LOST_WITHIN_S = 30.0  # the most a loss may take to end the work, from the kill on
 SIGKILL = "killed by signal 9 (SIGKILL)"
 
@@ -203,7 +203,7 @@ def test_a_store_whose_worker_is_lost_is_not_completed_nor_loaded(cluster, kill_
 
 
 def test_a_worker_lost_while_owners_exchange_their_pieces_ends_the_preparation(cluster, kill_at):
-    """The owners' direct exchange (:mod:`breadth.pipeline.direct_exchange`) runs as ranks: a worker lost
+    """The owners' direct exchange (:mod:`breadth.pipeline.build.direct_exchange`) runs as ranks: a worker lost
     there ends ``prepare`` as a lost search rank does, naming the worker, its signal and the stage."""
     import dask
 

@@ -16,7 +16,7 @@ import pytest
 
 
 def _cli(*args, timeout=300, env=None):
-    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "breadth.pipeline.cli.cli", *map(str, args)], capture_output=True,
                           text=True, timeout=timeout, env=env)
 
 
