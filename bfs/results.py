@@ -147,6 +147,10 @@ class BFSResult:
         The client of the cluster that holds the pieces.
     sources : list, optional
         Every source of a search from several sources together (default ``[root]``).
+    workers : list of str, optional
+        The workers that hold the pieces and the id map (the graph's): reading the result while one of them
+        is gone raises :class:`~breadth.bfs.WorkerLost` naming it, within about a second, where Dask would
+        wait forever for the pieces pinned to it (default: every worker of the cluster when reading begins).
 
     Attributes
     ----------
@@ -163,8 +167,10 @@ class BFSResult:
     >>> res.to_dask_dataframe().level.max().compute()    # doctest: +SKIP
     """
 
-    def __init__(self, root, ranks: list, id_map: PartitionedIdMap | None, client, sources: list | None = None):
+    def __init__(self, root, ranks: list, id_map: PartitionedIdMap | None, client, sources: list | None = None,
+                 workers: list[str] | None = None):
         self.root = root
+        self._workers = list(workers) if workers is not None else None
         #: every source of a search from several sources together (``root`` is the first); else ``[root]``
         self.sources = list(sources) if sources is not None else [root]
         self._ranks = ranks  # futures of (lo, parent, level), one per rank, on the rank's worker
@@ -173,6 +179,16 @@ class BFSResult:
         self._frames = None
         self._level = self._parent = None
         self._rank_sizes = None
+
+    def _watch(self, stage: str = "reading of a result"):
+        """A guard (:func:`~breadth.bfs.worker_loss.watch_workers`) over the workers that hold this result."""
+        from .worker_loss import watch_workers
+
+        return watch_workers(self._client, stage, self._workers)
+
+    def _gather(self, futures: list) -> list:
+        with self._watch():
+            return self._client.gather(futures)
 
     @property
     def id_dtype(self):
@@ -255,7 +271,7 @@ class BFSResult:
         """Vertices of each rank (``O(ranks)`` numbers, asked once)."""
         if self._rank_sizes is None:
             c = self._client
-            self._rank_sizes = c.gather([c.submit(_rank_size, r, pure=False) for r in self._ranks])
+            self._rank_sizes = self._gather([c.submit(_rank_size, r, pure=False) for r in self._ranks])
         return self._rank_sizes
 
     def to_dask_dataframe(self):
@@ -322,7 +338,8 @@ class BFSResult:
         """
         import pandas as pd
 
-        return pd.concat(self._client.gather(self.frame_futures()), ignore_index=True)
+        with self._watch():
+            return pd.concat(self._client.gather(self.frame_futures()), ignore_index=True)
 
     def summary(self) -> tuple[int, int]:
         """How far the search went, computed on the workers (``O(ranks)`` numbers come back).
@@ -339,7 +356,7 @@ class BFSResult:
         >>> bfs(g, 30).summary()                          # doctest: +SKIP
         """
         c = self._client
-        per = c.gather([c.submit(_count_depth, r, pure=False) for r in self._ranks])
+        per = self._gather([c.submit(_count_depth, r, pure=False) for r in self._ranks])
         return int(sum(k for k, _ in per)), int(max(d for _, d in per))
 
     @property
@@ -352,7 +369,7 @@ class BFSResult:
         """``(n,)`` int32 hops from the root, indexed by dense id (-1 unreached); gathered once."""
         if self._level is None:
             c = self._client
-            self._level = np.concatenate(c.gather([c.submit(_levels, r, pure=False) for r in self._ranks]))
+            self._level = np.concatenate(self._gather([c.submit(_levels, r, pure=False) for r in self._ranks]))
         return self._level
 
     @property
@@ -364,13 +381,14 @@ class BFSResult:
         """
         if self._parent is None:
             c = self._client
-            dense = np.concatenate(c.gather([c.submit(_parents, r, pure=False) for r in self._ranks]))
+            dense = np.concatenate(self._gather([c.submit(_parents, r, pure=False) for r in self._ranks]))
             dense = dense.astype(np.int64, copy=False)
             if self._id_map is None:
                 self._parent = dense
             else:
                 ok = dense >= 0
-                mapped = self._id_map.to_original(dense[ok])
+                with self._watch():
+                    mapped = self._id_map.to_original(dense[ok])
                 if self._id_map.dtype == np.int64:
                     out = np.full(dense.size, -1, np.int64)
                 else:  # uint64 or string ids: -1 is not one of their ids, so unreached -> None
@@ -382,7 +400,10 @@ class BFSResult:
     @property
     def vertex_ids(self) -> np.ndarray | None:
         """``(n,)`` original id of each dense id (gathered), or None when the graph has no id map."""
-        return None if self._id_map is None else self._id_map.gather()
+        if self._id_map is None:
+            return None
+        with self._watch():
+            return self._id_map.gather()
 
     def __repr__(self) -> str:
         if len(self.sources) > 1:
@@ -435,12 +456,16 @@ def write_results_dataset(results: list, path: str) -> int:
     os.makedirs(parent, exist_ok=True)
     tmp = os.path.join(parent, f".{base}.tmp-{uuid.uuid4().hex[:8]}")
     os.mkdir(tmp)
+    workers = None if any(r._workers is None for r in results) else sorted({w for r in results for w in r._workers})
     try:
         rows = 0
-        for group in _rounds(results):
-            futs = [f for i, start in group for f in results[i].write_futures(tmp, i, start)]
-            wait(futs)
-            rows += int(sum(results[0]._client.gather(futs)))
+        from .worker_loss import watch_workers
+
+        with watch_workers(results[0]._client, "write of results", workers):
+            for group in _rounds(results):
+                futs = [f for i, start in group for f in results[i].write_futures(tmp, i, start)]
+                wait(futs)
+                rows += int(sum(results[0]._client.gather(futs)))
         old = None
         if os.path.exists(path):
             old = os.path.join(parent, f".{base}.old-{uuid.uuid4().hex[:8]}")

@@ -732,3 +732,26 @@ def test_worker_killed_after_a_direct_exchange_leaves_the_others_free(cluster):
         f = cluster.submit(time.monotonic, workers=[w], allow_other_workers=False, pure=False)
         assert f.result(timeout=20) - t0 < 10.0
     g.release()
+
+
+def test_result_read_after_its_worker_died_raises_workerlost(cluster):
+    """A result's pieces are pinned to their ranks' workers: reading one after such a worker died raises
+    ``WorkerLost`` naming it at once (Dask would wait forever for a worker of that address)."""
+    import signal
+
+    from breadth.bfs import WorkerLost, bfs
+
+    cluster.wait_for_workers(NWORKERS, timeout=60)
+    g = prepare(kronecker(12, seed=2), cluster, nparts=2)
+    res = bfs(g, 1)
+    assert res.summary()[0] > 1
+    os.kill(cluster.run(os.getpid, workers=[g.workers[1]])[g.workers[1]], signal.SIGKILL)
+    t0 = time.monotonic()
+    while g.workers[1] in cluster.scheduler_info(n_workers=-1)["workers"] and time.monotonic() - t0 < 30:
+        time.sleep(0.1)
+    for read in (lambda: res.level, res.to_pandas, res.summary):
+        t0 = time.monotonic()
+        with pytest.raises(WorkerLost) as info:
+            read()
+        assert info.value.worker == g.workers[1] and time.monotonic() - t0 < 10.0, info.value
+    cluster.wait_for_workers(NWORKERS, timeout=60)  # the nanny's replacement, for the tests after this one

@@ -101,7 +101,7 @@ def bfs_batch(graph, roots, *, depth_limit: int | None = None, batch_size: int =
                         gather=False, engine_class=BatchEngine)
     client, idm = graph.client, graph_id_map(graph)
     ids = orig.tolist() if orig.dtype != object else list(orig)
-    return [BFSResult(r, [client.submit(_pick, f, i, pure=False) for f in ranks], idm, client)
+    return [BFSResult(r, [client.submit(_pick, f, i, pure=False) for f in ranks], idm, client, workers=graph.workers)
             for i, r in enumerate(ids)]
 
 

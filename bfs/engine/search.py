@@ -129,7 +129,7 @@ def bfs(graph, root=None, *, sources=None, depth_limit: int | None = None, proto
         ranks = run_session(graph, _multi_source_rank, dense, depth_limit, protocol=protocol, timeout=timeout,
                             config=config, gather=False)
         ids = orig.tolist() if orig.dtype != object else list(orig)
-        return BFSResult(ids[0], ranks, idm, client, sources=ids)
+        return BFSResult(ids[0], ranks, idm, client, sources=ids, workers=graph.workers)
     single = np.ndim(root) == 0
     orig = _as_ids(root)
     dense = to_dense(graph, orig)
@@ -139,7 +139,7 @@ def bfs(graph, root=None, *, sources=None, depth_limit: int | None = None, proto
     results = []
     for i, r in enumerate(roots):
         per_rank = [client.submit(_pick, f, i, pure=False) for f in ranks]
-        results.append(BFSResult(r, per_rank, idm, client))
+        results.append(BFSResult(r, per_rank, idm, client, workers=graph.workers))
     return results[0] if single else results
 
 
