@@ -447,6 +447,8 @@ def write_results_dataset(results: list, path: str) -> int:
     """
     from distributed import wait
 
+    from .worker_loss import watch_workers
+
     path = os.path.abspath(path)
     if os.path.exists(path):
         if not is_results_dataset(path):
@@ -456,11 +458,11 @@ def write_results_dataset(results: list, path: str) -> int:
     os.makedirs(parent, exist_ok=True)
     tmp = os.path.join(parent, f".{base}.tmp-{uuid.uuid4().hex[:8]}")
     os.mkdir(tmp)
-    workers = None if any(r._workers is None for r in results) else sorted({w for r in results for w in r._workers})
+    # the workers that hold the results' pieces (None: any of the cluster's)
+    held = [r._workers for r in results]
+    workers = None if any(w is None for w in held) else sorted({w for ws in held for w in ws})
     try:
         rows = 0
-        from .worker_loss import watch_workers
-
         with watch_workers(results[0]._client, "write of results", workers):
             for group in _rounds(results):
                 futs = [f for i, start in group for f in results[i].write_futures(tmp, i, start)]

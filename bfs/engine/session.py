@@ -181,6 +181,7 @@ class SessionRerun(RuntimeError):
 #: it would rebuild is still wanted, soon after the worker's loss)
 _STARTED: dict[str, None] = {}
 _STARTED_KEEP = 4096
+_STARTED_LOCK = threading.Lock()
 
 
 def _first_run(session: str, rank: int) -> None:
@@ -194,9 +195,6 @@ def _first_run(session: str, rank: int) -> None:
         _STARTED[key] = None
         while len(_STARTED) > _STARTED_KEEP:
             del _STARTED[next(iter(_STARTED))]
-
-
-_STARTED_LOCK = threading.Lock()
 
 
 def _rank_main(fn: Callable, rank_args: tuple, rank: int, size: int, session: str, protocol: str | Transport,
@@ -470,10 +468,10 @@ def _first_failure(client, graph, futs, started: float, stage: str = "search",
     """The rank that failed first, and its cause, once every live rank has settled.
 
     A rank's own exception (anything but ``CommError`` or :class:`SessionRerun`, which follow a peer's or a
-    worker's loss) comes first, then a rank whose worker died -- the
-    one whose process ended first where the nannies' lines tell (``pids``: each worker's process id at the
-    session's start), since a rank whose peer is killed may be ended by its transport after it -- then the
-    peer named by the earliest ``CommError`` (a rank that hangs), then the lowest failed rank.
+    worker's loss) comes first, then a rank whose worker died -- the one whose process ended first where the
+    nannies' lines tell (``pids``: each worker's process id at the session's start), since a rank whose peer
+    is killed may be ended by its transport after it -- then the peer named by the earliest ``CommError`` (a
+    rank that hangs), then the lowest failed rank.
     """
     from ..transport.communicator import CommError
 
