@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .grid_blocks import module_of, repeat_rows
-from .shard import Shard, column_dtype, to_module
+from .grid_blocks import repeat_rows
+from .shard import Shard, array_module, column_dtype, to_module
 
 
 @dataclass
@@ -47,7 +47,7 @@ class DelegateBlocks:
 def owned_delegates(shard: Shard, degree: int) -> np.ndarray:
     """Global ids (int64, sorted, host memory: ``O(#delegates)``) of this shard's vertices whose row has at
     least ``degree`` entries (after cleaning: the graph's degree, or out-degree for a directed graph)."""
-    xp = module_of(shard.offsets)
+    xp = array_module(shard.offsets)
     deg = xp.diff(shard.offsets)
     return to_module(xp.flatnonzero(deg >= degree).astype(xp.int64) + shard.lo, np)
 
@@ -55,7 +55,7 @@ def owned_delegates(shard: Shard, degree: int) -> np.ndarray:
 def delegate_pieces(shard: Shard, delegates: np.ndarray) -> list:
     """The entries of this shard's delegates cut by the owner of their target: ``nparts`` arrays ``(k, 2)`` of
     (delegate index, target global id), on the shard's device."""
-    xp = module_of(shard.offsets)
+    xp = array_module(shard.offsets)
     first = int(np.searchsorted(to_module(delegates, np), shard.lo))
     delegates = xp.asarray(delegates)
     off, cols = shard.offsets, shard.columns
@@ -77,7 +77,7 @@ def build_delegate_blocks(shard: Shard, delegates: np.ndarray, degree: int, *pie
     on the shard's device."""
     from .partitioning import Partitioning
 
-    xp = module_of(shard.offsets)
+    xp = array_module(shard.offsets)
     off, cols = shard.offsets, shard.columns
     delegates = xp.asarray(delegates, dtype=xp.int64)
     deg = xp.diff(off)

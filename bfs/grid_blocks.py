@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .id_map import on_device
-from .shard import Shard, column_dtype, to_module
+from .shard import Shard, array_module, column_dtype, to_module
 
 
 @dataclass
@@ -72,16 +71,6 @@ def global_ids(c, block: int, cols: int, j: int):
     return (k * cols + j) * block + (c - k * block)
 
 
-def module_of(a):
-    """The array module of ``a``: CuPy for device arrays, so that a GPU rank cuts and builds its blocks in
-    device memory (a host sort of a scale-26 shard's 10^9 entries takes minutes), else NumPy."""
-    if on_device(a):
-        import cupy
-
-        return cupy
-    return np
-
-
 def repeat_rows(values, offsets, xp=np):
     """``values[r]`` (one per row of a CSR with ``offsets``, int64 ``rows + 1``) for each of row ``r``'s
     entries: ``offsets[-1]`` values, in entry order."""
@@ -94,8 +83,9 @@ def repeat_rows(values, offsets, xp=np):
 def grid_pieces(shard: Shard, grid: tuple[int, int]) -> list:
     """This 1D shard's entries ``u -> v`` (its rows: out-entries for a directed graph) cut by the grid row of
     ``owner(v)``: ``R`` arrays ``(k, 2)`` of ``(u, v)`` global ids (the shard's column dtype), for the ranks of
-    this shard's grid column, each in the shard's order; on the shard's device."""
-    xp = module_of(shard.offsets)
+    this shard's grid column, each in the shard's order; on the shard's device (a host sort of a scale-26
+    shard's 10^9 entries takes minutes)."""
+    xp = array_module(shard.offsets)
     rows, cols = grid
     block = shard.block
     dt = column_dtype(shard.num_vertices)
@@ -118,7 +108,7 @@ def build_grid_blocks(shard: Shard, grid: tuple[int, int], *pieces) -> Shard:
     column cut for its grid row (:func:`grid_pieces`), on the shard's device."""
     from .partitioning import Partitioning
 
-    xp = module_of(shard.offsets)
+    xp = array_module(shard.offsets)
     rows, cols = grid
     i, j = grid_position(shard.rank, grid)
     block = shard.block

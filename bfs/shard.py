@@ -151,7 +151,7 @@ class Shard:
         [1, 1]
         """
         off = self.offsets
-        xp = np if isinstance(off, np.ndarray) else _array_module(off)  # CuPy offsets answer on the device
+        xp = array_module(off)  # CuPy offsets answer on the device
         i = xp.asarray(v, dtype=np.int64) - self.lo
         return off[i + 1] - off[i]
 
@@ -218,8 +218,11 @@ def to_module(a, xp):
     return xp.asarray(a)
 
 
-def _array_module(a):
-    """The array module of ``a`` (CuPy for device arrays; imported only when one is seen)."""
+def array_module(a):
+    """The array module of ``a``: NumPy for host arrays, CuPy for device arrays (imported only when one is
+    seen, so that CPU installs never need it)."""
+    if isinstance(a, np.ndarray):
+        return np
     import cupy
 
     return cupy.get_array_module(a)
