@@ -43,16 +43,19 @@ def resolve_protocol(protocol: str, backend: str, size: int, shared_gpu: bool = 
         return "self"
     if t is not None:
         return t.name
-    placement = "cpu" if backend != "gpu" else "shared_gpu" if shared_gpu else "gpu"
-    return auto_transport(placement).name
+    return auto_transport(_placement(backend, shared_gpu)).name
+
+
+def _placement(backend: str, shared_gpu: bool) -> str:
+    """The ranks' placement, as the transport registry names it (:data:`~breadth.bfs.transport.registry.
+    PLACEMENTS`): "cpu", "gpu" (GPU ranks on distinct GPUs) or "shared_gpu"."""
+    return "cpu" if backend != "gpu" else "shared_gpu" if shared_gpu else "gpu"
 
 
 def session_protocol(graph, protocol: str = "auto") -> str:
     """The transport a session on ``graph``'s ranks runs (:func:`resolve_protocol`; for ``"auto"`` on GPU
-    ranks the cluster is asked whether two of them share a GPU)."""
-    shared = (protocol == "auto" and graph.backend == "gpu" and graph.nparts > 1
-              and ranks_share_a_gpu(graph.client, graph.workers))
-    return resolve_protocol(protocol, graph.backend, graph.nparts, shared)
+    ranks the cluster is asked whether two of them share a GPU); :func:`protocol_choice` says why."""
+    return protocol_choice(graph, protocol)[0]
 
 
 def protocol_choice(graph, protocol: str = "auto") -> tuple[str, str]:
@@ -80,10 +83,11 @@ def protocol_choice(graph, protocol: str = "auto") -> tuple[str, str]:
     ('tcp', 'auto: CPU ranks')
     """
     if graph.nparts == 1 or protocol != "auto":
-        return session_protocol(graph, protocol), "one rank" if graph.nparts == 1 else "as asked"
+        why = "one rank" if graph.nparts == 1 else "as asked"
+        return resolve_protocol(protocol, graph.backend, graph.nparts), why
     shared = graph.backend == "gpu" and ranks_share_a_gpu(graph.client, graph.workers)
     name = resolve_protocol(protocol, graph.backend, graph.nparts, shared)
-    placement = "cpu" if graph.backend != "gpu" else "shared_gpu" if shared else "gpu"
+    placement = _placement(graph.backend, shared)
     seen = {"cpu": "CPU ranks", "gpu": "GPU ranks on distinct GPUs",
             "shared_gpu": "GPU ranks of which two share a GPU"}[placement]
     preferred = sorted((t for t in TRANSPORTS.values() if placement in t.auto), key=lambda t: t.preference)
