@@ -20,7 +20,7 @@ load_defaults()
 
 _EXPORTS = {
     "BatchEngine": ".engine.batch_engine", "bfs_batch": ".engine.batch_search",
-    "Engine": ".engine.engine", "LevelRecord": ".engine.engine",
+    "Engine": ".engine.engine", "LevelRecord": ".engine.levels",
     "Graph500Result": ".graph500.driver", "graph500": ".graph500.driver",
     "choose_roots": ".graph500.roots",
     "BFSResult": ".engine.search", "bfs": ".engine.search",
@@ -37,7 +37,8 @@ install(__name__, _EXPORTS)
 if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from .engine.batch_engine import BatchEngine
     from .engine.batch_search import bfs_batch
-    from .engine.engine import Engine, LevelRecord
+    from .engine.engine import Engine
+    from .engine.levels import LevelRecord
     from .engine.search import BFSResult, bfs
     from .engine.session import RankError, run_session
     from .graph500.driver import Graph500Result, graph500

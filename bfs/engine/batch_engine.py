@@ -46,7 +46,8 @@ from ..shard import Shard
 from ..transport.communicator import Communicator, SelfCommunicator
 from .batch_backend import batch_kernels
 from .direction import next_direction
-from .engine import Engine, LevelRecord, describe_rank
+from .engine import Engine, describe_rank
+from .levels import LevelRecord
 
 #: searches per batch: one bit of a 64-bit word each
 MAX_BATCH = 64

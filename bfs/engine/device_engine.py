@@ -47,7 +47,8 @@ import time
 import numpy as np
 
 from .direction import next_direction
-from .engine import Engine, LevelRecord, check_depth_limit
+from .engine import Engine, check_depth_limit
+from .levels import LevelRecord
 
 
 class DeviceEngine(Engine):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -21,66 +20,7 @@ from ..search_config import SearchConfig
 from ..shard import Shard
 from ..transport.communicator import Communicator, SelfCommunicator
 from .backend import get_backend
-from .levels import run_levels
-
-
-@dataclass
-class LevelRecord:
-    """What one level of a search did on this rank; the engines' ``search`` return a list of them.
-
-    Parameters
-    ----------
-    depth : int
-        The level: ``1`` expands the sources (level 0) and finds their neighbours.
-    direction : str
-        ``"td"`` (top-down, from the frontier's queue) or ``"bu"`` (bottom-up, every unvisited vertex looks
-        for a parent in the frontier).
-    frontier : int
-        Vertices in the frontier this level expanded, all ranks (batched searches: (vertex, search) pairs).
-    found : int
-        Vertices reached at this level, all ranks (batched searches: (vertex, search) pairs).
-    local_s : float
-        Seconds of this rank's local work (its kernels).
-    exchange_s : float
-        Seconds of the level's exchange with the other ranks, and its waits.
-    bytes_sent : int
-        Payload bytes this rank sent during the level (headers not counted; 0 on one rank).
-    reduce_s : float
-        Seconds of the counters' all-reduce, part of ``exchange_s``.
-
-    Examples
-    --------
-    >>> from breadth.bfs import LevelRecord
-    >>> rec = LevelRecord(depth=1, direction="td", frontier=1, found=16, local_s=2e-5, exchange_s=1e-5,
-    ...                   bytes_sent=0)
-    >>> rec.as_dict()["found"], rec.reduce_s
-    (16, 0.0)
-    """
-
-    depth: int
-    direction: str  # "td" or "bu"
-    frontier: int  # vertices in the frontier this level expanded
-    found: int  # vertices reached at this level, all ranks
-    local_s: float
-    exchange_s: float
-    bytes_sent: int
-    reduce_s: float = 0.0  # the counters' all-reduce, part of exchange_s
-
-    def as_dict(self) -> dict:
-        """The fields as a dict.
-
-        Returns
-        -------
-        dict
-            Field name -> value (JSON-ready: ints, floats and a string).
-
-        Examples
-        --------
-        >>> from breadth.bfs import LevelRecord
-        >>> LevelRecord(2, "bu", 16, 900, 1e-4, 3e-5, 4096).as_dict()["direction"]
-        'bu'
-        """
-        return asdict(self)
+from .levels import LevelRecord, run_levels
 
 
 def describe_rank(engine, backend: str, ordered: bool) -> dict:

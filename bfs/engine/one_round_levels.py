@@ -56,7 +56,7 @@ import numpy as np
 
 from ..gpu.graph_capture import capture
 from .direction import next_direction, top_down_bound
-from .engine import LevelRecord
+from .levels import LevelRecord
 
 #: words of a message before its pairs: F's length and degree sum on the sender, whether it expanded (1), listed
 #: its part instead (``_LISTED``) or neither (0), the pairs it sends the receiver, the most pairs it sends any peer,
