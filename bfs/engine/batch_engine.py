@@ -26,9 +26,11 @@ derived after the pass instead, a group of searches at a time
 rank of 2 threads, it adds 0.08 s to a 0.13 s pass and laying the results out takes 0.10 s, where deriving
 them takes 0.36 s.
 
-The direction is chosen on the aggregate frontier with Beamer's rule (bottom-up once the frontier
-vertices' out-edges times ``alpha`` exceed the in-edges of the vertices still missing a running search;
-top-down again once the frontier shrinks below ``n / beta`` vertices).  Per-search levels equal the
+The direction is chosen on the aggregate frontier with Beamer's rule, by the level loop every engine runs
+(:func:`~breadth.bfs.engine.levels.run_levels`): bottom-up once the frontier vertices' out-edges times
+``alpha`` exceed the in-edges of the vertices still missing a running search; top-down again once the
+frontier shrinks below ``n / beta`` vertices, and asked again at once: a small frontier whose out-edges times
+``alpha`` still exceed the missing in-edges (a pass's last levels, mostly) stays bottom-up.  Per-search levels equal the
 single-root search's; parents may differ but are BFS parents (one level up, an in-neighbour).
 
 See :class:`BatchEngine` for an example.
@@ -45,9 +47,8 @@ from ..search_config import SearchConfig
 from ..shard import Shard
 from ..transport.communicator import Communicator, SelfCommunicator
 from .batch_backend import batch_kernels
-from .direction import next_direction
 from .engine import Engine, describe_rank
-from .levels import LevelRecord
+from .levels import Counts, Level, LevelRecord, rank_counters, run_levels
 
 #: searches per batch: one bit of a 64-bit word each
 MAX_BATCH = 64
@@ -159,6 +160,8 @@ class BatchEngine:
             # most searches' frontiers, so a vertex meets all its missing searches sooner
             self._bu = (self._bu[0], s.meta["bu_columns"])
         self._in_edges = int(self._bu[0][-1])
+        #: edges of the graph, all ranks (the rule's unexplored in-edges before a pass; each level counts them)
+        self.total_edges = int(self.comm.allreduce(np.array([self._in_edges], np.int64))[0])
         self.nchunks = nchunks or 8 * (os.cpu_count() or 1)
         # the threads' vertex ranges for passes over all owned vertices, balanced on the in-edge rows
         # that bottom-up and the results scan (GPUs: the long in-rows' tasks, a warp each)
@@ -185,10 +188,7 @@ class BatchEngine:
     # ---------------------------------------------------------------------------------------------
     def _counters(self, *values: int) -> np.ndarray:
         """Every rank's ``values`` as a ``(size, k)`` matrix, in one all-reduce (each rank fills its row)."""
-        size = self.comm.size
-        v = np.zeros((size, len(values)), np.int64)
-        v[self.comm.rank] = values
-        return self.comm.allreduce(v.ravel()).reshape(size, -1) if size > 1 else v
+        return rank_counters(self.comm, values)
 
     def _gather_frontier(self, counts) -> np.ndarray:
         """The global frontier words (``(n,)`` uint64), each rank sending its own as pairs or words."""
@@ -291,7 +291,7 @@ class BatchEngine:
         >>> [(r.depth, r.found) for r in eng.search([0, 1])]       # level 1 finds a vertex for each search
         [(1, 2), (2, 0)]
         """
-        s, comm, k, xp = self.shard, self.comm, self.k, self.xp
+        s = self.shard
         roots = np.asarray(roots, np.int64).ravel()
         if not 1 <= roots.size <= MAX_BATCH:
             raise ValueError(f"a batch holds 1 to {MAX_BATCH} roots, got {roots.size}")
@@ -299,74 +299,86 @@ class BatchEngine:
             raise ValueError(f"root outside [0, {s.num_vertices})")
         if depth_limit is not None and depth_limit < 0:
             raise ValueError(f"depth_limit must be >= 0, got {depth_limit}")
+        return run_levels(self, roots, depth_limit)
+
+    # -- the steps of a level (:class:`~breadth.bfs.engine.levels.LevelSteps`) ---------------------------
+    # The frontier between levels is the ``frontier`` words (a search's bit where the vertex is in its frontier),
+    # with the queue of its vertices while the pass runs top-down.  Every step's counters are ``(vertices,
+    # (vertex, search) pairs, the vertices' out-edges, the in-edges of the vertices still missing a running search,
+    # the OR of the frontier words)``, the last column OR-ed by :meth:`_active`.
+    def begin_search(self, roots) -> np.ndarray:
+        """Reset for the searches from ``roots``; level 0 makes the roots the frontier, with every in-edge still to
+        explore."""
+        s, k = self.shard, self.k
         self.nroots, self.roots = int(roots.size), roots
         queue = self._start(roots)
-        bu_off, bu_col = self._bu
-        rec = self._found
-        width = 2 if rec is None else 3  # top-down rows: (vertex, bits[, parent])
-        # level 0: the roots become the frontier; every in-edge is still to explore
         c = k.finish_touched(queue, queue[:0], self.next, self.frontier, self.seen, self.planes, 0, s.offsets,
+                             self.nchunks, self._found)
+        self._queue, self._next_is_clear = queue, True  # top-down ORs into ``next``; bottom-up leaves it dirty
+        self._unexplored = self._in_edges  # this rank's part of the rule's unexplored edges (bottom-up counts it)
+        return self._counters(*c[:3], self._unexplored, c[4])
+
+    def counts(self, cnt: np.ndarray) -> Counts:
+        """The rule counts frontier vertices and their out-edges against the unexplored in-edges; the records count
+        (vertex, search) pairs."""
+        return Counts(int(cnt[:, 0].sum()), int(cnt[:, 2].sum()), int(cnt[:, 1].sum()), int(cnt[:, 3].sum()))
+
+    def step_top_down(self, level: Level) -> tuple[np.ndarray, float, float]:
+        """Each frontier vertex's edges read once for all its searches; ``(vertex, bits)`` rows to the owners,
+        which claim them; the level ends over the vertices touched (its queue)."""
+        s, comm, k, xp, rec = self.shard, self.comm, self.k, self.xp, self._found
+        t0 = time.perf_counter()
+        self._planes_for(level.depth)
+        if not self._next_is_clear:
+            self.next.fill(0)
+            self._next_is_clear = True
+        queue = self._queue if self._queue is not None else xp.flatnonzero(self.frontier)
+        touched, pairs = k.top_down_step(s.offsets, s.columns, s.lo, queue, self.frontier, self.seen, self.next,
+                                         self.sent, self.nchunks, rec)
+        t1 = time.perf_counter()
+        if comm.size > 1:
+            width = 2 if rec is None else 3  # rows: (vertex, bits[, parent])
+            got = [touched]
+            for part in comm.alltoallv(k.pairs_by_owner(pairs, s.block, comm.size)):
+                if part.shape[0]:
+                    got.append(k.claim_pairs(part.reshape(-1, width), s.lo, self.seen, self.next, rec))
+            touched = xp.concatenate(got) if len(got) > 1 else touched
+        t2 = time.perf_counter()
+        c = k.finish_touched(touched, queue, self.next, self.frontier, self.seen, self.planes, level.depth, s.offsets,
                              self.nchunks, rec)
-        cnt = self._counters(*c[:3], self._in_edges, c[4])
-        counts, active = cnt[:, 0], self._active(cnt)
-        frontier_vertices, frontier_pairs = int(counts.sum()), int(cnt[:, 1].sum())
-        scout, unexplored = int(cnt[:, 2].sum()), int(cnt[:, 3].sum())
-        direction, depth, records, previous = "td", 1, [], 0
-        next_is_clear = True  # top-down ORs into ``next``; bottom-up leaves the old frontier there
-        while frontier_pairs and (depth_limit is None or depth <= depth_limit):
-            bytes0 = comm.bytes_sent()
-            t0 = time.perf_counter()
-            # (the loop runs while a frontier is left: frontier_vertices > 0)
-            direction = next_direction(direction, frontier_edges=scout, edges_to_check=unexplored,
-                                       frontier=frontier_vertices, previous=previous, num_vertices=s.num_vertices,
-                                       alpha=self.alpha, beta=self.beta)
-            self._planes_for(depth)
-            if direction == "bu":
-                fglobal = self._gather_frontier(counts)
-                t1 = time.perf_counter()
-                sparse = 8 * frontier_vertices <= fglobal.size
-                nonzero = k.nonzero_bits(fglobal) if sparse else fglobal[:0]
-                c = k.bottom_up_step(bu_off, bu_col, fglobal, nonzero, sparse, active, self.seen, self.next,
-                                     self.planes, depth, s.offsets, self.chunks, rec)
-                self.frontier, self.next = self.next, self.frontier
-                next_is_clear, queue = False, None
-                t2 = t3 = time.perf_counter()
-                local_s, exch = t2 - t1, t1 - t0
-            else:
-                if not next_is_clear:
-                    self.next.fill(0)
-                    next_is_clear = True
-                if queue is None:
-                    queue = xp.flatnonzero(self.frontier)
-                touched, pairs = k.top_down_step(s.offsets, s.columns, s.lo, queue, self.frontier, self.seen,
-                                                 self.next, self.sent, self.nchunks, rec)
-                t1 = time.perf_counter()
-                if comm.size > 1:
-                    got = [touched]
-                    for part in comm.alltoallv(k.pairs_by_owner(pairs, s.block, comm.size)):
-                        if part.shape[0]:
-                            got.append(k.claim_pairs(part.reshape(-1, width), s.lo, self.seen, self.next,
-                                                     rec))
-                    touched = xp.concatenate(got) if len(got) > 1 else touched
-                t2 = time.perf_counter()
-                c = k.finish_touched(touched, queue, self.next, self.frontier, self.seen, self.planes, depth,
-                                     s.offsets, self.nchunks, rec)
-                queue = touched
-                t3 = time.perf_counter()
-                local_s, exch = (t1 - t0) + (t3 - t2), t2 - t1
-            cnt = self._counters(*c)
-            t4 = time.perf_counter()
-            records.append(LevelRecord(depth, direction, frontier_pairs, int(cnt[:, 1].sum()), local_s,
-                                       exch + (t4 - t3), comm.bytes_sent() - bytes0, t4 - t3))
-            previous = frontier_vertices
-            counts, active = cnt[:, 0], self._active(cnt)
-            frontier_vertices, frontier_pairs = int(counts.sum()), int(cnt[:, 1].sum())
-            scout = int(cnt[:, 2].sum())
-            if direction == "bu":  # a top-down level does not count it (see finish_touched)
-                unexplored = int(cnt[:, 3].sum())
-            depth += 1
-        self.records = records
-        return records
+        self._queue = touched
+        t3 = time.perf_counter()
+        cnt = self._counters(*c[:3], self._unexplored, c[4])  # (top-down does not count the unexplored edges)
+        return cnt, (t1 - t0) + (t3 - t2), time.perf_counter() - t3
+
+    def step_bottom_up(self, level: Level) -> tuple[np.ndarray, float, float]:
+        """The frontier words gathered; each unfinished vertex ORs its in-neighbours' words until it has every
+        search still running (the end of the level fused in)."""
+        s, k = self.shard, self.k
+        self._planes_for(level.depth)
+        fglobal = self._gather_frontier(level.counters[:, 0])
+        t1 = time.perf_counter()
+        sparse = 8 * int(level.counters[:, 0].sum()) <= fglobal.size
+        nonzero = k.nonzero_bits(fglobal) if sparse else fglobal[:0]
+        bu_off, bu_col = self._bu
+        c = k.bottom_up_step(bu_off, bu_col, fglobal, nonzero, sparse, self._active(level.counters), self.seen,
+                             self.next, self.planes, level.depth, s.offsets, self.chunks, self._found)
+        self.frontier, self.next = self.next, self.frontier
+        self._next_is_clear, self._queue, self._unexplored = False, None, c[3]
+        t2 = time.perf_counter()
+        cnt = self._counters(*c)
+        return cnt, t2 - t1, time.perf_counter() - t2
+
+    def turn_bottom_up(self) -> None:
+        """Nothing: bottom-up reads the frontier words."""
+
+    def turn_top_down(self, frontier_edges: int | None) -> int:
+        """Nothing: the bottom-up step counted the frontier's out-edges (its queue is made by the next step)."""
+        return frontier_edges
+
+    def end_search(self) -> None:
+        """Drop the last queue."""
+        self._queue = None
 
     @staticmethod
     def _active(cnt: np.ndarray) -> np.uint64:

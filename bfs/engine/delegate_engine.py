@@ -73,7 +73,7 @@ class DelegateEngine(Engine):
     # vertices' pairs; bottom-up levels are 1D's (the shard's own rows, the owners' frontier gathered); after
     # either, the delegates reached are all-reduced as one bitmask.  The frontier between levels is the owned
     # queue (local ids), and the delegate frontier (indices), the same on every rank.
-    def begin_search(self, root) -> tuple[int, int]:
+    def begin_search(self, root) -> np.ndarray:
         """:meth:`Engine._start`; the delegates among the sources are visited, each its own parent."""
         xp = self.b.xp
         queue = self._start(root)
@@ -84,25 +84,26 @@ class DelegateEngine(Engine):
         self._visited_d[self._frontier_d] = True
         self._cand[self._frontier_d] = roots[is_d]  # a source is its own parent
         self._queue = queue
-        return int(queue.size), int(self.b.degree_sum(self.shard.offsets, queue))
+        return self._counters(int(queue.size), int(self.b.degree_sum(self.shard.offsets, queue)))
 
-    def step_top_down(self, depth: int, counts) -> tuple[tuple[int, int], float]:
+    def step_top_down(self, level) -> tuple[np.ndarray, float, float]:
         """:meth:`_top_down`, then the delegates reached."""
+        depth = level.depth
         t0 = time.perf_counter()
         nxt, reached = self._top_down(self._queue, self._frontier_d, self._visited_d, self._cand, depth)
         local_s = time.perf_counter() - t0
-        return self._with_delegates(nxt, reached, depth), local_s
+        return self._close_level(self._with_delegates(nxt, reached, depth), local_s)
 
-    def step_bottom_up(self, depth: int, counts) -> tuple[tuple[int, int], float]:
+    def step_bottom_up(self, level) -> tuple[np.ndarray, float, float]:
         """1D's bottom-up over the owned rows against the gathered frontier, then the delegates reached."""
-        s, b = self.shard, self.b
-        fbits = self._gather_frontier(b.queue_to_bits(self._queue, self.nwords), counts)
+        s, b, depth = self.shard, self.b, level.depth
+        fbits = self._gather_frontier(b.queue_to_bits(self._queue, self.nwords), level.counters[:, 0])
         t1 = time.perf_counter()
         found_bits, _ = self._bottom_up_owned(fbits, depth)
         nxt = b.bits_to_queue(found_bits)
         _, reached = self._delegate_index(nxt + s.lo)  # found by their owners, parents final
         t2 = time.perf_counter()
-        return self._with_delegates(nxt, reached, depth), t2 - t1
+        return self._close_level(self._with_delegates(nxt, reached, depth), t2 - t1)
 
     def _with_delegates(self, nxt, reached, depth: int) -> tuple[int, int]:
         """The next frontier: ``nxt`` (owned vertices claimed) and the owned delegates that any rank reached this
@@ -123,7 +124,7 @@ class DelegateEngine(Engine):
     def turn_bottom_up(self) -> None:
         """Nothing: bottom-up reads the queue."""
 
-    def turn_top_down(self, frontier_edges: int) -> int:
+    def turn_top_down(self, frontier_edges: int | None) -> int:
         """Nothing: the last counters counted the queue's edges."""
         return frontier_edges
 

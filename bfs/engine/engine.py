@@ -5,7 +5,7 @@ the exchange (top-down: reached remote vertices with their parents to their owne
 of the frontier), and one all-reduce of the counters that decide the next direction (Beamer, Asanović,
 Patterson: go bottom-up when the frontier's edges exceed the unexplored edges / alpha, come back when the
 frontier shrinks below n / beta; :mod:`.direction`).  The loop over levels is :func:`~breadth.bfs.engine.levels.
-run_levels`, which the 2D and delegates engines run too; this engine provides its 1D steps.
+run_levels`, which every engine runs; this one provides its 1D steps, with its counters read on the host.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..search_config import SearchConfig
 from ..shard import Shard
 from ..transport.communicator import Communicator, SelfCommunicator
 from .backend import get_backend
-from .levels import LevelRecord, run_levels
+from .levels import Counts, Level, LevelRecord, rank_counters, run_levels, vertex_counts
 
 
 def describe_rank(engine, backend: str, ordered: bool) -> dict:
@@ -225,13 +225,16 @@ class Engine:
         return self.comm.allreduce(np.array(values, np.int64))
 
     def _counters(self, *values: int) -> np.ndarray:
-        """Every rank's ``values`` as a ``(size, k)`` host matrix, in one all-reduce (each rank fills its
-        own row): column sums are the global counters, and column 0 (the local frontier size) tells the
-        next bottom-up gather what each rank will send."""
-        size = self.comm.size
-        v = np.zeros((size, len(values)), np.int64)
-        v[self.comm.rank] = values
-        return self.comm.allreduce(v.ravel()).reshape(size, -1) if size > 1 else v
+        """Every rank's ``values`` as a ``(size, k)`` host matrix, in one all-reduce
+        (:func:`~breadth.bfs.engine.levels.rank_counters`)."""
+        return rank_counters(self.comm, values)
+
+    def _close_level(self, values: tuple, local_s: float) -> tuple[np.ndarray, float, float]:
+        """A host-counted step's return: every rank's ``values`` (one all-reduce), ``local_s``, the round's
+        seconds."""
+        t0 = time.perf_counter()
+        cnt = self._counters(*values)
+        return cnt, local_s, time.perf_counter() - t0
 
     def close(self) -> None:
         """Release what the engine holds besides its arrays (nothing here; the device engine destroys its
@@ -312,15 +315,21 @@ class Engine:
     _queue = None
     _bits = None
 
-    def begin_search(self, root) -> tuple[int, int]:
-        """:meth:`_start`; returns the first queue's length and out-edges."""
+    def begin_search(self, root) -> np.ndarray:
+        """:meth:`_start`; returns every rank's first queue length and out-edges."""
         self._queue, self._bits = self._start(root), None
-        return int(self._queue.size), int(self.b.degree_sum(self.shard.offsets, self._queue))
+        return self._counters(int(self._queue.size), int(self.b.degree_sum(self.shard.offsets, self._queue)))
 
-    def step_top_down(self, depth: int, counts) -> tuple[tuple[int, int], float]:
+    def counts(self, cnt: np.ndarray) -> Counts:
+        """:func:`~breadth.bfs.engine.levels.vertex_counts`: column 0 the frontier's vertices, column 1 (where
+        counted) their out-edges."""
+        return vertex_counts(cnt)
+
+    def step_top_down(self, level: Level) -> tuple[np.ndarray, float, float]:
         """Expand the queue over the owned rows; reached remote vertices go with their parents to their owners,
-        which claim them.  Returns ``((claimed, their out-edges), kernel seconds)``."""
+        which claim them.  Counts ``(claimed, their out-edges)``."""
         s, b, xp, comm = self.shard, self.b, self.b.xp, self.comm
+        depth = level.depth
         t0 = time.perf_counter()
         nxt, rv, rp, _ = b.top_down_step(s.offsets, s.columns, s.lo, s.hi, self._queue, self.parent, self.level,
                                          np.int32(depth), self.sent, self.nchunks)
@@ -332,22 +341,22 @@ class Engine:
             nxt = xp.concatenate([nxt, claimed])
             b.note_degree_sum(nxt, s.offsets, deg)
         self._queue = nxt
-        return (int(nxt.size), deg), t1 - t0
+        return self._close_level((int(nxt.size), deg), t1 - t0)
 
-    def step_bottom_up(self, depth: int, counts) -> tuple[tuple[int], float]:
-        """Gather the global frontier bitmap (``counts``: every rank's part, list or bitmap); the owned vertices
-        look for a parent in it.  Returns ``((found,), kernel seconds)``: their edges are summed only if the
-        search turns top-down."""
-        fbits = self._gather_frontier(self._bits, counts)
+    def step_bottom_up(self, level: Level) -> tuple[np.ndarray, float, float]:
+        """Gather the global frontier bitmap (every rank's part, list or bitmap, as the counters size it); the
+        owned vertices look for a parent in it.  Counts ``(found,)``: their edges are summed only if the search
+        turns top-down."""
+        fbits = self._gather_frontier(self._bits, level.counters[:, 0])
         t1 = time.perf_counter()
-        self._bits, awake = self._bottom_up_owned(fbits, depth)
-        return (int(awake),), time.perf_counter() - t1
+        self._bits, awake = self._bottom_up_owned(fbits, level.depth)
+        return self._close_level((int(awake),), time.perf_counter() - t1)
 
     def turn_bottom_up(self) -> None:
         """The queue as this rank's words of the frontier bitmap."""
         self._bits = self.b.queue_to_bits(self._queue, self.nwords)
 
-    def turn_top_down(self, frontier_edges: int) -> int:
+    def turn_top_down(self, frontier_edges: int | None) -> int:
         """The bitmap as a queue; returns its out-edges, all ranks (one all-reduce)."""
         b = self.b
         self._queue = b.bits_to_queue(self._bits)

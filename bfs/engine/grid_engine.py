@@ -171,42 +171,43 @@ class GridEngine(Engine):
     # -- the steps of a level (:class:`~breadth.bfs.engine.levels.LevelSteps`) -----------------------------
     # Engine.search runs them: the level's expansion and exchange in grid rows and columns.  The frontier between
     # levels is the owned queue (local ids), in either direction.
-    def begin_search(self, root) -> tuple[int, int]:
+    def begin_search(self, root) -> np.ndarray:
         """:meth:`Engine._start`, the row block's and the top-down claims' state reset."""
         queue = self._start(root)
         self.rb.start_search(self.row_parent, self.row_level, -1)
         self.tb.start_search(self._td_parent, self._td_level, -1)
         self._pending = [queue]  # owned vertices claimed since the row last learned them
-        return self._next(queue)
+        return self._counters(*self._next(queue))
 
     def _next(self, queue) -> tuple[int, int]:
         """``queue`` the frontier; its length and out-edges for the counters."""
         self._queue = queue
         return int(queue.size), int(self.b.degree_sum(self.shard.offsets, queue))
 
-    def step_top_down(self, depth: int, counts) -> tuple[tuple[int, int], float]:
+    def step_top_down(self, level) -> tuple[np.ndarray, float, float]:
         """The column set's frontier expanded over the block's rows; the vertices reached that the row has not
         seen visited go with their parents to their owners in the row, which claim them."""
-        g = self.shard.blocks
-        cq = self._column_frontier(self._queue, counts, as_bits=False)
+        g, depth = self.shard.blocks, level.depth
+        cq = self._column_frontier(self._queue, level.counters[:, 0], as_bits=False)
         t1 = time.perf_counter()
         _, v, par, _ = self.tb.top_down_step(g.td_offsets, g.td_columns, 0, 0, cq, self._td_parent, self._td_level,
                                              np.int32(depth), self.sent, self.nchunks)
         rows, par = self._unvisited_in_row(v - g.row_lo, par)
         t2 = time.perf_counter()
-        return self._claimed(self._fold(rows, par, depth)), t2 - t1
+        return self._close_level(self._claimed(self._fold(rows, par, depth)), t2 - t1)
 
-    def step_bottom_up(self, depth: int, counts) -> tuple[tuple[int, int], float]:
+    def step_bottom_up(self, level) -> tuple[np.ndarray, float, float]:
         """``"row"``: the row block's unvisited vertices (brought up to date first) look for a parent in the
         column frontier, and the vertices found go to their owners; ``"owner"``: 1D's bottom-up over the owned
         rows against the whole gathered frontier."""
         b, xp, g = self.b, self.b.xp, self.shard.blocks
+        depth, counts = level.depth, level.counters[:, 0]
         if self.bottom_up == "owner":
             fbits = self._gather_frontier(b.queue_to_bits(self._queue, self.nwords), counts)
             t1 = time.perf_counter()
             found_bits, _ = self._bottom_up_owned(fbits, depth)
             t2 = time.perf_counter()
-            return self._claimed(b.bits_to_queue(found_bits)), t2 - t1
+            return self._close_level(self._claimed(b.bits_to_queue(found_bits)), t2 - t1)
         self._sync_row(self._pending)
         self._pending = []
         fbits = self._column_frontier(self._queue, counts, as_bits=True)
@@ -217,7 +218,7 @@ class GridEngine(Engine):
         rows = self.rb.bits_to_queue(found_bits)
         par = self.row_parent[rows].astype(np.int64)
         t2 = time.perf_counter()
-        return self._claimed(self._fold(rows, par, depth)), t2 - t1
+        return self._close_level(self._claimed(self._fold(rows, par, depth)), t2 - t1)
 
     def _claimed(self, queue) -> tuple[int, int]:
         """The level's claimed vertices: the next frontier, and pending for the row where bottom-up scans it."""
@@ -228,7 +229,7 @@ class GridEngine(Engine):
     def turn_bottom_up(self) -> None:
         """Nothing: bottom-up reads the queue."""
 
-    def turn_top_down(self, frontier_edges: int) -> int:
+    def turn_top_down(self, frontier_edges: int | None) -> int:
         """Nothing: the last counters counted the queue's edges."""
         return frontier_edges
 
