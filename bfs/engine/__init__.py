@@ -4,5 +4,6 @@
 levels with the counters kept on the GPU, :mod:`.batch_engine` up to 64 searches in one pass (MS-BFS); the
 kernels they call are named by :mod:`.backend` and :mod:`.batch_backend` (CPU or GPU).  :mod:`.session`
 runs the ranks' tasks and builds their communicators; :mod:`.search` and :mod:`.batch_search` are the
-client's ``bfs`` and ``bfs_batch``.  :mod:`.direction` is the direction rule every engine applies to its counts.
+client's ``bfs`` and ``bfs_batch``.  :mod:`.levels` is the level loop every engine runs, :mod:`.direction` the
+direction rule it applies to their counts.
 """

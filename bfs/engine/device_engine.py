@@ -41,14 +41,12 @@ ranks whose communicator supports device rounds (NCCL, UCX), unless ``SearchConf
 
 from __future__ import annotations
 
-import functools
 import time
 
 import numpy as np
 
-from .direction import next_direction
 from .engine import Engine, check_depth_limit
-from .levels import LevelRecord
+from .levels import LevelRecord, run_levels
 
 
 class DeviceEngine(Engine):
@@ -156,7 +154,7 @@ class DeviceEngine(Engine):
         ``depth_limit``: see :meth:`Engine.search`); returns the per-level records."""
         check_depth_limit(depth_limit)
         if self.graphs is None:
-            return self._search(root, depth_limit)
+            return run_levels(self, root, depth_limit)
         cp = self.b.xp
         # the captured levels need a stream of their own: it starts after what the caller queued, and
         # the caller's stream continues after the search
@@ -164,7 +162,7 @@ class DeviceEngine(Engine):
         st.wait_event(caller.record())
         try:
             with st:
-                return self._search(root, depth_limit)
+                return run_levels(self, root, depth_limit)
         finally:
             caller.wait_event(st.record())
 
@@ -199,123 +197,134 @@ class DeviceEngine(Engine):
             return self.graphs.queue_buffer(0)
         return self.one_round.entry if self.one_round is not None else None
 
-    def _search(self, root, depth_limit: int | None) -> list[LevelRecord]:
-        s, b, xp, comm, graphs = self.shard, self.b, self.b.xp, self.comm, self.graphs
-        rank, size = comm.rank, comm.size
+    # -- the steps of a level (:class:`~breadth.bfs.engine.levels.LevelSteps`) ---------------------------
+    # The frontier between levels: a queue of local ids (``_queue``) with every rank's degree sum (``_degs``, from
+    # the last counters) while the search runs top-down; this rank's words of the frontier bitmap (``_bits``), and
+    # where a one-round level brought it, the global bitmap (``_gathered``), while it runs bottom-up.
+    _degs = None
+    _gathered = None
+    _cnt = None
+    _listed = None  # the last one-round level's frontier parts, where every other rank's came listed
+
+    def _bu_rows(self):
+        """The rows bottom-up scans: in-neighbours (CSC) of a directed graph, else the CSR rows."""
+        s = self.shard
+        return (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
+
+    def begin_search(self, root) -> np.ndarray:
+        """:meth:`_start`; returns every rank's first queue length and out-edges."""
+        s, b = self.shard, self.b
         queue = self._start(root)
         cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
-        counts, degs = cnt[:, 0], cnt[:, 1]
-        qdeg, scout = int(degs[rank]), int(degs.sum())
-        edges_to_check = self.total_edges
-        bu_off, bu_col = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
-        if graphs is not None and not graphs.ready:
-            graphs.prepare(bu_off, bu_col)
-        rule = functools.partial(next_direction, num_vertices=s.num_vertices, alpha=self.alpha, beta=self.beta)
-        frontier_size, previous, direction, bits, depth = int(counts.sum()), 0, "td", None, 1
-        records: list[LevelRecord] = []
-        carried = None  # (t0, bytes0) of a one-round attempt that handed its level back
-        gathered = None  # the global frontier a one-round bottom-up level gathered for the next one
-        while depth_limit is None or depth <= depth_limit:
-            bytes0 = comm.bytes_sent()
-            t0 = time.perf_counter()
-            if carried is not None:
-                (t0, bytes0), carried = carried, None
-            if direction == "td" and rule("td", frontier_edges=scout, edges_to_check=edges_to_check,
-                                          frontier=frontier_size, previous=previous) == "bu":
-                # straight into the bitmap the captured level reads (no copy into its slot)
-                out = (graphs.bits_buffer(0)[:self.nwords] if graphs is not None
-                       else self.one_round.turn_bits() if self.one_round is not None else None)
-                direction, bits = "bu", b.queue_to_bits(queue, self.nwords, out=out)
-                b.note_bits(bits, int(queue.size), qdeg, s.offsets)
-            if direction == "bu" and graphs is not None:
-                first = frontier_size >= s.num_vertices * self.first_neighbour_fraction
-                cnt, local_s, bits = graphs.bottom_up(bits, depth, bu_off, bu_col, first)
-                t2 = time.perf_counter()
-                found, counts = int(cnt[:, 0].sum()), cnt[:, 0]
-                b.note_bits(bits, int(cnt[rank, 0]), int(cnt[rank, 1]), bu_off)
-                records.append(LevelRecord(depth, "bu", frontier_size, found, local_s, t2 - t0 - local_s,
-                                           comm.bytes_sent() - bytes0, t2 - graphs.launched))
-            elif direction == "bu":
-                # over UCX the last bottom-up level's round brought this frontier with its counters
-                fbits = gathered
-                if fbits is None and self.one_round is not None:  # (None where the ranks cannot write each other's)
-                    fbits = self.one_round.gather(bits)
-                if fbits is None:
-                    fbits = self._gather_frontier(bits, counts)
-                first = frontier_size >= s.num_vertices * self.first_neighbour_fraction
-                if self.one_round is not None:  # a captured level, and its one round: counters and frontier
-                    cnt, local_s, nxt, gathered = self.one_round.bottom_up(fbits, depth, bu_off, bu_col, first)
-                    t1 = self.one_round.launched
-                else:
-                    nxt = xp.empty(self.nwords, np.uint64)
-                    self._ev[0].record()
-                    ctr = b.bottom_up_async(bu_off, bu_col, fbits, self.parent, self.level, np.int32(depth), nxt,
-                                            first)
-                    self._ev[1].record()
-                    t1 = time.perf_counter()
-                    cnt = comm.gather_device(ctr)  # the level's one synchronisation
-                    local_s = self._kernel_s()
-                t2 = time.perf_counter()
-                found, counts, bits = int(cnt[:, 0].sum()), cnt[:, 0], nxt
-                b.note_bits(bits, int(cnt[rank, 0]), int(cnt[rank, 1]), bu_off)
-                records.append(LevelRecord(depth, "bu", frontier_size, found, local_s, t2 - t0 - local_s,
-                                           comm.bytes_sent() - bytes0, t2 - t1))
-            if direction == "bu":
-                if rule("bu", frontier_edges=scout, edges_to_check=edges_to_check, frontier=found,
-                        previous=frontier_size) == "td":
-                    gathered = None
-                    # where the next level reads it (idle while bottom-up ran)
-                    direction, queue = "td", b.bits_to_queue(bits, out=self._entry_queue())
-                    if s.directed:  # bottom-up counted in-degrees; top-down's work is the out-degrees
-                        degs = self._counters(int(b.degree_sum(s.offsets, queue)))[:, 0]
-                    else:
-                        degs = cnt[:, 1]
-                    qdeg, scout = int(degs[rank]), int(degs.sum())
-            elif graphs is not None:
-                cnt, local_s, qbuf = graphs.top_down(queue, depth, counts, degs)
-                t2 = time.perf_counter()
-                found, counts, degs = int(cnt[:, 0].sum()), cnt[:, 0], cnt[:, 1]
-                queue, qdeg, next_scout = qbuf[:int(cnt[rank, 0])], int(degs[rank]), int(degs.sum())
-                records.append(LevelRecord(depth, "td", frontier_size, found, local_s, t2 - t0 - local_s,
-                                           comm.bytes_sent() - bytes0, t2 - graphs.launched))
-                edges_to_check = max(edges_to_check - scout, 0)
-                scout = next_scout
-            elif self.one_round is not None and max(int(d) for d in degs) <= self.one_round.cap:
-                state = self.one_round.run(queue, depth, degs, edges_to_check, depth_limit, records, t0, bytes0)
-                if state is None:
-                    break
-                run_depth = depth
-                # gathered: the global frontier when the parts came listed and the level turns bottom-up
-                queue, depth, counts, degs, edges_to_check, gathered, *carried = state
-                if depth > run_depth:  # the run's levels: the last one's frontier came before this one
-                    previous = records[-1].frontier
-                frontier_size, qdeg, scout = int(counts.sum()), int(degs[rank]), int(degs.sum())
-                continue
+        self._queue, self._bits, self._gathered, self._degs = queue, None, None, cnt[:, 1]
+        if self.graphs is not None and not self.graphs.ready:
+            self.graphs.prepare(*self._bu_rows())
+        if self.one_round is not None:
+            self.one_round.begin()
+        return cnt
+
+    def step_top_down(self, level) -> tuple[np.ndarray, float, float]:
+        """The captured level where the rounds can be captured; else a one-round level where every part fits the
+        pair capacity (or the last round expanded this one), else the queued level (one or two waits)."""
+        rank, degs = self.comm.rank, self._degs
+        self._listed = None
+        if self.graphs is not None:
+            cnt, local_s, qbuf = self.graphs.top_down(self._queue, level.depth, level.counters[:, 0], degs)
+            reduce_s = time.perf_counter() - self.graphs.launched
+            self._queue = qbuf[:int(cnt[rank, 0])]
+        elif self.one_round is not None and (self.one_round.pending is not None
+                                             or max(int(d) for d in degs) <= self.one_round.cap):
+            cnt, local_s, reduce_s, self._queue, self._listed = self.one_round.step(self._queue, level, degs)
+        else:
+            cnt, local_s, reduce_s = self._top_down_queued(level.depth, degs)
+        self._degs = cnt[:, 1]
+        return cnt, local_s, reduce_s
+
+    def _top_down_queued(self, depth: int, degs) -> tuple[np.ndarray, float, float]:
+        """A top-down level queued from Python: its pairs bounded in advance where every rank's degree sum allows
+        (one wait), else sized by a counters round (two)."""
+        s, b, comm = self.shard, self.b, self.comm
+        size = comm.size
+        caps = [self._cap(r, int(degs[r])) for r in range(size)]
+        bounded = max(caps) <= self.spec_pairs
+        self._ev[0].record()
+        nxt, rpairs, ctr = b.top_down_async(s.offsets, s.columns, s.lo, s.hi, self._queue, self.parent, self.level,
+                                            np.int32(depth), self.sent, int(degs[comm.rank]),
+                                            size if size > 2 else 0, s.block, count_owners=not bounded)
+        self._ev[1].record()
+        if bounded:
+            self._td_bounded(nxt, rpairs, ctr, depth, caps)
+        else:
+            self._td_exact(nxt, rpairs, ctr, depth)
+        tr = time.perf_counter()
+        cnt = comm.gather_device(ctr[:2])  # the level's last synchronisation: its counters
+        reduce_s = time.perf_counter() - tr
+        self._queue = nxt[:int(cnt[comm.rank, 0])]
+        return cnt, self._kernel_s(), reduce_s
+
+    def step_bottom_up(self, level) -> tuple[np.ndarray, float, float]:
+        """The captured level; else the global frontier (brought by the last one-round level, written by the ranks
+        into each other's, or gathered) and a one-round or queued level.  Counts ``(found, their degree sum)``
+        (one-round levels add their tasks)."""
+        s, b, xp, comm = self.shard, self.b, self.b.xp, self.comm
+        depth, counts = level.depth, level.counters[:, 0]
+        bu_off, bu_col = self._bu_rows()
+        first = int(counts.sum()) >= s.num_vertices * self.first_neighbour_fraction
+        if self.graphs is not None:
+            cnt, local_s, bits = self.graphs.bottom_up(self._bits, depth, bu_off, bu_col, first)
+            t1 = self.graphs.launched
+        else:
+            # over UCX the last bottom-up level's round brought this frontier with its counters
+            fbits = self._gathered
+            if fbits is None and self.one_round is not None:  # (None where the ranks cannot write each other's)
+                fbits = self.one_round.gather(self._bits)
+            if fbits is None:
+                fbits = self._gather_frontier(self._bits, counts)
+            if self.one_round is not None:  # a captured level, and its one round: counters and frontier
+                cnt, local_s, bits, self._gathered = self.one_round.bottom_up(fbits, depth, bu_off, bu_col, first)
+                t1 = self.one_round.launched
             else:
-                caps = [self._cap(r, int(degs[r])) for r in range(size)]
-                bounded = max(caps) <= self.spec_pairs
+                bits = xp.empty(self.nwords, np.uint64)
                 self._ev[0].record()
-                nxt, rpairs, ctr = b.top_down_async(s.offsets, s.columns, s.lo, s.hi, queue, self.parent,
-                                                    self.level, np.int32(depth), self.sent, qdeg,
-                                                    size if size > 2 else 0, s.block, count_owners=not bounded)
+                ctr = b.bottom_up_async(bu_off, bu_col, fbits, self.parent, self.level, np.int32(depth), bits, first)
                 self._ev[1].record()
-                if bounded:
-                    self._td_bounded(nxt, rpairs, ctr, depth, caps)
-                else:
-                    self._td_exact(nxt, rpairs, ctr, depth)
-                tr = time.perf_counter()
-                cnt = comm.gather_device(ctr[:2])  # synchronisation two: the level's counters
-                t2 = time.perf_counter()
-                found, counts, degs = int(cnt[:, 0].sum()), cnt[:, 0], cnt[:, 1]
-                queue, qdeg, next_scout = nxt[:int(cnt[rank, 0])], int(degs[rank]), int(degs.sum())
+                t1 = time.perf_counter()
+                cnt = comm.gather_device(ctr)  # the level's one synchronisation
                 local_s = self._kernel_s()
-                records.append(LevelRecord(depth, "td", frontier_size, found, local_s, t2 - t0 - local_s,
-                                           comm.bytes_sent() - bytes0, t2 - tr))
-                edges_to_check = max(edges_to_check - scout, 0)
-                scout = next_scout
-            previous, frontier_size = frontier_size, found
-            if found == 0:
-                break
-            depth += 1
-        self.records = records
-        return records
+        reduce_s = time.perf_counter() - t1
+        rank = comm.rank
+        b.note_bits(bits, int(cnt[rank, 0]), int(cnt[rank, 1]), bu_off)
+        self._bits, self._cnt = bits, cnt
+        return cnt, local_s, reduce_s
+
+    def turn_bottom_up(self) -> None:
+        """The queue as this rank's words of the frontier bitmap, written where the next level reads them (the
+        captured level's slot, a one-round level's global bitmap); a one-round level that brought every part
+        listed gives the global frontier too."""
+        s, b, graphs, one = self.shard, self.b, self.graphs, self.one_round
+        if one is not None:
+            one.take_back()  # (nothing pending: a run keeps only levels the rule keeps top-down)
+        out = (graphs.bits_buffer(0)[:self.nwords] if graphs is not None
+               else one.turn_bits() if one is not None else None)
+        self._bits = b.queue_to_bits(self._queue, self.nwords, out=out)
+        b.note_bits(self._bits, int(self._queue.size), int(self._degs[self.comm.rank]), s.offsets)
+        self._gathered = one.frontier_from_parts(*self._listed) if self._listed is not None else None
+        self._listed = None
+
+    def turn_top_down(self, frontier_edges: int | None) -> int:
+        """The bitmap as a queue, where the next level reads it; returns its out-edges, all ranks (counted by the
+        bottom-up level's counters, or for a directed graph, whose bottom-up counted in-edges, one all-reduce)."""
+        s, b = self.shard, self.b
+        self._gathered = None
+        self._queue = b.bits_to_queue(self._bits, out=self._entry_queue())  # (idle while bottom-up ran)
+        if s.directed:
+            self._degs = self._counters(int(b.degree_sum(s.offsets, self._queue)))[:, 0]
+        else:
+            self._degs = self._cnt[:, 1]
+        return int(self._degs.sum())
+
+    def end_search(self) -> None:
+        """Drop the last frontier and whatever a one-round level left pending."""
+        self._queue = self._bits = self._gathered = self._cnt = self._listed = None
+        if self.one_round is not None:
+            self.one_round.begin()

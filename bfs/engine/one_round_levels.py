@@ -11,15 +11,17 @@ of F before it knows the others' parts, and only where the direction rule choose
 its part's degree sum is at most ``limit`` = min(pair capacity, unexplored edges / (alpha x ranks)), so all
 parts together are at most unexplored edges / alpha.  A rank whose part is larger expands nothing and says so,
 and sends its part's vertex list in place of pairs where it fits the inline rows.  After the round every rank
-knows F exactly: if every rank expanded, the level is done; else those that did take it back (one kernel:
-their claims and sent marks) and the engine runs the level its usual way from the exact counters -- where every
-part came listed and the level turns bottom-up, from the global frontier built from the lists, with no
-all-gather round of its own.  A level is one launch of a CUDA graph (captured once per queue buffer, prefix
-kind and receive buffer: launching its dozen steps from Python would take most of a small level) and one wait: the
-parameter block copied from page-locked memory, the last round's pairs claimed (read in place from the
-communicator's page-locked receive buffers, which alternate: a graph per buffer), the gate (the queue length
-the expansion reads), the expansion, and one kernel that writes the counters and each peer's first ``inline``
-pair rows into page-locked send buffers.  Then one capped round
+knows F exactly, which completes the level that made F (:meth:`OneRoundLevels.step` returns its counters to the
+search loop, :func:`~breadth.bfs.engine.levels.run_levels`): if every rank expanded F, the next step's round
+completes that level in turn; else those that did take it back (one kernel: their claims and sent marks) and the
+loop's next level starts from the exact counters -- a new run where every part fits, the queued level otherwise,
+and where every part came listed and the level turns bottom-up, from the global frontier built from the lists
+(:meth:`OneRoundLevels.frontier_from_parts`), with no all-gather round of its own.  A round is one launch of a
+CUDA graph (captured once per queue buffer, prefix kind and receive buffer: launching its dozen steps from Python
+would take most of a small level) and one wait: the parameter block copied from page-locked memory, the last
+round's pairs claimed (read in place from the communicator's page-locked receive buffers, which alternate: a graph
+per buffer), the gate (the queue length the expansion reads), the expansion, and one kernel that writes the
+counters and each peer's first ``inline`` pair rows into page-locked send buffers.  Then one capped round
 (:meth:`~breadth.bfs.transport.communicator.Communicator.capped_round`) of host words: a header and the pairs.
 Pairs past ``inline`` follow in a sized round of device rows, which every rank joins when any sender's header
 says so.
@@ -41,11 +43,11 @@ take about half the time this way).
 
 The engine starts its searches, and turns bottom-up levels top-down, in the queue buffer a run reads first
 (:attr:`~OneRoundLevels.entry`), and a run's first counters ride in the parameter block, so that a run queues
-nothing of its own before its first launch.  A top-down level's record is complete a round late (its ``found``
-is the next frontier's length); the round that finds every part of F empty ends the search -- unless the level
-that made F claimed nothing and sent no pairs on any rank (its round says so: then F is empty everywhere).  Its
-expansion skips each vertex's own parent (visited by definition), so that a search's last frontier mostly sends
-nothing and the search ends without a round more.
+nothing of its own before its first launch.  A run's first level takes two rounds (its expansion, then the round
+that claims its pairs), each further level one.  The round that finds every part of F empty ends the search --
+unless the level that made F claimed nothing and sent no pairs on any rank (its round says so: then F is empty
+everywhere, and the step says so without a round).  Its expansion skips each vertex's own parent (visited by
+definition), so that a search's last frontier mostly sends nothing and the search ends without a round more.
 """
 
 from __future__ import annotations
@@ -55,8 +57,7 @@ import time
 import numpy as np
 
 from ..gpu.graph_capture import capture
-from .direction import next_direction, top_down_bound
-from .levels import LevelRecord
+from .direction import top_down_bound
 
 #: words of a message before its pairs: F's length and degree sum on the sender, whether it expanded (1), listed
 #: its part instead (``_LISTED``) or neither (0), the pairs it sends the receiver, the most pairs it sends any peer,
@@ -149,16 +150,19 @@ class OneRoundLevels:
         self._lists: tuple | None = None  # the peers' parts of a global bitmap that came listed, not yet set
         self._bu_cap: int | None = None
         self.launched = 0.0  # the host clock after the last bottom-up graph's launch
+        #: the last round, where every rank expanded its part of the next level's frontier: the next step's round
+        #: completes that level (None: nothing pending)
+        self.pending: dict | None = None
         #: levels done in one round, expansions taken back, sized rounds for pairs past the inline rows, levels
         #: turned bottom-up from the parts listed in their round, searches ended by a level that claimed and
         #: sent nothing anywhere; bottom-up levels that sent their bitmap, that sent the list of what they found,
         #: and that wrote their bitmap into the peers' own; frontiers gathered that way
         self.tally = {"levels": 0, "taken_back": 0, "sized": 0, "listed": 0, "ended": 0, "bu_bitmaps": 0,
                       "bu_lists": 0, "bu_written": 0, "gathered": 0}
-        #: a list to collect each top-down level's host clock (``time.perf_counter``) at its start, as its graph
-        #: is launched, after the launch, after the wait, as its round starts, after the round and at its end,
-        #: whether it took a sized round for pairs past the inline rows, whether it was its run's first and the
-        #: words it sent (diagnostics; None: not collected)
+        #: a list to collect each top-down round's host clock (``time.perf_counter``) as its graph is launched,
+        #: after the launch, after the wait, as its round starts, after the round and at its end, whether it took a
+        #: sized round for pairs past the inline rows, whether it was its run's first and the words it sent
+        #: (diagnostics; None: not collected)
         self.trace: list | None = None
         #: the communicator's two page-locked receive buffers per peer, which its capped rounds return in turn:
         #: a level's claims read the rows of the last round in place (a graph per buffer)
@@ -167,7 +171,7 @@ class OneRoundLevels:
 
     @property
     def entry(self):
-        """The queue buffer (int64, the shard's local vertices long) for a run's frontier: :meth:`run` takes a
+        """The queue buffer (int64, the shard's local vertices long) for a run's frontier: :meth:`step` takes a
         queue there without a copy."""
         return self.queues[0]
 
@@ -401,129 +405,162 @@ class OneRoundLevels:
 
         return capture(st, level)
 
-    def run(self, queue, depth: int, degs, edges_to_check: int, depth_limit: int | None, records: list,
-            t0: float, bytes0: int):
-        """Top-down levels from ``depth``: ``queue`` is this rank's part of the frontier, ``degs`` every
-        rank's degree sum (each at most ``cap``; the exact counters chose top-down), ``edges_to_check`` the
-        direction rule's unexplored edges, ``t0``/``bytes0`` when this level started.  Appends a record per
-        level done to ``records``.  Returns None when the search has ended, else the state the engine's own
-        level starts from: ``(queue, depth, counts, degs, edges_to_check, fbits, t0, bytes0)`` (this rank's
-        part of the frontier, every rank's lengths and degree sums, the global frontier bitmap when every
-        part came listed and the level turns bottom-up, else None; the time and bytes of the attempt are
-        that level's)."""
-        e = self.e
-        b, cp, comm, s = e.b, e.b.xp, e.comm, e.shard
-        rt = cp.cuda.runtime
-        stream = cp.cuda.get_current_stream()
-        size, rank, peers, inline, cap, kc = self.size, self.rank, self.peers, self.inline, self.cap, self.kc
-        blk, stat, out = self.blk_host, self.stat, self.out
-        # the frontier goes in the queue slot the first graph reads (the engine starts its searches and turns
-        # bottom-up levels top-down in slot 0, :attr:`entry`: no copy); its counters ride in the parameter block
+    # -- top-down levels, a round each ---------------------------------------------------------------------
+    # A run of levels starts where the engine's exact counters chose top-down and every part fits the pair capacity
+    # (:meth:`step` with nothing pending).  Each round claims the pairs of the level before, completing frontier F,
+    # and expands F on the ranks whose part the rule keeps top-down whatever the others hold: where every rank did,
+    # the next step's level is already expanded (``pending``) and its round completes it.
+
+    def begin(self) -> None:
+        """A search starts: nothing pending."""
+        self.pending = None
+
+    def step(self, queue, level, degs) -> tuple[np.ndarray, float, float, object, tuple | None]:
+        """Top-down level ``level.depth`` (a :class:`~breadth.bfs.engine.levels.Level`) from this rank's part
+        ``queue`` of its frontier and every rank's degree sum ``degs``: expanded now where no earlier round did
+        (a run's first level: every part at most ``cap``), completed by the round that claims its pairs, which also
+        expands the next level wherever the direction rule allows.  Returns every rank's ``[vertices, out-edges]``
+        of the next frontier (``(size, 2)`` on the host), the kernels' seconds, the rounds' seconds after the
+        waits, this rank's part of the next frontier (local ids on the device), and where the round brought every
+        other rank's part listed, what :meth:`frontier_from_parts` makes the global frontier of (valid until the
+        next round; else None)."""
+        depth = level.depth
+        local_s = reduce_s = 0.0
+        if self.pending is None:
+            self._begin_run(queue, degs)
+            r = self._round(depth, _ANY)  # (the exact counters chose top-down: every rank expands)
+            local_s, reduce_s = r["local_s"], r["reduce_s"]
+            self._advance(r)
+        r, self.pending = self.pending, None
+        if r["quiet"]:  # no rank claimed or sent anything at this level: it found nothing, no round says so
+            self.tally["ended"] += 1
+            return np.zeros((self.size, 2), np.int64), local_s, reduce_s, queue[:0], None
+        unexplored = max(level.edges_to_check - int(np.sum(degs)), 0)  # after this level, as the loop counts it
+        limit = -1 if level.last else min(self.blind_cap, top_down_bound(unexplored, self.e.alpha, self.size,
+                                                                          self.cap))
+        r = self._round(depth + 1, limit)
+        local_s, reduce_s = local_s + r["local_s"], reduce_s + r["reduce_s"]
+        cnt = np.array([r["counts"], r["dsum"]], np.int64).T
+        nxt, parts = self.queues[1 - self.slot][:r["c"]], None
+        if r["everyone"] and cnt[:, 0].any():
+            self._advance(r)
+        else:  # some part too large to expand blind (or the last level): ours taken back
+            self._take_back(r)
+            self.e.b.note_degree_sum(nxt, self.e.shard.offsets, r["dsum"][self.rank])
+            if r["every_list"]:  # a level turning bottom-up reads its frontier from the parts' lists
+                parts = (nxt, r["got"], r["counts"])
+        return cnt, local_s, reduce_s, nxt, parts
+
+    def frontier_from_parts(self, queue, got: dict, counts: list):
+        """The global frontier bitmap (one of the bottom-up levels' two) from this rank's part ``queue`` and the
+        others' listed in the last round (``got``, every rank's lengths ``counts``: :meth:`step`'s last return),
+        which then needs no gather round of its own."""
+        self.tally["listed"] += 1
+        return self._frontier_from_lists(queue, got, counts)
+
+    def take_back(self) -> None:
+        """Undo a pending expansion (the search leaves the run before its round: every rank does the same)."""
+        if self.pending is not None:
+            r, self.pending = self.pending, None
+            self._take_back(r)
+
+    def _begin_run(self, queue, degs) -> None:
+        """A run's first level: its frontier goes in the queue slot the first graph reads (the engine starts its
+        searches and turns bottom-up levels top-down in slot 0, :attr:`entry`: no copy); its counters ride in
+        the parameter block."""
+        cp = self.e.b.xp
+        rt, stream = cp.cuda.runtime, cp.cuda.get_current_stream()
         qn = int(queue.size)
         ptr = queue.data.ptr if qn else None
         k = 1 if ptr == self.queues[0].data.ptr else 0
         if qn and ptr != self.queues[1 - k].data.ptr:
             rt.memcpyAsync(self.queues[1 - k].data.ptr, ptr, 8 * qn, rt.memcpyDeviceToDevice, stream.ptr)
         f = self.at_first
-        blk[f:f + 3] = (1, qn, int(degs[rank]))
+        self.blk_host[f:f + 3] = (1, qn, int(degs[self.rank]))
         self._lists = None  # (the last bottom-up round's lists: stale once a level went top-down)
-        bound, limit = qn, _ANY  # the frontier's longest possible length; the gate
-        nfrom = {p: 0 for p in peers}  # the last round's pairs from each peer (claimed at this level)
-        got = None
-        rec = None  # the last level done: its found is this frontier's length
+        self.slot, self.bound, self.got = k, qn, None  # the bound: the frontier's longest possible length
+        self.nfrom = {p: 0 for p in self.peers}  # the last round's pairs from each peer (claimed next)
+
+    def _advance(self, r: dict) -> None:
+        """Every rank expanded in round ``r``: the next round claims its pairs, from the other queue slot."""
+        self.pending = r
+        self.tally["levels"] += 1
+        self.slot = 1 - self.slot
+        self.bound = r["lc"] + sum(self.nfrom.values())
+
+    def _take_back(self, r: dict) -> None:
+        """Undo this rank's expansion in round ``r`` (its claims and sent marks), if it made one."""
+        if r["expanded"] and (r["lc"] or r["npairs"]):
+            self.tally["taken_back"] += 1
+            e = self.e
+            e.b.undo_top_down(r["claimed"][:r["lc"]], self.rpairs[:r["npairs"]], e.parent, e.level, e.sent)
+
+    def _round(self, depth: int, limit: int) -> dict:
+        """One launch and one round: the graph claims the last round's pairs, completing this rank's part F of the
+        frontier of level ``depth``, and expands F where its degree sum is at most ``limit`` (-1: nowhere); the
+        round tells every rank each part's length and degree sum, who expanded, and the pairs for each peer."""
+        e = self.e
+        cp, comm = e.b.xp, e.comm
+        rt = cp.cuda.runtime
+        stream = cp.cuda.get_current_stream()
+        size, rank, peers, inline, kc = self.size, self.rank, self.peers, self.inline, self.kc
+        blk, stat, out, nfrom, k = self.blk_host, self.stat, self.out, self.nfrom, self.slot
         npeers = len(peers)
-        while True:
-            for i, p in enumerate(peers):
-                n = nfrom[p]
-                blk[4 + i], blk[4 + npeers + i] = (inline, n - inline) if n > inline else (n, 0)
-            blk[0], blk[2], blk[3] = depth, limit, depth - 1
-            # the receive buffers the last round returned (none yet: no rows to read, either graph will do)
-            graph = self._graph(k, bound > self.small_queue, 0 if got is None else self._which[id(got[peers[0]])])
-            te = time.perf_counter()
-            graph.launch(stream)
-            tl = time.perf_counter()
-            stream.synchronize()  # the level's one wait
-            blk[f] = 0  # (after the wait: the graph's copy has read it)
-            t1 = time.perf_counter()
-            v = stat.tolist()
-            c, dg, lc, npairs = v[0], v[1], v[2], v[4]
-            expanded = dg <= limit  # td_gate's test
-            nfor = {p: (v[4] if size == 2 else v[6 + p]) for p in peers}
-            most = max(nfor.values())
-            # a part not expanded sends no pairs: its vertex list takes their place where it fits, so that if
-            # every part is listed and the level turns bottom-up, its frontier needs no round of its own
-            listed = not expanded and limit >= 0 and c <= 2 * inline
-            if listed:
-                rt.memcpyAsync(out[peers[0]].ctypes.data + 8 * _HEAD, self.queues[1 - k].data.ptr, 8 * c,
-                               rt.memcpyDeviceToHost, stream.ptr)
-                stream.synchronize()
-            msgs = {}
-            for p in peers:
-                w = out[p]
-                w[:_HEAD] = (c, dg, _LISTED if listed else int(expanded), nfor[p], most, lc)
-                if listed and p != peers[0]:
-                    w[_HEAD:_HEAD + c] = out[peers[0]][_HEAD:_HEAD + c]
-                msgs[p] = self._words(p, _HEAD + (c if listed else 2 * min(nfor[p], inline)))
-            tp = time.perf_counter()
-            got = comm.capped_round(msgs)
-            tr = time.perf_counter()
-            counts, dsum = [0] * size, [0] * size
-            counts[rank], dsum[rank] = c, dg
-            everyone, every_list, over = expanded, listed, most > inline
-            quiet = lc == 0 and most == 0  # (where everyone expanded: the next frontier is empty everywhere)
-            for p in peers:
-                h = got[p][:_HEAD].tolist()
-                counts[p], dsum[p], nfrom[p] = h[0], h[1], h[3]
-                everyone = everyone and h[2] == 1
-                every_list = every_list and h[2] == _LISTED
-                over = over or h[4] > inline
-                quiet = quiet and h[4] == 0 and h[5] == 0
-            if over:  # some sender has pairs past the inline rows for someone: all join the sized round
-                self.tally["sized"] += 1
-                comm.exchange_device({p: self._rows(p)[inline:nfor[p]] for p in peers if nfor[p] > inline},
-                                     {p: self.recv[p][inline:nfrom[p]] for p in peers if nfrom[p] > inline})
-            total = sum(counts)
-            t2 = time.perf_counter()
-            if self.trace is not None:
-                self.trace.append((t0, te, tl, t1, tp, tr, t2, int(over), int(rec is None),
-                                   sum(int(m.size) for m in msgs.values())))
-            if rec is not None:
-                rec.found = total
-            if total == 0 or limit < 0:  # no frontier anywhere, or past the depth limit: the search is over, and
-                # this round (no rank expanded) closed its last level
-                if rec is not None:
-                    rec.exchange_s += t2 - t0
-                    rec.bytes_sent += comm.bytes_sent() - bytes0
-                return None
-            if not everyone:  # a part was too large to expand blind: take ours back, run the level exactly
-                if expanded and (lc or npairs):
-                    self.tally["taken_back"] += 1
-                    b.undo_top_down(self.queues[k][:lc], self.rpairs[:npairs], e.parent, e.level, e.sent)
-                queue = self.queues[1 - k][:c]
-                b.note_degree_sum(queue, s.offsets, dg)
-                fbits = None  # the engine's direction rule, as it will decide: bottom-up from the lists
-                # (in top-down the rule reads the frontier's edges alone: no earlier frontier to pass)
-                if every_list and next_direction("td", frontier_edges=sum(dsum), edges_to_check=edges_to_check,
-                                                 frontier=total, previous=0, num_vertices=s.num_vertices,
-                                                 alpha=e.alpha, beta=e.beta) == "bu":
-                    fbits = self._frontier_from_lists(queue, got, counts)
-                    self.tally["listed"] += 1
-                return (queue, depth, np.array(counts, np.int64), np.array(dsum, np.int64), edges_to_check, fbits,
-                        t0, bytes0)
-            local_s = (v[2 + kc + 1] - v[2 + kc]) * 1e-9
-            rec = LevelRecord(depth, "td", total, -1, local_s, t2 - t0 - local_s, comm.bytes_sent() - bytes0, t2 - t1)
-            records.append(rec)
-            self.tally["levels"] += 1
-            if quiet:  # no rank claimed or sent anything: no round more to learn that the search is over
-                rec.found = 0
-                self.tally["ended"] += 1
-                return None
-            edges_to_check = max(edges_to_check - sum(dsum), 0)
-            k = 1 - k
-            bound = lc + sum(nfrom.values())
-            depth += 1
-            if depth_limit is not None and depth > depth_limit:
-                limit = -1
-            else:
-                limit = min(self.blind_cap, top_down_bound(edges_to_check, e.alpha, size, cap))
-            t0, bytes0 = time.perf_counter(), comm.bytes_sent()
+        for i, p in enumerate(peers):
+            n = nfrom[p]
+            blk[4 + i], blk[4 + npeers + i] = (inline, n - inline) if n > inline else (n, 0)
+        blk[0], blk[2], blk[3] = depth, limit, depth - 1
+        # the receive buffers the last round returned (none yet: no rows to read, either graph will do)
+        first = self.got is None
+        graph = self._graph(k, self.bound > self.small_queue, 0 if first else self._which[id(self.got[peers[0]])])
+        t0 = time.perf_counter()
+        graph.launch(stream)
+        tl = time.perf_counter()
+        stream.synchronize()  # the round's one wait
+        blk[self.at_first] = 0  # (after the wait: the graph's copy has read it)
+        t1 = time.perf_counter()
+        v = stat.tolist()
+        c, dg, lc, npairs = v[0], v[1], v[2], v[4]
+        expanded = dg <= limit  # td_gate's test
+        nfor = {p: (v[4] if size == 2 else v[6 + p]) for p in peers}
+        most = max(nfor.values())
+        # a part not expanded sends no pairs: its vertex list takes their place where it fits, so that if
+        # every part is listed and the level turns bottom-up, its frontier needs no round of its own
+        listed = not expanded and limit >= 0 and c <= 2 * inline
+        if listed:
+            rt.memcpyAsync(out[peers[0]].ctypes.data + 8 * _HEAD, self.queues[1 - k].data.ptr, 8 * c,
+                           rt.memcpyDeviceToHost, stream.ptr)
+            stream.synchronize()
+        msgs = {}
+        for p in peers:
+            w = out[p]
+            w[:_HEAD] = (c, dg, _LISTED if listed else int(expanded), nfor[p], most, lc)
+            if listed and p != peers[0]:
+                w[_HEAD:_HEAD + c] = out[peers[0]][_HEAD:_HEAD + c]
+            msgs[p] = self._words(p, _HEAD + (c if listed else 2 * min(nfor[p], inline)))
+        tp = time.perf_counter()
+        got = self.got = comm.capped_round(msgs)
+        tr = time.perf_counter()
+        counts, dsum = [0] * size, [0] * size
+        counts[rank], dsum[rank] = c, dg
+        everyone, every_list, over = expanded, listed, most > inline
+        quiet = lc == 0 and most == 0  # (where everyone expanded: the next frontier is empty everywhere)
+        for p in peers:
+            h = got[p][:_HEAD].tolist()
+            counts[p], dsum[p], nfrom[p] = h[0], h[1], h[3]
+            everyone = everyone and h[2] == 1
+            every_list = every_list and h[2] == _LISTED
+            over = over or h[4] > inline
+            quiet = quiet and h[4] == 0 and h[5] == 0
+        if over:  # some sender has pairs past the inline rows for someone: all join the sized round
+            self.tally["sized"] += 1
+            comm.exchange_device({p: self._rows(p)[inline:nfor[p]] for p in peers if nfor[p] > inline},
+                                 {p: self.recv[p][inline:nfrom[p]] for p in peers if nfrom[p] > inline})
+        t2 = time.perf_counter()
+        if self.trace is not None:
+            self.trace.append((t0, tl, t1, tp, tr, t2, int(over), int(first),
+                               sum(int(m.size) for m in msgs.values())))
+        return {"counts": counts, "dsum": dsum, "c": c, "expanded": expanded, "everyone": everyone,
+                "every_list": every_list, "quiet": quiet and everyone, "lc": lc, "npairs": npairs,
+                "claimed": self.queues[k], "got": got, "local_s": (v[2 + kc + 1] - v[2 + kc]) * 1e-9,
+                "reduce_s": t2 - t1}
