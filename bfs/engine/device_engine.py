@@ -33,10 +33,11 @@ pairs overflow the captured buffers.  The queued levels below serve UCX, whose r
 host (there each round waits for the stream once and has landed when it returns), and runs with the graphs
 turned off.
 
-The search itself (direction rule, levels, results) is the base engine's; only where the counts live
-changes.  Per-level ``local_s`` is the kernels' time from CUDA events; ``exchange_s`` the rest of the
-level; ``reduce_s`` the last counters round.  Selected by :func:`breadth.bfs.engine.session.run_session` for GPU
-ranks whose communicator supports device rounds (NCCL, UCX), unless ``SearchConfig(device_counters=False)``.
+The search is the loop every engine runs (:func:`~breadth.bfs.engine.levels.run_levels`: the direction rule,
+the levels, their records), with this engine's steps; only where the counts live changes.  Per-level
+``local_s`` is the kernels' time from CUDA events; ``exchange_s`` the rest of the level; ``reduce_s`` the last
+counters round.  Selected by :func:`breadth.bfs.engine.session.run_session` for GPU ranks whose communicator
+supports device rounds (NCCL, UCX), unless ``SearchConfig(device_counters=False)``.
 """
 
 from __future__ import annotations
