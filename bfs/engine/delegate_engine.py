@@ -28,6 +28,7 @@ import numpy as np
 
 from ..cpu.frontier import num_words
 from .engine import Engine
+from .levels import Level
 
 _NONE = np.iinfo(np.int64).max  # no candidate parent
 
@@ -86,7 +87,7 @@ class DelegateEngine(Engine):
         self._queue = queue
         return self._counters(int(queue.size), int(self.b.degree_sum(self.shard.offsets, queue)))
 
-    def step_top_down(self, level) -> tuple[np.ndarray, float, float]:
+    def step_top_down(self, level: Level) -> tuple[np.ndarray, float, float]:
         """:meth:`_top_down`, then the delegates reached."""
         depth = level.depth
         t0 = time.perf_counter()
@@ -94,7 +95,7 @@ class DelegateEngine(Engine):
         local_s = time.perf_counter() - t0
         return self._close_level(self._with_delegates(nxt, reached, depth), local_s)
 
-    def step_bottom_up(self, level) -> tuple[np.ndarray, float, float]:
+    def step_bottom_up(self, level: Level) -> tuple[np.ndarray, float, float]:
         """1D's bottom-up over the owned rows against the gathered frontier, then the delegates reached."""
         s, b, depth = self.shard, self.b, level.depth
         fbits = self._gather_frontier(b.queue_to_bits(self._queue, self.nwords), level.counters[:, 0])

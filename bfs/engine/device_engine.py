@@ -47,7 +47,7 @@ import time
 import numpy as np
 
 from .engine import Engine, check_depth_limit
-from .levels import LevelRecord, run_levels
+from .levels import Level, LevelRecord, run_levels
 
 
 class DeviceEngine(Engine):
@@ -224,7 +224,7 @@ class DeviceEngine(Engine):
             self.one_round.begin()
         return cnt
 
-    def step_top_down(self, level) -> tuple[np.ndarray, float, float]:
+    def step_top_down(self, level: Level) -> tuple[np.ndarray, float, float]:
         """The captured level where the rounds can be captured; else a one-round level where every part fits the
         pair capacity (or the last round expanded this one), else the queued level (one or two waits)."""
         rank, degs = self.comm.rank, self._degs
@@ -263,7 +263,7 @@ class DeviceEngine(Engine):
         self._queue = nxt[:int(cnt[comm.rank, 0])]
         return cnt, self._kernel_s(), reduce_s
 
-    def step_bottom_up(self, level) -> tuple[np.ndarray, float, float]:
+    def step_bottom_up(self, level: Level) -> tuple[np.ndarray, float, float]:
         """The captured level; else the global frontier (brought by the last one-round level, written by the ranks
         into each other's, or gathered) and a one-round or queued level.  Counts ``(found, their degree sum)``
         (one-round levels add their tasks)."""

@@ -25,6 +25,7 @@ from ..cpu.frontier import num_words
 from ..grid_blocks import global_ids, grid_position
 from .backend import get_backend
 from .engine import Engine
+from .levels import Level
 
 
 def _padded(a, xp):
@@ -184,7 +185,7 @@ class GridEngine(Engine):
         self._queue = queue
         return int(queue.size), int(self.b.degree_sum(self.shard.offsets, queue))
 
-    def step_top_down(self, level) -> tuple[np.ndarray, float, float]:
+    def step_top_down(self, level: Level) -> tuple[np.ndarray, float, float]:
         """The column set's frontier expanded over the block's rows; the vertices reached that the row has not
         seen visited go with their parents to their owners in the row, which claim them."""
         g, depth = self.shard.blocks, level.depth
@@ -196,7 +197,7 @@ class GridEngine(Engine):
         t2 = time.perf_counter()
         return self._close_level(self._claimed(self._fold(rows, par, depth)), t2 - t1)
 
-    def step_bottom_up(self, level) -> tuple[np.ndarray, float, float]:
+    def step_bottom_up(self, level: Level) -> tuple[np.ndarray, float, float]:
         """``"row"``: the row block's unvisited vertices (brought up to date first) look for a parent in the
         column frontier, and the vertices found go to their owners; ``"owner"``: 1D's bottom-up over the owned
         rows against the whole gathered frontier."""

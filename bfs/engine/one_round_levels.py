@@ -58,6 +58,7 @@ import numpy as np
 
 from ..gpu.graph_capture import capture
 from .direction import top_down_bound
+from .levels import Level
 
 #: words of a message before its pairs: F's length and degree sum on the sender, whether it expanded (1), listed
 #: its part instead (``_LISTED``) or neither (0), the pairs it sends the receiver, the most pairs it sends any peer,
@@ -415,7 +416,7 @@ class OneRoundLevels:
         """A search starts: nothing pending."""
         self.pending = None
 
-    def step(self, queue, level, degs) -> tuple[np.ndarray, float, float, object, tuple | None]:
+    def step(self, queue, level: Level, degs) -> tuple[np.ndarray, float, float, object, tuple | None]:
         """Top-down level ``level.depth`` (a :class:`~breadth.bfs.engine.levels.Level`) from this rank's part
         ``queue`` of its frontier and every rank's degree sum ``degs``: expanded now where no earlier round did
         (a run's first level: every part at most ``cap``), completed by the round that claims its pairs, which also
