@@ -260,7 +260,6 @@ def run_levels(engine: LevelSteps, root, depth_limit: int | None = None) -> list
     cnt = engine.begin_search(root)
     c = engine.counts(cnt)
     frontier, reported, scout = c.frontier, c.reported, c.edges
-    # (never below 0: racing top-down claims can count a vertex's edges twice)
     edges_to_check = engine.total_edges if c.unexplored is None else c.unexplored
     previous, direction, depth = 0, "td", 1
     records = []
@@ -278,7 +277,7 @@ def run_levels(engine: LevelSteps, root, depth_limit: int | None = None) -> list
                                    comm.bytes_sent() - bytes0, reduce_s))
         if c.unexplored is not None:
             edges_to_check = c.unexplored
-        elif direction == "td":
+        elif direction == "td":  # (never below 0: racing top-down claims can count a vertex's edges twice)
             edges_to_check = max(edges_to_check - scout, 0)
         if c.edges is not None:
             scout = c.edges
