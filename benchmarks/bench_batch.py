@@ -100,11 +100,13 @@ def _rank(engine, setup_s, roots, repeats, nvalidate, with_floor=False):
             from benchmarks.batch_floor_gpu import floor
         else:
             from benchmarks.batch_floor import floor
+        from breadth.bfs.search_order import bottom_up_rows
+
         s = engine.shard
         levels_vm = xp.empty((s.num_local, len(roots)), np.int8)
         for i in range(len(roots)):
             levels_vm[:, i] = batch.device_result(i)[1]
-        bu_off, bu_cols = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
+        bu_off, bu_cols = bottom_up_rows(s)
         bu_cols = s.meta.get("bu_columns", bu_cols)
         out["floor"] = floor(xp.asarray(s.offsets), xp.asarray(bu_off), xp.asarray(bu_cols), levels_vm)
     return out

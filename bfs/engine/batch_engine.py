@@ -44,6 +44,7 @@ import time
 import numpy as np
 
 from ..search_config import SearchConfig
+from ..search_order import bottom_up_rows
 from ..shard import Shard
 from ..transport.communicator import Communicator, SelfCommunicator
 from .batch_backend import batch_kernels
@@ -154,7 +155,7 @@ class BatchEngine:
         self.sent = xp.zeros(n if self.comm.size > 1 else 0, np.uint64)
         self.fglobal = xp.zeros(n, np.uint64) if self.comm.size > 1 else None
         s = self.shard
-        self._bu = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
+        self._bu = bottom_up_rows(s)
         if "bu_columns" in s.meta and self.config.degree_order:
             # the rows by decreasing neighbour degree (as the single search's bottom-up): a hub is in
             # most searches' frontiers, so a vertex meets all its missing searches sooner

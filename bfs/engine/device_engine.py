@@ -46,6 +46,7 @@ import time
 
 import numpy as np
 
+from ..search_order import bottom_up_rows
 from .engine import Engine, check_depth_limit
 from .levels import Level, LevelRecord, run_levels
 
@@ -207,11 +208,6 @@ class DeviceEngine(Engine):
     _cnt = None
     _listed = None  # the last one-round level's frontier parts, where every other rank's came listed
 
-    def _bu_rows(self):
-        """The rows bottom-up scans: in-neighbours (CSC) of a directed graph, else the CSR rows."""
-        s = self.shard
-        return (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
-
     def begin_search(self, root) -> np.ndarray:
         """:meth:`_start`; returns every rank's first queue length and out-edges."""
         s, b = self.shard, self.b
@@ -219,7 +215,7 @@ class DeviceEngine(Engine):
         cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
         self._queue, self._bits, self._gathered, self._degs = queue, None, None, cnt[:, 1]
         if self.graphs is not None and not self.graphs.ready:
-            self.graphs.prepare(*self._bu_rows())
+            self.graphs.prepare(*bottom_up_rows(s))
         if self.one_round is not None:
             self.one_round.begin()
         return cnt
@@ -269,7 +265,7 @@ class DeviceEngine(Engine):
         (one-round levels add their tasks)."""
         s, b, xp, comm = self.shard, self.b, self.b.xp, self.comm
         depth, counts = level.depth, level.counters[:, 0]
-        bu_off, bu_col = self._bu_rows()
+        bu_off, bu_col = bottom_up_rows(s)
         first = int(counts.sum()) >= s.num_vertices * self.first_neighbour_fraction
         if self.graphs is not None:
             cnt, local_s, bits = self.graphs.bottom_up(self._bits, depth, bu_off, bu_col, first)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..cpu.frontier import num_words
 from ..search_config import SearchConfig
+from ..search_order import bottom_up_rows
 from ..shard import Shard
 from ..transport.communicator import Communicator, SelfCommunicator
 from .backend import get_backend
@@ -217,7 +218,7 @@ class Engine:
         the vertices found and their count."""
         s, xp = self.shard, self.b.xp
         nxt = xp.empty(self.nwords, np.uint64)
-        bu_off, bu_col = (s.in_offsets, s.in_columns) if s.directed else (s.offsets, s.columns)
+        bu_off, bu_col = bottom_up_rows(s)
         found, _ = self.b.bottom_up_step(bu_off, bu_col, fbits, self.parent, self.level, np.int32(depth), nxt)
         return nxt, found
 

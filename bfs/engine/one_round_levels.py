@@ -176,17 +176,6 @@ class OneRoundLevels:
         queue there without a copy."""
         return self.queues[0]
 
-    def _frontier_from_lists(self, queue, got: dict, counts: list):
-        """The global frontier bitmap (one of the bottom-up levels' two) from this rank's part ``queue`` (local
-        ids on the device) and each peer's, listed in its last capped message (read in place)."""
-        b, woff = self.e.b, self.woff
-        self._global_bits()
-        g, self._lists = self._gbits[0], None
-        for r in range(self.size):
-            part = queue if r == self.rank else self._host_view(got[r], _HEAD, (counts[r],))
-            b.queue_to_bits(part, woff[r + 1] - woff[r], out=g[woff[r]:woff[r + 1]])
-        return g
-
     def turn_bits(self):
         """Where the engine writes this rank's words of a frontier that turns bottom-up (uint64, on the device):
         its part of the global bitmap the next bottom-up level reads, where the ranks map each other's
@@ -453,11 +442,17 @@ class OneRoundLevels:
         return cnt, local_s, reduce_s, nxt, parts
 
     def frontier_from_parts(self, queue, got: dict, counts: list):
-        """The global frontier bitmap (one of the bottom-up levels' two) from this rank's part ``queue`` and the
-        others' listed in the last round (``got``, every rank's lengths ``counts``: :meth:`step`'s last return),
-        which then needs no gather round of its own."""
+        """The global frontier bitmap (one of the bottom-up levels' two) from this rank's part ``queue`` (local ids
+        on the device) and each peer's, listed in its last capped message (``got``, read in place; every rank's
+        lengths ``counts``: :meth:`step`'s last return), which then needs no gather round of its own."""
         self.tally["listed"] += 1
-        return self._frontier_from_lists(queue, got, counts)
+        b, woff = self.e.b, self.woff
+        self._global_bits()
+        g, self._lists = self._gbits[0], None
+        for r in range(self.size):
+            part = queue if r == self.rank else self._host_view(got[r], _HEAD, (counts[r],))
+            b.queue_to_bits(part, woff[r + 1] - woff[r], out=g[woff[r]:woff[r + 1]])
+        return g
 
     def take_back(self) -> None:
         """Undo a pending expansion (the search leaves the run before its round: every rank does the same)."""
