@@ -22,6 +22,33 @@ def block_size(num_vertices: int, nparts: int) -> int:
     return max(64, -(-per // 64) * 64)
 
 
+def owner_range(rank: int, nparts: int, num_vertices: int) -> tuple[int, int]:
+    """The vertex ids owner ``rank`` of ``nparts`` holds, ``lo..hi-1``: its :func:`block_size` block, cut at
+    ``num_vertices`` (the last owners' may be short or empty).
+
+    Parameters
+    ----------
+    rank, nparts : int
+        The owner and the number of owners.
+    num_vertices : int
+        Vertices in the graph.
+
+    Returns
+    -------
+    tuple of int
+        ``(lo, hi)``.
+
+    Examples
+    --------
+    >>> from breadth.bfs.shard import owner_range
+    >>> [owner_range(r, 3, 200) for r in range(3)]
+    [(0, 128), (128, 200), (200, 200)]
+    """
+    block = block_size(num_vertices, nparts)
+    lo = min(rank * block, num_vertices)
+    return lo, min(lo + block, num_vertices)
+
+
 def column_dtype(num_vertices: int) -> np.dtype:
     """32-bit column ids when every global id fits, else 64-bit."""
     return np.dtype(np.int32) if num_vertices <= np.iinfo(np.int32).max else np.dtype(np.int64)

@@ -729,7 +729,7 @@ def _load_shard(store: str, manifest: dict, rank: int, nparts: int, verify: bool
     memory map of the files plus a copy of their rows would hold them twice: 9.5 GB per worker for a
     4.7 GB shard of 2^30 web-crawl tuples).  ``device="gpu"``: the arrays are allocated in the worker's GPU
     memory and the files read into them through small page-locked buffers (the host holds no copy)."""
-    from breadth.bfs.shard import Shard, block_size
+    from breadth.bfs.shard import Shard, owner_range
 
     if device == "gpu":
         import cupy as xp
@@ -737,9 +737,7 @@ def _load_shard(store: str, manifest: dict, rank: int, nparts: int, verify: bool
         xp = np
     t0 = time.perf_counter()
     n = manifest["num_vertices"]
-    block = block_size(n, nparts)
-    lo = min(rank * block, n)
-    hi = min(lo + block, n)
+    lo, hi = owner_range(rank, nparts, n)
     files0 = manifest["shards"][0]["files"]
     # (stored shard, its first and end row) of every stored shard that holds rows of this one, in order
     pieces = [(rec, max(lo, rec["lo"]) - rec["lo"], min(hi, rec["hi"]) - rec["lo"]) for rec in manifest["shards"]

@@ -21,14 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from breadth.bfs.shard import block_size, column_dtype
-
-
-def owner_range(rank: int, nparts: int, n: int) -> tuple[int, int]:
-    """``(lo, hi)``: the vertex ids ``lo..hi-1`` that owner ``rank`` of ``nparts`` holds."""
-    block = block_size(n, nparts)
-    lo = min(rank * block, n)
-    return lo, min(lo + block, n)
+from breadth.bfs.shard import column_dtype
 
 
 def local_dtype(n: int) -> np.dtype:

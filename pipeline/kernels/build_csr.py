@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from breadth.bfs.shard import Shard, block_size, column_dtype
+from breadth.bfs.shard import Shard, column_dtype, owner_range
 
 from .partition import Piece
 
@@ -241,9 +241,7 @@ def csr_from_entries(entries: list[np.ndarray], lo: int, num_local: int, num_ver
 
 def build_shard(rank: int, nparts: int, num_vertices: int, pieces: list[Piece], directed: bool = False) -> Shard:
     """Build owner ``rank``'s :class:`Shard` from the pieces every edge chunk sent it."""
-    block = block_size(num_vertices, nparts)
-    lo = min(rank * block, num_vertices)
-    hi = min(lo + block, num_vertices)
+    lo, hi = owner_range(rank, nparts, num_vertices)
     offsets, columns, deg_out = csr_from_entries([p.out for p in pieces], lo, hi - lo, num_vertices)
     in_offsets = in_columns = None
     if directed:

@@ -14,7 +14,7 @@ import cupy as cp
 import numpy as np
 
 from breadth.bfs.search_order import with_bottom_up_order
-from breadth.bfs.shard import Shard, block_size
+from breadth.bfs.shard import Shard, owner_range
 
 from .build_csr_numpy import packed_csr, split_pieces
 from .piece import Piece
@@ -68,9 +68,7 @@ def csr_from_entries_gpu(entries: list, lo: int, num_local: int, num_vertices: i
 
 def build_shard_gpu(rank: int, nparts: int, num_vertices: int, pieces: list[Piece], directed: bool = False) -> Shard:
     """:func:`breadth.pipeline.kernels.build_csr.build_shard` on the device: the same shard, arrays in device memory."""
-    block = block_size(num_vertices, nparts)
-    lo = min(rank * block, num_vertices)
-    hi = min(lo + block, num_vertices)
+    lo, hi = owner_range(rank, nparts, num_vertices)
     offsets, columns, deg_out = csr_from_entries_gpu([p.out for p in pieces], lo, hi - lo, num_vertices)
     in_offsets = in_columns = None
     if directed:

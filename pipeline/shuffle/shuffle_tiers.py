@@ -36,9 +36,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from breadth.bfs.shard import block_size
+from breadth.bfs.shard import block_size, owner_range
 
-from ..kernels.array_backend import backend, local_dtype, owner_range
+from ..kernels.array_backend import backend, local_dtype
 from ..stages import StageTimes
 
 TIERS = ("memory", "host", "disk")
