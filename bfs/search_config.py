@@ -15,12 +15,13 @@ carry it (:meth:`SearchConfig.as_dict`), so a figure says which switches it was 
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
+
+from .settings import Settings, from_config
 
 
 @dataclass(frozen=True)
-class SearchConfig:
+class SearchConfig(Settings):
     """A search's tunables, the same on every rank (frozen: :meth:`replace` makes changed copies).
 
     The defaults are the fast path; the boolean switches turn one of its techniques off, to measure what
@@ -146,50 +147,4 @@ class SearchConfig:
         >>> SearchConfig.from_config() == SearchConfig()
         True
         """
-        from .settings import from_config
-
         return from_config(cls, cls.SETTINGS, cls.CHOICES, given)
-
-    def replace(self, **changes) -> SearchConfig:
-        """A copy with some fields changed.
-
-        Parameters
-        ----------
-        **changes
-            New field values; a value of None keeps this config's (so that optional arguments pass through).
-
-        Returns
-        -------
-        SearchConfig
-            The copy.
-
-        Raises
-        ------
-        TypeError
-            For a name that is not a field.
-
-        Examples
-        --------
-        >>> from breadth.bfs import SearchConfig
-        >>> SearchConfig(beta=24.0).replace(beta=None, alpha=10.0)
-        SearchConfig(alpha=10.0, beta=24.0, ...)
-        """
-        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
-
-    def as_dict(self) -> dict:
-        """The fields as JSON-ready values (for reports and benchmark files).
-
-        Returns
-        -------
-        dict
-            Field name -> value; ``graph_caps`` as a list (or None).
-
-        Examples
-        --------
-        >>> from breadth.bfs import SearchConfig
-        >>> SearchConfig(graph_caps=(64, 1024)).as_dict()["graph_caps"]
-        [64, 1024]
-        """
-        d = dataclasses.asdict(self)
-        d["graph_caps"] = list(self.graph_caps) if self.graph_caps else None
-        return d

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 #: the defaults' file, shipped in the package
 DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "breadth.yaml")
@@ -173,3 +173,54 @@ def from_config(cls, keys: Mapping[str, str], choices: Mapping[str, tuple] | Non
     fields = read(cls, keys, choices)
     fields.update({k: v for k, v in given.items() if v is not None})
     return cls(**fields)
+
+
+_S = TypeVar("_S", bound="Settings")
+
+
+class Settings:
+    """What :class:`~breadth.bfs.search_config.SearchConfig` and :class:`~breadth.pipeline.prepare_config.
+    PrepareConfig` share: frozen dataclasses of settings, changed by copies and written into reports."""
+
+    def replace(self: _S, **changes) -> _S:
+        """A copy with some fields changed.
+
+        Parameters
+        ----------
+        **changes
+            New field values; a value of None keeps this config's (so that optional arguments pass through).
+
+        Returns
+        -------
+        Settings
+            The copy, of this config's class.
+
+        Raises
+        ------
+        TypeError
+            For a name that is not a field.
+
+        Examples
+        --------
+        >>> from breadth.bfs import SearchConfig
+        >>> SearchConfig(beta=24.0).replace(beta=None, alpha=10.0)
+        SearchConfig(alpha=10.0, beta=24.0, ...)
+        """
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    def as_dict(self) -> dict:
+        """The fields as JSON-ready values (for reports and benchmark files).
+
+        Returns
+        -------
+        dict
+            Field name -> value; a tuple as a list (an empty one as None).
+
+        Examples
+        --------
+        >>> from breadth.bfs import SearchConfig
+        >>> SearchConfig(graph_caps=(64, 1024)).as_dict()["graph_caps"], SearchConfig().as_dict()["beta"]
+        ([64, 1024], 18.0)
+        """
+        out = dataclasses.asdict(self)
+        return {k: (list(v) or None) if isinstance(v, tuple) else v for k, v in out.items()}

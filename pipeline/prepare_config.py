@@ -17,8 +17,9 @@ they are the same, bit for bit, whatever these are.  ``breadth bench --json`` re
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
+
+from breadth.bfs.settings import Settings, from_config
 
 from .shuffle.memory_plan import TIERS
 
@@ -27,7 +28,7 @@ EXCHANGES = ("auto", "direct", "dask")
 
 
 @dataclass(frozen=True)
-class PrepareConfig:
+class PrepareConfig(Settings):
     """Preparation's tunables (frozen: :meth:`replace` makes changed copies).
 
     Parameters
@@ -131,48 +132,4 @@ class PrepareConfig:
         ...
         ValueError: Dask setting breadth.shuffle.tier (DASK_BREADTH__SHUFFLE__TIER) must be one of auto, memory, ...
         """
-        from breadth.bfs.settings import from_config
-
         return from_config(cls, cls.SETTINGS, cls.CHOICES, given)
-
-    def replace(self, **changes) -> PrepareConfig:
-        """A copy with some fields changed.
-
-        Parameters
-        ----------
-        **changes
-            New field values; a value of None keeps this config's (so that optional arguments pass through).
-
-        Returns
-        -------
-        PrepareConfig
-            The copy.
-
-        Raises
-        ------
-        TypeError
-            For a name that is not a field.
-
-        Examples
-        --------
-        >>> from breadth.pipeline import PrepareConfig
-        >>> PrepareConfig(tier="host").replace(tier=None, batch_entries=4096).batch_entries
-        4096
-        """
-        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
-
-    def as_dict(self) -> dict:
-        """The fields as JSON-ready values (for reports and benchmark files).
-
-        Returns
-        -------
-        dict
-            Field name -> value.
-
-        Examples
-        --------
-        >>> from breadth.pipeline import PrepareConfig
-        >>> PrepareConfig().as_dict()["tier"]
-        'auto'
-        """
-        return dataclasses.asdict(self)
