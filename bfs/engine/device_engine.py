@@ -209,13 +209,11 @@ class DeviceEngine(Engine):
     _listed = None  # the last one-round level's frontier parts, where every other rank's came listed
 
     def begin_search(self, root) -> np.ndarray:
-        """:meth:`_start`; returns every rank's first queue length and out-edges."""
-        s, b = self.shard, self.b
-        queue = self._start(root)
-        cnt = self._counters(int(queue.size), int(b.degree_sum(s.offsets, queue)))
-        self._queue, self._bits, self._gathered, self._degs = queue, None, None, cnt[:, 1]
+        """:meth:`Engine.begin_search`, keeping every rank's degree sum; the captured levels prepared once."""
+        cnt = super().begin_search(root)
+        self._gathered, self._degs = None, cnt[:, 1]
         if self.graphs is not None and not self.graphs.ready:
-            self.graphs.prepare(*bottom_up_rows(s))
+            self.graphs.prepare(*bottom_up_rows(self.shard))
         if self.one_round is not None:
             self.one_round.begin()
         return cnt
