@@ -297,8 +297,8 @@ class DeviceEngine(Engine):
         captured level's slot, a one-round level's global bitmap); a one-round level that brought every part
         listed gives the global frontier too."""
         s, b, graphs, one = self.shard, self.b, self.graphs, self.one_round
-        if one is not None:
-            one.take_back()  # (nothing pending: a run keeps only levels the rule keeps top-down)
+        if one is not None and one.pending is not None:  # (a run expands ahead only where the rule keeps top-down)
+            self._queue = one.take_back()
         out = (graphs.bits_buffer(0)[:self.nwords] if graphs is not None
                else one.turn_bits() if one is not None else None)
         self._bits = b.queue_to_bits(self._queue, self.nwords, out=out)

@@ -148,8 +148,9 @@ def vertex_counts(cnt: np.ndarray) -> Counts:
     >>> vertex_counts(np.array([[3, 40], [2, 10]]))
     Counts(frontier=5, edges=50, reported=5, unexplored=None)
     """
-    f = int(cnt[:, 0].sum())
-    return Counts(f, int(cnt[:, 1].sum()) if cnt.shape[1] > 1 else None, f)
+    cols = list(zip(*cnt.tolist()))  # (on the host between a one-round level's rounds: no NumPy reductions)
+    f = sum(cols[0])
+    return Counts(f, sum(cols[1]) if len(cols) > 1 else None, f)
 
 
 def rank_counters(comm, values) -> np.ndarray:

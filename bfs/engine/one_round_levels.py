@@ -411,9 +411,12 @@ class OneRoundLevels:
         (a run's first level: every part at most ``cap``), completed by the round that claims its pairs, which also
         expands the next level wherever the direction rule allows.  Returns every rank's ``[vertices, out-edges]``
         of the next frontier (``(size, 2)`` on the host), the kernels' seconds, the rounds' seconds after the
-        waits, this rank's part of the next frontier (local ids on the device), and where the round brought every
-        other rank's part listed, what :meth:`frontier_from_parts` makes the global frontier of (valid until the
-        next round; else None)."""
+        waits, this rank's part of the next frontier (local ids on the device; None where the round expanded it:
+        the next step completes it, or :meth:`take_back` returns it), and where the round brought every other
+        rank's part listed, what :meth:`frontier_from_parts` makes the global frontier of (valid until the next
+        round; else None).  None rather than a view of the queue the next round reads in place: making a CuPy view
+        took the host about as long as the rest of the step between two rounds (~15 us of ~30, two ranks on an
+        H200)."""
         depth = level.depth
         local_s = reduce_s = 0.0
         if self.pending is None:
@@ -424,21 +427,21 @@ class OneRoundLevels:
         r, self.pending = self.pending, None
         if r["quiet"]:  # no rank claimed or sent anything at this level: it found nothing, no round says so
             self.tally["ended"] += 1
-            return np.zeros((self.size, 2), np.int64), local_s, reduce_s, queue[:0], None
-        unexplored = max(level.edges_to_check - int(np.sum(degs)), 0)  # after this level, as the loop counts it
+            return np.zeros((self.size, 2), np.int64), local_s, reduce_s, None, None
+        unexplored = max(level.edges_to_check - sum(degs.tolist()), 0)  # after this level, as the loop counts it
         limit = -1 if level.last else min(self.blind_cap, top_down_bound(unexplored, self.e.alpha, self.size,
                                                                           self.cap))
         r = self._round(depth + 1, limit)
         local_s, reduce_s = local_s + r["local_s"], reduce_s + r["reduce_s"]
         cnt = np.array([r["counts"], r["dsum"]], np.int64).T
-        nxt, parts = self.queues[1 - self.slot][:r["c"]], None
-        if r["everyone"] and cnt[:, 0].any():
+        if r["everyone"] and any(r["counts"]):
             self._advance(r)
-        else:  # some part too large to expand blind (or the last level): ours taken back
-            self._take_back(r)
-            self.e.b.note_degree_sum(nxt, self.e.shard.offsets, r["dsum"][self.rank])
-            if r["every_list"]:  # a level turning bottom-up reads its frontier from the parts' lists
-                parts = (nxt, r["got"], r["counts"])
+            return cnt, local_s, reduce_s, None, None
+        # some part too large to expand blind (or the last level): ours taken back
+        nxt, parts = self._take_back(r), None
+        self.e.b.note_degree_sum(nxt, self.e.shard.offsets, r["dsum"][self.rank])
+        if r["every_list"]:  # a level turning bottom-up reads its frontier from the parts' lists
+            parts = (nxt, r["got"], r["counts"])
         return cnt, local_s, reduce_s, nxt, parts
 
     def frontier_from_parts(self, queue, got: dict, counts: list):
@@ -454,11 +457,14 @@ class OneRoundLevels:
             b.queue_to_bits(part, woff[r + 1] - woff[r], out=g[woff[r]:woff[r + 1]])
         return g
 
-    def take_back(self) -> None:
-        """Undo a pending expansion (the search leaves the run before its round: every rank does the same)."""
-        if self.pending is not None:
-            r, self.pending = self.pending, None
-            self._take_back(r)
+    def take_back(self):
+        """Undo a pending expansion (the search leaves the run before its round: every rank does the same);
+        returns this rank's part of the frontier it expanded (local ids on the device), or None where nothing was
+        pending."""
+        if self.pending is None:
+            return None
+        r, self.pending = self.pending, None
+        return self._take_back(r)
 
     def _begin_run(self, queue, degs) -> None:
         """A run's first level: its frontier goes in the queue slot the first graph reads (the engine starts its
@@ -484,12 +490,14 @@ class OneRoundLevels:
         self.slot = 1 - self.slot
         self.bound = r["lc"] + sum(self.nfrom.values())
 
-    def _take_back(self, r: dict) -> None:
-        """Undo this rank's expansion in round ``r`` (its claims and sent marks), if it made one."""
+    def _take_back(self, r: dict):
+        """Undo this rank's expansion in round ``r`` (its claims and sent marks), if it made one; returns this
+        rank's part of the frontier the round completed."""
         if r["expanded"] and (r["lc"] or r["npairs"]):
             self.tally["taken_back"] += 1
             e = self.e
             e.b.undo_top_down(r["claimed"][:r["lc"]], self.rpairs[:r["npairs"]], e.parent, e.level, e.sent)
+        return r["frontier"][:r["c"]]
 
     def _round(self, depth: int, limit: int) -> dict:
         """One launch and one round: the graph claims the last round's pairs, completing this rank's part F of the
@@ -558,5 +566,5 @@ class OneRoundLevels:
                                sum(int(m.size) for m in msgs.values())))
         return {"counts": counts, "dsum": dsum, "c": c, "expanded": expanded, "everyone": everyone,
                 "every_list": every_list, "quiet": quiet and everyone, "lc": lc, "npairs": npairs,
-                "claimed": self.queues[k], "got": got, "local_s": (v[2 + kc + 1] - v[2 + kc]) * 1e-9,
-                "reduce_s": t2 - t1}
+                "claimed": self.queues[k], "frontier": self.queues[1 - k], "got": got,
+                "local_s": (v[2 + kc + 1] - v[2 + kc]) * 1e-9, "reduce_s": t2 - t1}
