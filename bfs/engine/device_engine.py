@@ -201,8 +201,9 @@ class DeviceEngine(Engine):
 
     # -- the steps of a level (:class:`~breadth.bfs.engine.levels.LevelSteps`) ---------------------------
     # The frontier between levels: a queue of local ids (``_queue``) with every rank's degree sum (``_degs``, from
-    # the last counters) while the search runs top-down; this rank's words of the frontier bitmap (``_bits``), and
-    # where a one-round level brought it, the global bitmap (``_gathered``), while it runs bottom-up.
+    # the last counters) while the search runs top-down (None while a one-round run holds it: its next round reads
+    # it in place); this rank's words of the frontier bitmap (``_bits``), and where a one-round level brought it,
+    # the global bitmap (``_gathered``), while it runs bottom-up.
     _degs = None
     _gathered = None
     _cnt = None
