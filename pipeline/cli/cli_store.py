@@ -391,6 +391,15 @@ def _store_out_args(p) -> None:
                    help="replace an existing store, or start a partial one again (also one of other parameters)")
 
 
+def _writer_args(p, cluster_args, memory_args, partition_args) -> None:
+    """What ``generate`` and ``ingest`` share after their own options: where the store goes, the cluster, its
+    memory and the partitioning."""
+    _store_out_args(p)
+    cluster_args(p)
+    memory_args(p)
+    partition_args(p)
+
+
 def add_store_commands(sub, int_in, cluster_args, memory_args, partition_args) -> None:
     """Add ``generate``, ``ingest``, ``info`` and ``bfs`` to the ``breadth`` subparsers (``ingest``'s formats
     are those registered in :data:`~breadth.io.formats.FORMATS` when the parser is built)."""
@@ -407,10 +416,7 @@ def add_store_commands(sub, int_in, cluster_args, memory_args, partition_args) -
     g.add_argument("--device", choices=("cpu", "gpu", "auto"), default="cpu",
                    help="gpu: one dask-cuda worker per GPU generates and builds its part on the device (the same "
                         "graph as on the CPU); auto: gpu when CuPy and a device are present (default cpu)")
-    _store_out_args(g)
-    cluster_args(g)
-    memory_args(g)
-    partition_args(g)
+    _writer_args(g, cluster_args, memory_args, partition_args)
 
     i = sub.add_parser("ingest", help=f"read edge files ({', '.join(f.title for f in FORMATS.values())}) into a "
                                       "shard store")
@@ -440,10 +446,7 @@ def add_store_commands(sub, int_in, cluster_args, memory_args, partition_args) -
     i.add_argument("--device", choices=("cpu", "gpu", "auto"), default="cpu",
                    help="gpu: one dask-cuda worker per GPU; Parquet, SNAP and CSV read there (cuDF's readers "
                         "where the lines allow), ids relabeled and shards built on the GPUs (default cpu)")
-    _store_out_args(i)
-    cluster_args(i)
-    memory_args(i)
-    partition_args(i)
+    _writer_args(i, cluster_args, memory_args, partition_args)
 
     f = sub.add_parser("info", help="print a shard store's manifest")
     f.add_argument("store", help="a shard store directory")
